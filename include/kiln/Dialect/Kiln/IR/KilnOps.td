@@ -1,0 +1,679 @@
+//===- KilnOps.td - kiln dialect operations ----------------*- tablegen -*-===//
+//
+// Every op states its semantics precisely enough to implement the reference
+// interpreter from; lib/Interpreter is that implementation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_IR_KILNOPS_TD
+#define KILN_DIALECT_KILN_IR_KILNOPS_TD
+
+include "kiln/Dialect/Kiln/IR/KilnBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints and op families
+//===----------------------------------------------------------------------===//
+
+def Kiln_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Kiln_IntegerTensor : RankedTensorOf<[AnyInteger]>;
+def Kiln_BoolTensor : RankedTensorOf<[I1]>;
+def Kiln_Tensor : RankedTensorOf<[AnyFloat, AnyInteger]>;
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, traits>;
+
+/// Elementwise ops of one operand whose result has the operand's type.
+class Kiln_UnaryOp<string mnemonic, Type tensorType, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, traits # [Pure, Elementwise, SameOperandsAndResultType]> {
+  let arguments = (ins tensorType:$input);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class Kiln_FloatUnaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : Kiln_UnaryOp<mnemonic, Kiln_FloatTensor, traits> {
+  let summary = "elementwise " # formula;
+  let description = "Computes `" # formula # "` for every element of a "
+    # "floating-point tensor, in the tensor's own precision (the interpreter "
+    # "computes in fp64 and rounds once).\n\n```mlir\n%y = kiln." # mnemonic
+    # " %x : tensor<4x8xf32>\n```";
+}
+
+/// Elementwise ops of two operands with NumPy broadcasting: shapes are aligned
+/// at their last dimension and every pair of sizes must be equal or contain 1.
+class Kiln_BroadcastingBinaryOp<string mnemonic, Type tensorType,
+                                list<Trait> traits = []>
+    : Kiln_Op<mnemonic, traits # [Pure, SameOperandsElementType,
+                                  InferTypeOpAdaptor]> {
+  let arguments = (ins tensorType:$lhs, tensorType:$rhs);
+  let results = (outs tensorType:$result);
+  let assemblyFormat =
+    "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::kiln::inferBroadcastResultType(
+          location, {adaptor.getLhs().getType(), adaptor.getRhs().getType()},
+          /*elementType=*/nullptr, inferred);
+    }
+  }];
+}
+
+class Kiln_ArithmeticOp<string mnemonic, string formula,
+                        list<Trait> traits = []>
+    : Kiln_BroadcastingBinaryOp<mnemonic, Kiln_Tensor, traits> {
+  let summary = "elementwise " # formula # " with broadcasting";
+  let description = "Computes `" # formula # "` elementwise after NumPy "
+    # "broadcasting of both operands, which share one element type. Integer "
+    # "arithmetic wraps; integer division truncates toward zero.\n\n```mlir\n"
+    # "%z = kiln." # mnemonic # " %x, %y : (tensor<2x8xf32>, tensor<8xf32>) "
+    # "-> tensor<2x8xf32>\n```";
+}
+
+class Kiln_LogicalOp<string mnemonic, string formula>
+    : Kiln_BroadcastingBinaryOp<mnemonic, Kiln_BoolTensor, [Commutative]> {
+  let summary = "elementwise logical " # formula # " with broadcasting";
+  let description = "Computes `" # formula # "` of two `i1` tensors after "
+    # "NumPy broadcasting.";
+}
+
+/// Reductions over a set of axes; reduced axes are removed, or kept with size
+/// 1 when `keep_dims` is set. Reducing over no axes returns the input.
+class Kiln_ReductionOp<string mnemonic, string formula>
+    : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = formula # " over axes";
+  let description = "Reduces `input` with " # formula # " over `axes` "
+    # "(distinct, non-negative, each below the rank). Floating-point sums "
+    # "accumulate in fp64 on the interpreter.\n\n```mlir\n%s = kiln."
+    # mnemonic # " %x {axes = array<i64: 1>, keep_dims} : "
+    # "(tensor<4x8xf32>) -> tensor<4x1xf32>\n```";
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keep_dims);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::kiln::inferReductionResultType(
+          location, ::llvm::cast<::mlir::RankedTensorType>(
+                        adaptor.getInput().getType()),
+          adaptor.getAxes(), adaptor.getKeepDims(), /*elementType=*/nullptr,
+          inferred);
+    }
+    ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor) {
+      return ::kiln::foldEmptyReduction(*this);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Values: constants, parameters, ranges, dropout
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a tensor known at compile time";
+  let description = [{
+    Produces `value`. Shape arithmetic and other constant subgraphs of an
+    imported model fold into this op.
+
+    ```mlir
+    %c = kiln.constant dense<[1, 32, 4, 16]> : tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Kiln_ParameterOp : Kiln_Op<"parameter", [Pure]> {
+  let summary = "a named model parameter (an ONNX initializer)";
+  let description = [{
+    Reads the model parameter `name`. `initial_value`, when present, is the
+    value the model was exported with; a parameter without it is declared
+    only (a graph-only export) and must be given a value before it runs.
+    Unlike `kiln.constant`, a parameter may be trained, so it is never folded.
+
+    ```mlir
+    %w = kiln.parameter "fc.weight" : tensor<64x256xf32>
+    %b = kiln.parameter "fc.bias" = dense<0.0> : tensor<256xf32> : tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, OptionalAttr<ElementsAttr>:$initial_value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat =
+    "$name (`=` $initial_value^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_RangeOp : Kiln_Op<"range", [Pure]> {
+  let summary = "an arithmetic sequence";
+  let description = [{
+    A 1-D tensor whose element `i` is `start + i * step`, computed in fp64 and
+    converted to the element type (truncating toward zero for integers).
+
+    ```mlir
+    %pos = kiln.range {start = 0.0, step = 1.0} : tensor<1024xi64>
+    ```
+  }];
+  let arguments = (ins F64Attr:$start, F64Attr:$step);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_DropoutOp : Kiln_Op<"dropout", [Pure, InferTypeOpAdaptor]> {
+  let summary = "inverted dropout with an explicit seed";
+  let description = [{
+    Zeroes each element with probability `ratio` and scales the kept ones by
+    `1 / (1 - ratio)`. `mask` is true where an element was kept. The draw is a
+    pure function of `seed` and the element's linear index, so the op has no
+    hidden state and the same seed reproduces the same mask. `ratio` is in
+    [0, 1).
+
+    ```mlir
+    %y, %mask = kiln.dropout %x {ratio = 0.1, seed = 7} : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, F64Attr:$ratio, I64Attr:$seed);
+  let results = (outs Kiln_FloatTensor:$output, Kiln_BoolTensor:$mask);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise math
+//===----------------------------------------------------------------------===//
+
+def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_Tensor, [Involution]> {
+  let summary = "elementwise negation";
+  let description = "Computes `-x`; integers wrap.";
+}
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_Tensor, [Idempotent]> {
+  let summary = "elementwise absolute value";
+  let description = "Computes `|x|`; integers wrap at the minimum value.";
+}
+def Kiln_SignOp : Kiln_UnaryOp<"sign", Kiln_Tensor> {
+  let summary = "elementwise sign";
+  let description = "-1, 0 or 1 according to the sign of `x`; NaN stays NaN.";
+}
+def Kiln_ExpOp : Kiln_FloatUnaryOp<"exp", "exp(x)">;
+def Kiln_LogOp : Kiln_FloatUnaryOp<"log", "log(x)">;
+def Kiln_TanhOp : Kiln_FloatUnaryOp<"tanh", "tanh(x)">;
+def Kiln_ErfOp : Kiln_FloatUnaryOp<"erf", "erf(x)">;
+def Kiln_SigmoidOp : Kiln_FloatUnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Kiln_SiluOp : Kiln_FloatUnaryOp<"silu", "x / (1 + exp(-x))">;
+def Kiln_ReluOp : Kiln_FloatUnaryOp<"relu", "max(x, 0)", [Idempotent]>;
+def Kiln_SinOp : Kiln_FloatUnaryOp<"sin", "sin(x)">;
+def Kiln_CosOp : Kiln_FloatUnaryOp<"cos", "cos(x)">;
+def Kiln_SqrtOp : Kiln_FloatUnaryOp<"sqrt", "sqrt(x)">;
+def Kiln_RsqrtOp : Kiln_FloatUnaryOp<"rsqrt", "1 / sqrt(x)">;
+def Kiln_ReciprocalOp : Kiln_FloatUnaryOp<"reciprocal", "1 / x">;
+def Kiln_FloorOp : Kiln_FloatUnaryOp<"floor", "floor(x)", [Idempotent]>;
+def Kiln_CeilOp : Kiln_FloatUnaryOp<"ceil", "ceil(x)", [Idempotent]>;
+def Kiln_RoundOp : Kiln_FloatUnaryOp<"round",
+    "x rounded to the nearest integer, halves to even", [Idempotent]>;
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, [Involution]> {
+  let summary = "elementwise logical not";
+  let description = "Computes `!x` of an `i1` tensor.";
+}
+
+def Kiln_GeluOp : Kiln_Op<"gelu",
+    [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `none`: `0.5 * x * (1 + erf(x / sqrt(2)))`.
+    `tanh`: `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`.
+
+    ```mlir
+    %y = kiln.gelu %x approximation = tanh : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input,
+                       Kiln_GeluApproximation:$approximation);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat =
+    "$input `approximation` `=` $approximation attr-dict `:` type($result)";
+}
+
+def Kiln_IsNanOp : Kiln_Op<"is_nan", [Pure, Elementwise, InferTypeOpAdaptor]> {
+  let summary = "elementwise test for NaN";
+  let description = "True where `x` is NaN.";
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_IsInfOp : Kiln_Op<"is_inf", [Pure, Elementwise, InferTypeOpAdaptor]> {
+  let summary = "elementwise test for infinity";
+  let description = [{
+    True where `x` is +inf (when `detect_positive`) or -inf (when
+    `detect_negative`).
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, BoolAttr:$detect_positive,
+                       BoolAttr:$detect_negative);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "elementwise conversion of the element type";
+  let description = [{
+    Converts each element: float to float rounds to nearest even; float to
+    integer truncates toward zero; integer to float rounds to nearest; to `i1`
+    gives `x != 0`; from `i1` gives 0 or 1.
+
+    ```mlir
+    %f = kiln.cast %ids : tensor<2x32xi64> to tensor<2x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+def Kiln_AddOp : Kiln_ArithmeticOp<"add", "lhs + rhs", [Commutative]> {
+  let hasFolder = 1;
+}
+def Kiln_SubOp : Kiln_ArithmeticOp<"sub", "lhs - rhs">;
+def Kiln_MulOp : Kiln_ArithmeticOp<"mul", "lhs * rhs", [Commutative]> {
+  let hasFolder = 1;
+}
+def Kiln_DivOp : Kiln_ArithmeticOp<"div", "lhs / rhs"> {
+  let hasFolder = 1;
+}
+def Kiln_PowOp : Kiln_ArithmeticOp<"pow", "lhs ^ rhs">;
+def Kiln_MaxOp : Kiln_ArithmeticOp<"max", "max(lhs, rhs) (NaN if either is)",
+                                   [Commutative]>;
+def Kiln_MinOp : Kiln_ArithmeticOp<"min", "min(lhs, rhs) (NaN if either is)",
+                                   [Commutative]>;
+def Kiln_AndOp : Kiln_LogicalOp<"and", "lhs && rhs">;
+def Kiln_OrOp : Kiln_LogicalOp<"or", "lhs || rhs">;
+def Kiln_XorOp : Kiln_LogicalOp<"xor", "lhs != rhs">;
+
+def Kiln_CompareOp : Kiln_Op<"compare",
+    [Pure, SameOperandsElementType, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with broadcasting";
+  let description = [{
+    Compares `lhs` and `rhs` after NumPy broadcasting; the result is `i1`.
+    Comparisons with NaN are false, except `ne`, which is true.
+
+    ```mlir
+    %m = kiln.compare le, %i, %j : (tensor<32x1xi64>, tensor<32xi64>) -> tensor<32x32xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_ComparePredicate:$predicate,
+                       AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise selection with broadcasting";
+  let description = [{
+    `condition ? on_true : on_false`, after NumPy broadcasting of all three.
+
+    ```mlir
+    %s = kiln.where %mask, %scores, %neg_inf
+        : (tensor<1x1x32x32xi1>, tensor<2x4x32x32xf32>, tensor<f32>) -> tensor<2x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, AnyRankedTensor:$on_true,
+                       AnyRankedTensor:$on_false);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat =
+    "$condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions, reductions, normalizations
+//===----------------------------------------------------------------------===//
+
+def Kiln_MatmulOp : Kiln_Op<"matmul",
+    [Pure, SameOperandsElementType, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product with broadcasting batch dimensions";
+  let description = [{
+    Both operands have rank 2 or more. The last two dimensions are matrices,
+    transposed first when `transpose_lhs` / `transpose_rhs` is set; the
+    leading dimensions are batch dimensions and broadcast like NumPy's. The
+    result is `[batch..., M, N]`. The interpreter accumulates in fp64.
+
+    ```mlir
+    %s = kiln.matmul %q, %k {transpose_rhs}
+        : (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) -> tensor<2x4x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat =
+    "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_ReduceSumOp : Kiln_ReductionOp<"reduce_sum", "the sum">;
+def Kiln_ReduceMeanOp : Kiln_ReductionOp<"reduce_mean", "the arithmetic mean">;
+def Kiln_ReduceMaxOp : Kiln_ReductionOp<"reduce_max", "the maximum">;
+def Kiln_ReduceMinOp : Kiln_ReductionOp<"reduce_min", "the minimum">;
+def Kiln_ReduceProdOp : Kiln_ReductionOp<"reduce_prod", "the product">;
+
+class Kiln_ArgReductionOp<string mnemonic, string which>
+    : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "index of the " # which # " along an axis";
+  let description = "The `i64` index of the " # which # " element along "
+    # "`axis`; of several equal ones the first, or the last with "
+    # "`select_last_index`. The axis is removed unless `keep_dims` is set.";
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, UnitAttr:$keep_dims,
+                       UnitAttr:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      int64_t axis = adaptor.getAxis();
+      return ::kiln::inferReductionResultType(
+          location, ::llvm::cast<::mlir::RankedTensorType>(
+                        adaptor.getInput().getType()),
+          ::llvm::ArrayRef<int64_t>(axis), adaptor.getKeepDims(),
+          ::mlir::IntegerType::get(context, 64), inferred);
+    }
+  }];
+}
+
+def Kiln_ArgMaxOp : Kiln_ArgReductionOp<"argmax", "maximum">;
+def Kiln_ArgMinOp : Kiln_ArgReductionOp<"argmin", "minimum">;
+
+class Kiln_SoftmaxFamilyOp<string mnemonic, string formula>
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = formula # " along one axis";
+  let description = "Computes `" # formula # "` along `axis`, subtracting the "
+    # "maximum first so that large inputs do not overflow.\n\n```mlir\n%p = kiln."
+    # mnemonic # " %scores {axis = 3 : i64} : tensor<2x4x32x32xf32>\n```";
+  let arguments = (ins Kiln_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::kiln::verifyAxis(*this, getAxis(), getType().getRank());
+    }
+  }];
+}
+
+def Kiln_SoftmaxOp : Kiln_SoftmaxFamilyOp<"softmax", "exp(x) / sum(exp(x))">;
+def Kiln_LogSoftmaxOp
+    : Kiln_SoftmaxFamilyOp<"log_softmax", "x - log(sum(exp(x)))">;
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over dimensions `[axis, rank)`:
+    `y = (x - mean) * inv_std_dev * scale + bias`, with
+    `inv_std_dev = 1 / sqrt(variance + epsilon)` and the biased variance.
+    `scale` and `bias` broadcast to the normalized shape. `mean` and
+    `inv_std_dev` keep the input's shape with the normalized dimensions set to
+    1 and are always f32 (statistics are computed in fp32 or better), which
+    is what the backward pass reuses.
+
+    ```mlir
+    %y, %mean, %rstd = kiln.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-5 : f64}
+        : (tensor<2x32x64xf32>, tensor<64xf32>, tensor<64xf32>)
+        -> (tensor<2x32x64xf32>, tensor<2x32x1xf32>, tensor<2x32x1xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Optional<Kiln_FloatTensor>:$scale,
+                       Optional<Kiln_FloatTensor>:$bias, I64Attr:$axis,
+                       F64Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$output,
+                      RankedTensorOf<[F32]>:$mean,
+                      RankedTensorOf<[F32]>:$inv_std_dev);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "root-mean-square normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over dimensions `[axis, rank)` without centering:
+    `y = x * inv_rms * scale`, `inv_rms = 1 / sqrt(mean(x^2) + epsilon)`, the
+    normalization of Llama-style decoders. `scale` broadcasts to the
+    normalized shape. `inv_rms` has the input's shape with the normalized
+    dimensions set to 1, in f32.
+
+    ```mlir
+    %y, %r = kiln.rms_norm %x scale %g {axis = 2 : i64, epsilon = 1.0e-6 : f64}
+        : (tensor<2x32x64xf32>, tensor<64xf32>) -> (tensor<2x32x64xf32>, tensor<2x32x1xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Optional<Kiln_FloatTensor>:$scale,
+                       I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$output, RankedTensorOf<[F32]>:$inv_rms);
+  let assemblyFormat = [{
+    $input (`scale` $scale^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "the same elements in row-major order under a new shape";
+  let description = [{
+    ```mlir
+    %y = kiln.reshape %x : tensor<2x32x64xf32> to tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutation of dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`.
+
+    ```mlir
+    %y = kiln.transpose %x {permutation = array<i64: 0, 2, 1, 3>}
+        : (tensor<2x32x4x16xf32>) -> tensor<2x4x32x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_BroadcastOp : Kiln_Op<"broadcast", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "NumPy broadcast to a larger shape";
+  let description = [{
+    Aligns the input's shape with the result's at the last dimension; each
+    input size must equal the result's or be 1 (then it repeats).
+
+    ```mlir
+    %y = kiln.broadcast %x : tensor<1x32xf32> to tensor<4x8x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "a strided window";
+  let description = [{
+    Result element `[i0, i1, ...]` is input element
+    `[start[0] + i0 * stride[0], start[1] + i1 * stride[1], ...]`. Strides are
+    nonzero and may be negative; every index read lies inside the input. The
+    result's shape gives the number of elements taken along each dimension.
+
+    ```mlir
+    %y = kiln.slice %x {start = array<i64: 0, 1>, stride = array<i64: 1, 2>}
+        : tensor<4x9xf32> to tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$stride);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, SameOperandsAndResultElementType,
+                                       InferTypeOpAdaptor]> {
+  let summary = "concatenation along one axis";
+  let description = [{
+    ```mlir
+    %y = kiln.concat %a, %b {axis = 1 : i64}
+        : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Kiln_PadOp : Kiln_Op<"pad", [Pure, SameOperandsAndResultElementType,
+                                 InferTypeOpAdaptor]> {
+  let summary = "padding (or cropping) at both ends of every dimension";
+  let description = [{
+    Adds `low[i]` elements before and `high[i]` after dimension `i`; a
+    negative amount removes elements. New elements are `value` (`constant`),
+    the mirror image without the edge (`reflect`), the edge element (`edge`)
+    or the elements from the other end (`wrap`).
+
+    ```mlir
+    %y = kiln.pad %x constant {low = array<i64: 0, 0>, high = array<i64: 0, 1>, value = -100.0}
+        : (tensor<2x32xi64>) -> tensor<2x33xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Kiln_PadMode:$mode,
+                       DenseI64ArrayAttr:$low, DenseI64ArrayAttr:$high,
+                       F64Attr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat =
+    "$input $mode attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+  let summary = "upper or lower triangle of the trailing matrices";
+  let description = [{
+    Keeps element `[..., i, j]` where `j - i >= diagonal` (`upper`) or
+    `j - i <= diagonal` (lower) and sets the others to zero.
+
+    ```mlir
+    %y = kiln.trilu %x {diagonal = 0 : i64, upper = false} : tensor<32x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, BoolAttr:$upper, I64Attr:$diagonal);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "take slices of `data` along an axis at the given indices";
+  let description = [{
+    The result's shape is `data[:axis] + indices + data[axis+1:]`. A negative
+    index counts from the end; an index out of range is an error at run time.
+    An embedding lookup is a gather along axis 0.
+
+    ```mlir
+    %e = kiln.gather %wte, %ids {axis = 0 : i64}
+        : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, Kiln_IntegerTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "take single elements along an axis";
+  let description = [{
+    `result[i][j]...[k] = data[i]...[indices[i][j]...[k]]...[k]` with the index
+    replacing the coordinate along `axis`; the result has the indices' shape,
+    which may be smaller than `data` in every dimension. Negative indices
+    count from the end.
+
+    ```mlir
+    %y = kiln.gather_elements %x, %i {axis = 1 : i64}
+        : (tensor<2x32xf32>, tensor<2x1xi64>) -> tensor<2x1xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, Kiln_IntegerTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+class Kiln_ClassificationLossOp<string mnemonic, string inputName,
+                                string perElement>
+    : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let description = "`" # inputName # "` has shape `[N, C, d1, ...]` and "
+    # "`labels` (integer) `[N, d1, ...]`. The loss of one element is `"
+    # perElement # "`, times `weight[label]` when a class weight is given. "
+    # "Elements whose label equals `ignore_index` contribute 0 and are not "
+    # "counted. `none` returns the per-element losses; `sum` their sum; `mean` "
+    # "their sum divided by the sum of the weights of the counted elements "
+    # "(their number without weights). Any other label outside [0, C) is an "
+    # "error at run time.";
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_IntegerTensor:$labels,
+                       Optional<Kiln_FloatTensor>:$weight,
+                       Kiln_LossReduction:$reduction,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $labels (`weight` $weight^)? `reduction` `=` $reduction attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::kiln::inferClassificationLossType(
+          location, adaptor.getInput().getType(), adaptor.getLabels().getType(),
+          adaptor.getWeight() ? adaptor.getWeight().getType() : ::mlir::Type(),
+          adaptor.getReduction(), inferred);
+    }
+  }];
+}
+
+def Kiln_CrossEntropyOp : Kiln_ClassificationLossOp<"cross_entropy", "logits",
+    "-log_softmax(logits)[label]"> {
+  let summary = "softmax cross-entropy over class logits";
+}
+
+def Kiln_NllLossOp : Kiln_ClassificationLossOp<"nll_loss", "log_probs",
+    "-log_probs[label]"> {
+  let summary = "negative log-likelihood of class log-probabilities";
+}
+
+#endif // KILN_DIALECT_KILN_IR_KILNOPS_TD

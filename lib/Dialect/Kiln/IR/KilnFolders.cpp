@@ -1,0 +1,127 @@
+//===- KilnFolders.cpp - kiln folders and canonicalizations ---------------===//
+//
+// Folds that pay for Transformer graphs: identities of data movement that
+// exporters leave behind (reshape chains, identity transposes, full slices)
+// and multiplications by one. Folds that would change a result's bits, such
+// as x + 0.0 (wrong for -0.0), are deliberately absent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace kiln;
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+/// True when `value` is a splat constant equal to `number`.
+static bool isSplatOf(Attribute value, double number) {
+  auto splat = dyn_cast_if_present<SplatElementsAttr>(value);
+  if (!splat)
+    return false;
+  Type elementType = splat.getElementType();
+  if (isa<FloatType>(elementType))
+    return splat.getSplatValue<APFloat>().convertToDouble() == number;
+  if (isa<IntegerType>(elementType) && !elementType.isInteger(1))
+    return splat.getSplatValue<APInt>().getSExtValue() ==
+           static_cast<int64_t>(number);
+  return false;
+}
+
+/// `x op c` folds to `x` when `c` is the identity of the op and broadcasting
+/// does not change the shape.
+template <typename OpTy>
+static OpFoldResult foldRightIdentity(OpTy op, Attribute rhs, double identity) {
+  if (op.getLhs().getType() == op.getType() && isSplatOf(rhs, identity))
+    return op.getLhs();
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  // Only integers: for floats x + 0.0 turns -0.0 into +0.0.
+  if (isa<IntegerType>(getType().getElementType()))
+    return foldRightIdentity(*this, adaptor.getRhs(), 0.0);
+  return {};
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldRightIdentity(*this, adaptor.getRhs(), 1.0);
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  return foldRightIdentity(*this, adaptor.getRhs(), 1.0);
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, dim] : llvm::enumerate(getPermutation()))
+    if (static_cast<int64_t>(i) != dim)
+      return {};
+  return getInput();
+}
+
+namespace {
+/// transpose(transpose(x, p), q) -> transpose(x, p o q).
+struct ComposeTransposes : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto producer = op.getInput().getDefiningOp<TransposeOp>();
+    if (!producer)
+      return rewriter.notifyMatchFailure(op, "input is not a transpose");
+    SmallVector<int64_t> composed;
+    for (int64_t dim : op.getPermutation())
+      composed.push_back(producer.getPermutation()[dim]);
+    rewriter.replaceOpWithNewOp<TransposeOp>(op, producer.getInput(), composed);
+    return success();
+  }
+};
+} // namespace
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<ComposeTransposes>(context);
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getInput()))
+    return splat.resizeSplat(getType());
+  return {};
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() != getType())
+    return {};
+  for (auto [start, stride] : llvm::zip(getStart(), getStride()))
+    if (start != 0 || stride != 1)
+      return {};
+  return getInput();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1)
+    return getInputs().front();
+  return {};
+}
