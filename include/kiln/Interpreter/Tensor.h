@@ -1,0 +1,94 @@
+//===- Tensor.h - the interpreter's tensor value -----------------*- C++ -*-===//
+//
+// A dense, row-major tensor as the reference interpreter holds it: every
+// floating-point type is stored as fp32 (values of narrower types are kept
+// rounded to their type, see roundToElementType) and every integer or boolean
+// type as int64 (kept wrapped to the type's width).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_INTERPRETER_TENSOR_H
+#define KILN_INTERPRETER_TENSOR_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+/// Element types the interpreter and the tensor files know.
+enum class DType {
+  F32, F64, F16, BF16,
+  I64, I32, I16, I8, U64, U32, U16, U8,
+  Bool,
+};
+
+bool isFloat(DType type);
+/// Size in bytes of one element in files (ONNX raw data, .npy).
+unsigned byteWidth(DType type);
+llvm::StringRef dtypeName(DType type);
+
+/// The DType of an MLIR element type, if the interpreter supports it.
+std::optional<DType> dtypeOf(mlir::Type elementType);
+mlir::Type mlirElementType(DType type, mlir::MLIRContext *context);
+
+/// Rounds an fp32 value to `type` (round to nearest even), returned as fp32.
+/// This is the hook through which bf16 and fp16 arithmetic is emulated.
+float roundToElementType(DType type, double value);
+/// Wraps an integer to the width and signedness of `type`.
+int64_t wrapToElementType(DType type, int64_t value);
+
+class Tensor {
+public:
+  Tensor() = default;
+  /// A zero-filled tensor.
+  Tensor(DType type, llvm::ArrayRef<int64_t> shape);
+
+  DType getDType() const { return dtype; }
+  llvm::ArrayRef<int64_t> getShape() const { return shape; }
+  int64_t getRank() const { return shape.size(); }
+  int64_t getNumElements() const { return numElements; }
+  bool isFloat() const { return kiln::isFloat(dtype); }
+
+  /// Storage of float tensors.
+  llvm::MutableArrayRef<float> floats() { return floatData; }
+  llvm::ArrayRef<float> floats() const { return floatData; }
+  /// Storage of integer and boolean tensors.
+  llvm::MutableArrayRef<int64_t> ints() { return intData; }
+  llvm::ArrayRef<int64_t> ints() const { return intData; }
+
+  /// Element `i` as a double, whatever the storage.
+  double getAsDouble(int64_t i) const {
+    return isFloat() ? floatData[i] : static_cast<double>(intData[i]);
+  }
+  /// Stores `value` at `i`, rounding or truncating to the element type.
+  void setFromDouble(int64_t i, double value);
+
+  /// The same elements under another shape with the same element count.
+  Tensor reshaped(llvm::ArrayRef<int64_t> newShape) const;
+
+  /// The MLIR tensor type of this tensor.
+  mlir::RankedTensorType getType(mlir::MLIRContext *context) const;
+
+private:
+  DType dtype = DType::F32;
+  llvm::SmallVector<int64_t> shape;
+  int64_t numElements = 0;
+  std::vector<float> floatData;
+  std::vector<int64_t> intData;
+};
+
+/// The number of elements of a tensor of `shape`.
+int64_t product(llvm::ArrayRef<int64_t> shape);
+
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+
+} // namespace kiln
+
+#endif // KILN_INTERPRETER_TENSOR_H

@@ -1,0 +1,329 @@
+//===- ElementwiseImporters.cpp - elementwise ONNX ops --------------------===//
+//
+// Unary math, broadcasting arithmetic, comparisons, logic, selection, casts,
+// activations and dropout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+
+#include "kiln/TensorIO/TensorFiles.h"
+
+#include "llvm/Support/xxhash.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+/// Ops of one operand whose result has the operand's type.
+template <typename OpTy> static LogicalResult importUnary(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  return node.setResult(
+      node.create1<OpTy>({node.input(0)}, {}, {node.inputType(0)}));
+}
+
+template <typename OpTy> static LogicalResult importBinary(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  return node.setResult(
+      node.create1<OpTy>({node.input(0), node.input(1)}));
+}
+
+/// Max, Min, Sum: any number of inputs, folded pairwise.
+template <typename OpTy> static FailureOr<Value> foldVariadic(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  Value acc = node.input(0);
+  for (int i = 1; i < node.node.input_size(); ++i) {
+    FailureOr<Value> next = node.create1<OpTy>({acc, node.input(i)});
+    if (failed(next))
+      return failure();
+    acc = *next;
+  }
+  return acc;
+}
+
+template <typename OpTy> static LogicalResult importVariadic(NodeContext &node) {
+  return node.setResult(
+      foldVariadic<OpTy>(node));
+}
+
+static LogicalResult importMean(NodeContext &node) {
+  FailureOr<Value> sum = foldVariadic<AddOp>(node);
+  if (failed(sum))
+    return failure();
+  Type elementType = cast<RankedTensorType>(sum->getType()).getElementType();
+  return node.setResult(node.create1<DivOp>(
+      {*sum, node.scalar(node.node.input_size(), elementType)}));
+}
+
+static LogicalResult importPow(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  // The exponent may have another numeric type than the base.
+  Value exponent = node.input(1);
+  RankedTensorType base = node.inputType(0);
+  if (node.inputType(1).getElementType() != base.getElementType()) {
+    FailureOr<Value> cast = node.create1<CastOp>(
+        {exponent}, {}, {node.inputType(1).clone(base.getElementType())});
+    if (failed(cast))
+      return failure();
+    exponent = *cast;
+  }
+  return node.setResult(
+      node.create1<PowOp>({node.input(0), exponent}));
+}
+
+template <ComparePredicate predicate>
+static LogicalResult importCompare(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  return node.setResult(
+      node.create1<CompareOp>(
+      {node.input(0), node.input(1)},
+      {node.builder.getNamedAttr(
+          "predicate",
+          ComparePredicateAttr::get(node.builder.getContext(), predicate))}));
+}
+
+static LogicalResult importWhere(NodeContext &node) {
+  if (failed(node.requireInputs(3)))
+    return failure();
+  return node.setResult(
+      node.create1<WhereOp>({node.input(0), node.input(1), node.input(2)}));
+}
+
+static LogicalResult importIsInf(NodeContext &node) {
+  FailureOr<int64_t> positive = node.intAttr("detect_positive", 1);
+  FailureOr<int64_t> negative = node.intAttr("detect_negative", 1);
+  if (failed(node.requireInputs(1)) || failed(positive) || failed(negative))
+    return failure();
+  return node.setResult(
+      node.create1<IsInfOp>(
+      {node.input(0)},
+      {node.builder.getNamedAttr("detect_positive",
+                                 node.builder.getBoolAttr(*positive)),
+       node.builder.getNamedAttr("detect_negative",
+                                 node.builder.getBoolAttr(*negative))}));
+}
+
+static LogicalResult importIsNan(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  return node.setResult(
+      node.create1<IsNanOp>({node.input(0)}));
+}
+
+static LogicalResult castTo(NodeContext &node, Type elementType) {
+  return node.setResult(
+      node.create1<CastOp>(
+      {node.input(0)}, {}, {node.inputType(0).clone(elementType)}));
+}
+
+static LogicalResult importCast(NodeContext &node) {
+  FailureOr<int64_t> to = node.intAttr("to", std::nullopt);
+  if (failed(node.requireInputs(1)) || failed(to))
+    return failure();
+  std::optional<DType> type = dtypeFromOnnx(*to);
+  if (!type)
+    return node.error("cannot cast to unsupported type ")
+           << onnxDataTypeName(*to);
+  return castTo(node, mlirElementType(*type, node.builder.getContext()));
+}
+
+static LogicalResult importCastLike(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  return castTo(node, node.inputType(1).getElementType());
+}
+
+static LogicalResult importIdentity(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  node.setOutput(0, node.input(0));
+  return success();
+}
+
+static LogicalResult importClip(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  Value result = node.input(0);
+  if (node.hasInput(1)) {
+    FailureOr<Value> clipped = node.create1<MaxOp>({result, node.input(1)});
+    if (failed(clipped))
+      return failure();
+    result = *clipped;
+  }
+  if (node.hasInput(2)) {
+    FailureOr<Value> clipped = node.create1<MinOp>({result, node.input(2)});
+    if (failed(clipped))
+      return failure();
+    result = *clipped;
+  }
+  node.setOutput(0, result);
+  return success();
+}
+
+static LogicalResult importGelu(NodeContext &node) {
+  FailureOr<std::string> approximate = node.stringAttr("approximate", "none");
+  if (failed(node.requireInputs(1)) || failed(approximate))
+    return failure();
+  GeluApproximation approximation;
+  if (*approximate == "none")
+    approximation = GeluApproximation::None;
+  else if (*approximate == "tanh")
+    approximation = GeluApproximation::Tanh;
+  else
+    return node.error("approximate must be 'none' or 'tanh', got '")
+           << *approximate << "'";
+  return node.setResult(
+      node.create1<GeluOp>(
+      {node.input(0)},
+      {node.builder.getNamedAttr(
+          "approximation",
+          GeluApproximationAttr::get(node.builder.getContext(), approximation))},
+      {node.inputType(0)}));
+}
+
+/// LeakyRelu: x < 0 ? alpha * x : x.
+static LogicalResult importLeakyRelu(NodeContext &node) {
+  FailureOr<double> alpha = node.floatAttr("alpha", 0.01);
+  if (failed(node.requireInputs(1)) || failed(alpha))
+    return failure();
+  Value x = node.input(0);
+  Type elementType = node.inputType(0).getElementType();
+  FailureOr<Value> negative = node.create1<CompareOp>(
+      {x, node.scalar(0.0, elementType)},
+      {node.builder.getNamedAttr(
+          "predicate", ComparePredicateAttr::get(node.builder.getContext(),
+                                                 ComparePredicate::LT))});
+  if (failed(negative))
+    return failure();
+  FailureOr<Value> scaled =
+      node.create1<MulOp>({x, node.scalar(*alpha, elementType)});
+  if (failed(scaled))
+    return failure();
+  return node.setResult(
+      node.create1<WhereOp>({*negative, *scaled, x}));
+}
+
+/// Softplus: log(exp(x) + 1).
+static LogicalResult importSoftplus(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  FailureOr<Value> exp = node.create1<ExpOp>({node.input(0)}, {}, {type});
+  if (failed(exp))
+    return failure();
+  FailureOr<Value> plusOne =
+      node.create1<AddOp>({*exp, node.scalar(1.0, type.getElementType())});
+  if (failed(plusOne))
+    return failure();
+  return node.setResult(
+      node.create1<LogOp>({*plusOne}, {}, {type}));
+}
+
+/// Dropout disappears when it cannot drop anything (ratio 0, or inference
+/// mode); otherwise it becomes kiln.dropout with an explicit seed: the node's
+/// `seed` attribute, or a hash of the node's name so that every dropout of a
+/// model draws a different, reproducible mask.
+static LogicalResult importDropout(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  double ratio = 0.5;
+  if (node.hasInput(1)) {
+    FailureOr<Tensor> value = node.constantInput(1, "dropout ratio");
+    if (failed(value))
+      return failure();
+    if (value->getNumElements() != 1)
+      return node.error("dropout ratio must be a scalar");
+    ratio = value->getAsDouble(0);
+  }
+  bool training = false;
+  if (node.hasInput(2)) {
+    FailureOr<Tensor> value = node.constantInput(2, "dropout training_mode");
+    if (failed(value))
+      return failure();
+    if (value->getNumElements() != 1)
+      return node.error("dropout training_mode must be a scalar");
+    training = value->getAsDouble(0) != 0.0;
+  }
+  if (!(ratio >= 0.0 && ratio < 1.0))
+    return node.error("dropout ratio ") << ratio << " is outside [0, 1)";
+  RankedTensorType type = node.inputType(0);
+  if (!training || ratio == 0.0) {
+    node.setOutput(0, node.input(0));
+    if (node.hasOutput(1)) {
+      Tensor keepAll(DType::Bool, type.getShape());
+      std::fill(keepAll.ints().begin(), keepAll.ints().end(), 1);
+      node.setOutput(1, node.constant(keepAll));
+    }
+    return success();
+  }
+  FailureOr<int64_t> seed = node.intAttr(
+      "seed", static_cast<int64_t>(llvm::xxh3_64bits(node.node.name())));
+  if (failed(seed))
+    return failure();
+  FailureOr<SmallVector<Value>> results = node.create<DropoutOp>(
+      {node.input(0)},
+      {node.builder.getNamedAttr("ratio", node.builder.getF64FloatAttr(ratio)),
+       node.builder.getNamedAttr("seed", node.builder.getI64IntegerAttr(*seed))});
+  if (failed(results))
+    return failure();
+  node.setOutput(0, (*results)[0]);
+  node.setOutput(1, (*results)[1]);
+  return success();
+}
+
+void registerElementwiseImporters(OpImporterTable &table) {
+  table.add("Abs", importUnary<AbsOp>);
+  table.add("Neg", importUnary<NegOp>);
+  table.add("Sign", importUnary<SignOp>);
+  table.add("Exp", importUnary<ExpOp>);
+  table.add("Log", importUnary<LogOp>);
+  table.add("Tanh", importUnary<TanhOp>);
+  table.add("Erf", importUnary<ErfOp>);
+  table.add("Sigmoid", importUnary<SigmoidOp>);
+  table.add("Relu", importUnary<ReluOp>);
+  table.add("Sin", importUnary<SinOp>);
+  table.add("Cos", importUnary<CosOp>);
+  table.add("Sqrt", importUnary<SqrtOp>);
+  table.add("Reciprocal", importUnary<ReciprocalOp>);
+  table.add("Floor", importUnary<FloorOp>);
+  table.add("Ceil", importUnary<CeilOp>);
+  table.add("Round", importUnary<RoundOp>);
+  table.add("Not", importUnary<NotOp>);
+  table.add("IsNaN", importIsNan);
+  table.add("IsInf", importIsInf);
+  table.add("Gelu", importGelu);
+  table.add("LeakyRelu", importLeakyRelu);
+  table.add("Softplus", importSoftplus);
+
+  table.add("Add", importBinary<AddOp>);
+  table.add("Sub", importBinary<SubOp>);
+  table.add("Mul", importBinary<MulOp>);
+  table.add("Div", importBinary<DivOp>);
+  table.add("Pow", importPow);
+  table.add("And", importBinary<AndOp>);
+  table.add("Or", importBinary<OrOp>);
+  table.add("Xor", importBinary<XorOp>);
+  table.add("Max", importVariadic<MaxOp>);
+  table.add("Min", importVariadic<MinOp>);
+  table.add("Sum", importVariadic<AddOp>);
+  table.add("Mean", importMean);
+  table.add("Equal", importCompare<ComparePredicate::EQ>);
+  table.add("Less", importCompare<ComparePredicate::LT>);
+  table.add("LessOrEqual", importCompare<ComparePredicate::LE>);
+  table.add("Greater", importCompare<ComparePredicate::GT>);
+  table.add("GreaterOrEqual", importCompare<ComparePredicate::GE>);
+  table.add("Where", importWhere);
+  table.add("Clip", importClip);
+
+  table.add("Cast", importCast);
+  table.add("CastLike", importCastLike);
+  table.add("Identity", importIdentity);
+  table.add("Dropout", importDropout);
+}
+
+} // namespace kiln

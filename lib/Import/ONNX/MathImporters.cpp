@@ -1,0 +1,325 @@
+//===- MathImporters.cpp - ONNX products, reductions, normalizations ------===//
+//
+// MatMul, Gemm, the Reduce* family, ArgMax/ArgMin, Softmax, LogSoftmax and
+// LayerNormalization.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+static NamedAttribute unitAttr(NodeContext &node, StringRef name) {
+  return node.builder.getNamedAttr(name, node.builder.getUnitAttr());
+}
+
+static FailureOr<Value> reshape(NodeContext &node, Value input,
+                                ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (type.getShape() == shape)
+    return input;
+  return node.create1<ReshapeOp>({input}, {}, {type.clone(shape)});
+}
+
+/// MatMul follows numpy.matmul: a 1-D operand is a row (lhs) or column (rhs)
+/// vector whose unit dimension is removed from the result.
+static LogicalResult importMatMul(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  Value lhs = node.input(0), rhs = node.input(1);
+  RankedTensorType lhsType = node.inputType(0), rhsType = node.inputType(1);
+  if (lhsType.getRank() == 0 || rhsType.getRank() == 0)
+    return node.error("MatMul operands must not be scalars");
+  bool lhsVector = lhsType.getRank() == 1, rhsVector = rhsType.getRank() == 1;
+  if (lhsVector) {
+    FailureOr<Value> row = reshape(node, lhs, {1, lhsType.getDimSize(0)});
+    if (failed(row))
+      return failure();
+    lhs = *row;
+  }
+  if (rhsVector) {
+    FailureOr<Value> column = reshape(node, rhs, {rhsType.getDimSize(0), 1});
+    if (failed(column))
+      return failure();
+    rhs = *column;
+  }
+  FailureOr<Value> product = node.create1<MatmulOp>({lhs, rhs});
+  if (failed(product) || (!lhsVector && !rhsVector))
+    return node.setResult(product);
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(product->getType()).getShape());
+  if (rhsVector)
+    shape.erase(shape.end() - 1);
+  if (lhsVector)
+    shape.erase(shape.end() - (rhsVector ? 1 : 2));
+  return node.setResult(reshape(node, *product, shape));
+}
+
+/// Gemm: alpha * op(A) op(B) + beta * C, C broadcast to [M, N].
+static LogicalResult importGemm(NodeContext &node) {
+  FailureOr<double> alpha = node.floatAttr("alpha", 1.0);
+  FailureOr<double> beta = node.floatAttr("beta", 1.0);
+  FailureOr<int64_t> transA = node.intAttr("transA", 0);
+  FailureOr<int64_t> transB = node.intAttr("transB", 0);
+  if (failed(node.requireInputs(2)) || failed(alpha) || failed(beta) ||
+      failed(transA) || failed(transB))
+    return failure();
+  if (node.inputRank(0) != 2 || node.inputRank(1) != 2)
+    return node.error("Gemm operands must be 2-D, got ")
+           << node.inputType(0) << " and " << node.inputType(1);
+  SmallVector<NamedAttribute> attributes;
+  if (*transA)
+    attributes.push_back(unitAttr(node, "transpose_lhs"));
+  if (*transB)
+    attributes.push_back(unitAttr(node, "transpose_rhs"));
+  FailureOr<Value> result =
+      node.create1<MatmulOp>({node.input(0), node.input(1)}, attributes);
+  if (failed(result))
+    return failure();
+  Type elementType = node.inputType(0).getElementType();
+  if (*alpha != 1.0) {
+    result = node.create1<MulOp>({*result, node.scalar(*alpha, elementType)});
+    if (failed(result))
+      return failure();
+  }
+  if (node.hasInput(2) && *beta != 0.0) {
+    Value bias = node.input(2);
+    if (*beta != 1.0) {
+      FailureOr<Value> scaled =
+          node.create1<MulOp>({bias, node.scalar(*beta, elementType)});
+      if (failed(scaled))
+        return failure();
+      bias = *scaled;
+    }
+    FailureOr<Value> sum = node.create1<AddOp>({*result, bias});
+    if (succeeded(sum) && sum->getType() != result->getType())
+      return node.error("C of type ") << bias.getType()
+                                      << " does not broadcast to the product "
+                                      << result->getType();
+    result = sum;
+  }
+  return node.setResult(result);
+}
+
+/// The axes of a Reduce* node: an attribute before `inputSince`, input 1
+/// from then on. Empty means all axes unless noop_with_empty_axes is set, in
+/// which case std::nullopt tells the caller to pass the input through.
+static FailureOr<std::optional<SmallVector<int64_t>>>
+reductionAxes(NodeContext &node, int64_t inputSince) {
+  int64_t rank = node.inputRank(0);
+  SmallVector<int64_t> axes;
+  if (node.opset < inputSince) {
+    FailureOr<std::optional<SmallVector<int64_t>>> given =
+        node.intsAttr("axes");
+    if (failed(given))
+      return failure();
+    if (*given)
+      axes = **given;
+  } else if (node.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> given = node.constantInts(1, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  }
+  if (axes.empty()) {
+    FailureOr<int64_t> noop = node.intAttr("noop_with_empty_axes", 0);
+    if (failed(noop))
+      return failure();
+    if (*noop && node.opset >= inputSince)
+      return std::optional<SmallVector<int64_t>>();
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  SmallVector<bool> seen(rank, false);
+  for (int64_t &axis : axes) {
+    FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank);
+    if (failed(normalized))
+      return failure();
+    if (seen[*normalized])
+      return node.error("axis ") << axis << " appears twice";
+    seen[*normalized] = true;
+    axis = *normalized;
+  }
+  llvm::sort(axes);
+  return std::optional<SmallVector<int64_t>>(axes);
+}
+
+namespace {
+/// How a Reduce* op maps to kiln: an optional elementwise step before the
+/// reduction and one after it.
+enum class Prologue { None, Square, Abs, Exp };
+enum class Epilogue { None, Sqrt, Log };
+} // namespace
+
+template <typename ReduceOp, Prologue prologue = Prologue::None,
+          Epilogue epilogue = Epilogue::None, int64_t axesInputSince = 18>
+static LogicalResult importReduce(NodeContext &node) {
+  FailureOr<int64_t> keepDims = node.intAttr("keepdims", 1);
+  if (failed(node.requireInputs(1)) || failed(keepDims))
+    return failure();
+  FailureOr<std::optional<SmallVector<int64_t>>> axes =
+      reductionAxes(node, axesInputSince);
+  if (failed(axes))
+    return failure();
+  Value x = node.input(0);
+  RankedTensorType type = node.inputType(0);
+  if (!*axes) {
+    node.setOutput(0, x);
+    return success();
+  }
+  // log-sum-exp subtracts the maximum first so that exp cannot overflow.
+  Value shift;
+  if (prologue == Prologue::Exp) {
+    FailureOr<Value> maximum = node.create1<ReduceMaxOp>(
+        {x}, {node.builder.getNamedAttr(
+                  "axes", node.builder.getDenseI64ArrayAttr(**axes)),
+              unitAttr(node, "keep_dims")});
+    if (failed(maximum))
+      return failure();
+    // An all -inf slice would give NaN: shift by 0 there instead.
+    FailureOr<Value> finite = node.create1<IsInfOp>(
+        {*maximum}, {node.builder.getNamedAttr("detect_positive",
+                                               node.builder.getBoolAttr(true)),
+                     node.builder.getNamedAttr("detect_negative",
+                                               node.builder.getBoolAttr(true))});
+    if (failed(finite))
+      return failure();
+    FailureOr<Value> safe = node.create1<WhereOp>(
+        {*finite, node.scalar(0.0, type.getElementType()), *maximum});
+    if (failed(safe))
+      return failure();
+    shift = *safe;
+    FailureOr<Value> shifted = node.create1<SubOp>({x, shift});
+    if (failed(shifted))
+      return failure();
+    x = *shifted;
+  }
+  FailureOr<Value> before = x;
+  switch (prologue) {
+  case Prologue::Square: before = node.create1<MulOp>({x, x}); break;
+  case Prologue::Abs: before = node.create1<AbsOp>({x}, {}, {type}); break;
+  case Prologue::Exp: before = node.create1<ExpOp>({x}, {}, {type}); break;
+  case Prologue::None: break;
+  }
+  if (failed(before))
+    return failure();
+  SmallVector<NamedAttribute> attributes{node.builder.getNamedAttr(
+      "axes", node.builder.getDenseI64ArrayAttr(**axes))};
+  if (*keepDims || shift)
+    attributes.push_back(unitAttr(node, "keep_dims"));
+  FailureOr<Value> reduced = node.create1<ReduceOp>({*before}, attributes);
+  if (failed(reduced))
+    return failure();
+  auto reducedType = cast<RankedTensorType>(reduced->getType());
+  FailureOr<Value> after = *reduced;
+  switch (epilogue) {
+  case Epilogue::Sqrt: after = node.create1<SqrtOp>({*reduced}, {}, {reducedType}); break;
+  case Epilogue::Log: after = node.create1<LogOp>({*reduced}, {}, {reducedType}); break;
+  case Epilogue::None: break;
+  }
+  if (failed(after) || !shift)
+    return node.setResult(after);
+  FailureOr<Value> unshifted = node.create1<AddOp>({*after, shift});
+  if (failed(unshifted) || *keepDims)
+    return node.setResult(unshifted);
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(**axes, d))
+      shape.push_back(type.getDimSize(d));
+  return node.setResult(reshape(node, *unshifted, shape));
+}
+
+template <typename OpTy> static LogicalResult importArgReduce(NodeContext &node) {
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  FailureOr<int64_t> keepDims = node.intAttr("keepdims", 1);
+  FailureOr<int64_t> last = node.intAttr("select_last_index", 0);
+  if (failed(node.requireInputs(1)) || failed(axis) || failed(keepDims) ||
+      failed(last))
+    return failure();
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
+  if (failed(normalized))
+    return failure();
+  SmallVector<NamedAttribute> attributes{node.builder.getNamedAttr(
+      "axis", node.builder.getI64IntegerAttr(*normalized))};
+  if (*keepDims)
+    attributes.push_back(unitAttr(node, "keep_dims"));
+  if (*last)
+    attributes.push_back(unitAttr(node, "select_last_index"));
+  return node.setResult(node.create1<OpTy>({node.input(0)}, attributes));
+}
+
+template <typename OpTy> static LogicalResult importSoftmax(NodeContext &node) {
+  FailureOr<int64_t> axis = node.intAttr("axis", -1);
+  if (failed(node.requireInputs(1)) || failed(axis))
+    return failure();
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
+  if (failed(normalized))
+    return failure();
+  return node.setResult(node.create1<OpTy>(
+      {node.input(0)},
+      {node.builder.getNamedAttr("axis",
+                                 node.builder.getI64IntegerAttr(*normalized))},
+      {node.inputType(0)}));
+}
+
+static LogicalResult importLayerNormalization(NodeContext &node) {
+  FailureOr<int64_t> axis = node.intAttr("axis", -1);
+  FailureOr<double> epsilon = node.floatAttr("epsilon", 1e-5);
+  FailureOr<int64_t> stashType = node.intAttr("stash_type", 1);
+  if (failed(node.requireInputs(2)) || failed(axis) || failed(epsilon) ||
+      failed(stashType))
+    return failure();
+  if (*stashType != onnx::TensorProto::FLOAT)
+    return node.error("stash_type ") << *stashType
+                                     << " is not supported (only 1, float)";
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
+  if (failed(normalized))
+    return failure();
+  SmallVector<Value> operands{node.input(0), node.input(1)};
+  if (node.hasInput(2))
+    operands.push_back(node.input(2));
+  FailureOr<SmallVector<Value>> results = node.create<LayerNormOp>(
+      operands,
+      {node.builder.getNamedAttr("axis",
+                                 node.builder.getI64IntegerAttr(*normalized)),
+       node.builder.getNamedAttr("epsilon",
+                                 node.builder.getF64FloatAttr(*epsilon)),
+       node.builder.getNamedAttr(
+           "operandSegmentSizes",
+           node.builder.getDenseI32ArrayAttr(
+               {1, 1, static_cast<int32_t>(node.hasInput(2))}))});
+  if (failed(results))
+    return failure();
+  for (unsigned i = 0; i < 3; ++i)
+    node.setOutput(i, (*results)[i]);
+  return success();
+}
+
+void registerMathImporters(OpImporterTable &table) {
+  table.add("MatMul", importMatMul);
+  table.add("Gemm", importGemm);
+  // ReduceSum took its axes as an input from opset 13, the others from 18.
+  table.add("ReduceSum", importReduce<ReduceSumOp, Prologue::None,
+                                      Epilogue::None, /*axesInputSince=*/13>);
+  table.add("ReduceMean", importReduce<ReduceMeanOp>);
+  table.add("ReduceMax", importReduce<ReduceMaxOp>);
+  table.add("ReduceMin", importReduce<ReduceMinOp>);
+  table.add("ReduceProd", importReduce<ReduceProdOp>);
+  table.add("ReduceSumSquare", importReduce<ReduceSumOp, Prologue::Square>);
+  table.add("ReduceL1", importReduce<ReduceSumOp, Prologue::Abs>);
+  table.add("ReduceL2",
+            importReduce<ReduceSumOp, Prologue::Square, Epilogue::Sqrt>);
+  table.add("ReduceLogSum",
+            importReduce<ReduceSumOp, Prologue::None, Epilogue::Log>);
+  table.add("ReduceLogSumExp",
+            importReduce<ReduceSumOp, Prologue::Exp, Epilogue::Log>);
+  table.add("ArgMax", importArgReduce<ArgMaxOp>);
+  table.add("ArgMin", importArgReduce<ArgMinOp>);
+  table.add("Softmax", importSoftmax<SoftmaxOp>);
+  table.add("LogSoftmax", importSoftmax<LogSoftmaxOp>);
+  table.add("LayerNormalization", importLayerNormalization);
+}
+
+} // namespace kiln

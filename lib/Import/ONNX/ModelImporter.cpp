@@ -1,0 +1,293 @@
+//===- ModelImporter.cpp - ONNX models into the kiln dialect --------------===//
+//
+// Reads the model file, checks what kiln supports (opsets, domains, types),
+// specializes the inputs' dynamic dimensions, turns initializers into
+// parameters and constants, and imports the nodes in order through the op
+// importer table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Import/ONNXImporter.h"
+
+#include "NodeContext.h"
+
+#include "kiln/Interpreter/TensorAttr.h"
+#include "kiln/TensorIO/TensorFiles.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+using namespace mlir;
+
+namespace kiln {
+
+static constexpr int64_t kMinOpset = 13, kMaxOpset = 21;
+
+static const OpImporterTable &opImporters() {
+  static const OpImporterTable table = [] {
+    OpImporterTable t;
+    registerElementwiseImporters(t);
+    registerShapeImporters(t);
+    registerTensorImporters(t);
+    registerMathImporters(t);
+    registerLossImporters(t);
+    return t;
+  }();
+  return table;
+}
+
+bool parseDimensionOption(StringRef text, ImportOptions &options) {
+  auto [name, size] = text.split('=');
+  int64_t value;
+  if (name.empty() || size.getAsInteger(10, value) || value <= 0)
+    return false;
+  options.dimensions[name] = value;
+  return true;
+}
+
+namespace {
+class ModelImporter {
+public:
+  ModelImporter(StringRef path, MLIRContext *context,
+                const ImportOptions &options)
+      : path(path), context(context), options(options), builder(context) {
+    graph.path = this->path;
+  }
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  InFlightDiagnostic error(const Twine &reason) {
+    return emitError(UnknownLoc::get(context)) << path << ": " << reason;
+  }
+  LogicalResult readModel();
+  LogicalResult checkOpsets();
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
+  LogicalResult importInitializers();
+  LogicalResult importNode(const onnx::NodeProto &node);
+
+  std::string path;
+  MLIRContext *context;
+  const ImportOptions &options;
+  OpBuilder builder;
+  onnx::ModelProto model;
+  int64_t opset = 0;
+  GraphState graph;
+};
+} // namespace
+
+LogicalResult ModelImporter::readModel() {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file)
+    return error("cannot read the model: ") << file.getError().message();
+  StringRef bytes = (*file)->getBuffer();
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()),
+      static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(INT32_MAX);
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
+    return error("is not an ONNX model (the protobuf does not parse; is the "
+                 "file truncated?)");
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    return error("is not an ONNX model (it has no graph nodes)");
+  return success();
+}
+
+LogicalResult ModelImporter::checkOpsets() {
+  for (const onnx::OperatorSetIdProto &entry : model.opset_import()) {
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  }
+  if (opset == 0)
+    return error("imports no opset of the default ONNX domain");
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return error("uses opset ") << opset << "; kiln supports opsets "
+                                << kMinOpset << " to " << kMaxOpset;
+  return success();
+}
+
+FailureOr<RankedTensorType>
+ModelImporter::inputType(const onnx::ValueInfoProto &input) {
+  const onnx::TypeProto &type = input.type();
+  if (!type.has_tensor_type())
+    return error("input '") << input.name() << "' is not a tensor";
+  std::optional<DType> dtype = dtypeFromOnnx(type.tensor_type().elem_type());
+  if (!dtype)
+    return error("input '") << input.name() << "' has unsupported element type "
+                            << onnxDataTypeName(type.tensor_type().elem_type());
+  if (!type.tensor_type().has_shape())
+    return error("input '") << input.name() << "' has no shape; kiln needs "
+                               "the rank of every input";
+  SmallVector<int64_t> shape;
+  for (auto [i, dim] : llvm::enumerate(type.tensor_type().shape().dim())) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      continue;
+    }
+    if (dim.has_dim_param()) {
+      auto it = options.dimensions.find(dim.dim_param());
+      if (it != options.dimensions.end()) {
+        shape.push_back(it->second);
+        continue;
+      }
+      return error("input '") << input.name() << "' dimension " << i
+                              << " is dynamic ('" << dim.dim_param()
+                              << "'); give its size with --dim "
+                              << dim.dim_param() << "=N";
+    }
+    return error("input '") << input.name() << "' dimension " << i
+                            << " has no size and no name";
+  }
+  return RankedTensorType::get(shape, mlirElementType(*dtype, context));
+}
+
+LogicalResult ModelImporter::importInitializers() {
+  StringRef directory = llvm::sys::path::parent_path(path);
+  for (const onnx::TensorProto &initializer : model.graph().initializer()) {
+    const std::string &name = initializer.name();
+    std::optional<DType> dtype = dtypeFromOnnx(initializer.data_type());
+    if (!dtype)
+      return error("initializer '")
+             << name << "' has unsupported element type "
+             << onnxDataTypeName(initializer.data_type());
+    SmallVector<int64_t> shape(initializer.dims().begin(),
+                               initializer.dims().end());
+    auto type = RankedTensorType::get(shape, mlirElementType(*dtype, context));
+    Location loc = NameLoc::get(builder.getStringAttr(name));
+    if (!protoHasValues(initializer) && product(shape) > 0) {
+      // A graph-only export: a declared parameter without a value.
+      if (!isFloat(*dtype))
+        return error("initializer '") << name << "' has no values, but only "
+                                         "floating-point parameters may be "
+                                         "declared without one";
+      graph.values[name] = builder.create<ParameterOp>(
+          loc, type, builder.getStringAttr(name), ElementsAttr());
+      continue;
+    }
+    llvm::Expected<Tensor> value = tensorFromProto(initializer, directory);
+    if (!value)
+      return error("initializer: ") << llvm::toString(value.takeError());
+    if (isFloat(*dtype)) {
+      graph.values[name] = builder.create<ParameterOp>(
+          loc, type, builder.getStringAttr(name),
+          resourceAttrFromTensor(*value, name, context));
+    } else {
+      Value constant = builder.create<ConstantOp>(
+          loc, denseAttrFromTensor(*value, context));
+      graph.constants[constant] = std::move(*value);
+      graph.values[name] = constant;
+    }
+  }
+  return success();
+}
+
+LogicalResult ModelImporter::importNode(const onnx::NodeProto &node) {
+  NodeContext nodeContext(node, opset, graph, builder);
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return nodeContext.error("domain '")
+           << node.domain() << "' is not supported (only the default ONNX "
+                               "domain is)";
+  OpImporter importer = opImporters().lookup(node.op_type());
+  if (!importer)
+    return nodeContext.error("op type '")
+           << node.op_type() << "' is not supported by kiln";
+  for (const std::string &input : node.input())
+    if (!input.empty() && !graph.values.count(input))
+      return nodeContext.error("input '")
+             << input << "' is not produced by any earlier node, graph input "
+                         "or initializer";
+  if (failed(importer(nodeContext)))
+    return failure();
+  for (int i = 0; i < node.output_size(); ++i)
+    if (!node.output(i).empty() && !graph.values.count(node.output(i)))
+      return nodeContext.error("output ")
+             << i << " ('" << node.output(i)
+             << "') is not supported by kiln's import of this op";
+  return success();
+}
+
+/// Removes what folding left dead (shape constants, unused initializers) and
+/// applies the kiln canonicalizations, so that the function holds only the
+/// model's tensor work.
+static LogicalResult simplify(ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  RewritePatternSet patterns(context);
+  for (RegisteredOperationName op : context->getRegisteredOperations())
+    if (op.getDialectNamespace() == KilnDialect::getDialectNamespace())
+      op.getCanonicalizationPatterns(patterns, context);
+  // Not reaching a fixed point within the driver's iteration limit leaves
+  // correct IR, only less simplified.
+  (void)applyPatternsAndFoldGreedily(module, std::move(patterns));
+  return success();
+}
+
+OwningOpRef<ModuleOp> ModelImporter::run() {
+  if (failed(readModel()) || failed(checkOpsets()))
+    return nullptr;
+  context->loadDialect<KilnDialect, func::FuncDialect>();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(context));
+  const onnx::GraphProto &onnxGraph = model.graph();
+
+  llvm::StringSet<> initializerNames;
+  for (const onnx::TensorProto &initializer : onnxGraph.initializer())
+    initializerNames.insert(initializer.name());
+  SmallVector<Type> argumentTypes;
+  SmallVector<std::string> argumentNames;
+  for (const onnx::ValueInfoProto &input : onnxGraph.input()) {
+    if (initializerNames.contains(input.name()))
+      continue; // an initializer listed as an input (IR version < 4)
+    FailureOr<RankedTensorType> type = inputType(input);
+    if (failed(type))
+      return nullptr;
+    argumentTypes.push_back(*type);
+    argumentNames.push_back(input.name());
+  }
+
+  builder.setInsertionPointToEnd(module->getBody());
+  auto function = builder.create<func::FuncOp>(
+      UnknownLoc::get(context), options.functionName,
+      builder.getFunctionType(argumentTypes, {}));
+  Block *entry = function.addEntryBlock();
+  builder.setInsertionPointToEnd(entry);
+  for (auto [i, name] : llvm::enumerate(argumentNames)) {
+    graph.values[name] = entry->getArgument(i);
+    function.setArgAttr(i, "kiln.name", builder.getStringAttr(name));
+  }
+  if (failed(importInitializers()))
+    return nullptr;
+  for (const onnx::NodeProto &node : onnxGraph.node())
+    if (failed(importNode(node)))
+      return nullptr;
+
+  SmallVector<Value> results;
+  for (const onnx::ValueInfoProto &output : onnxGraph.output()) {
+    Value value = graph.values.lookup(output.name());
+    if (!value) {
+      error("graph output '") << output.name() << "' is never produced";
+      return nullptr;
+    }
+    results.push_back(value);
+  }
+  builder.create<func::ReturnOp>(UnknownLoc::get(context), results);
+  function.setType(builder.getFunctionType(argumentTypes,
+                                           ValueRange(results).getTypes()));
+  for (auto [i, output] : llvm::enumerate(onnxGraph.output()))
+    function.setResultAttr(i, "kiln.name", builder.getStringAttr(output.name()));
+  if (failed(verify(*module)) || failed(simplify(*module)))
+    return nullptr;
+  return module;
+}
+
+OwningOpRef<ModuleOp> importONNXModel(StringRef path, MLIRContext *context,
+                                      const ImportOptions &options) {
+  return ModelImporter(path, context, options).run();
+}
+
+} // namespace kiln

@@ -1,0 +1,279 @@
+//===- NodeContext.cpp - what an op importer sees of one node -------------===//
+//
+// Input and attribute access, checked op creation and import-time constant
+// folding for the ONNX op importers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+
+#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/Interpreter/TensorAttr.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+/// Constant subgraphs whose results have at most this many elements are
+/// evaluated at import. Shape arithmetic is far below it; large constant
+/// tensors (a causal mask at T = 4096) stay ops, computed when the step runs.
+static constexpr int64_t kFoldLimit = 1 << 20;
+
+NodeContext::NodeContext(const onnx::NodeProto &node, int64_t opset,
+                         GraphState &graph, OpBuilder &builder)
+    : node(node), opset(opset), builder(builder),
+      loc(NameLoc::get(builder.getStringAttr(
+          node.name().empty() ? node.op_type() : node.name()))),
+      graph(graph) {}
+
+InFlightDiagnostic NodeContext::error(const Twine &reason) {
+  return emitError(UnknownLoc::get(builder.getContext()))
+         << graph.path << ": node '" << node.name() << "' (" << node.op_type()
+         << "): " << reason;
+}
+
+bool NodeContext::hasInput(unsigned i) const {
+  return static_cast<int>(i) < node.input_size() && !node.input(i).empty();
+}
+
+Value NodeContext::input(unsigned i) const {
+  return graph.values.lookup(node.input(i));
+}
+
+RankedTensorType NodeContext::inputType(unsigned i) const {
+  return cast<RankedTensorType>(input(i).getType());
+}
+
+LogicalResult NodeContext::requireInputs(unsigned count) {
+  for (unsigned i = 0; i < count; ++i)
+    if (!hasInput(i))
+      return error("needs at least ") << count << " inputs, input " << i
+                                      << " is missing";
+  return success();
+}
+
+std::optional<Tensor> NodeContext::constantValue(Value value) {
+  auto it = graph.constants.find(value);
+  if (it != graph.constants.end())
+    return it->second;
+  auto op = value.getDefiningOp<ConstantOp>();
+  if (!op)
+    return std::nullopt;
+  FailureOr<Tensor> tensor = tensorFromAttr(op.getValue());
+  if (failed(tensor))
+    return std::nullopt;
+  graph.constants[value] = *tensor;
+  return *tensor;
+}
+
+FailureOr<Tensor> NodeContext::constantInput(unsigned i, StringRef what) {
+  std::optional<Tensor> value = constantValue(input(i));
+  if (!value)
+    return error(what) << " (input '" << node.input(i)
+                       << "') must be known at compile time, but it is "
+                          "computed from the model's inputs or parameters";
+  return *value;
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::constantInts(unsigned i,
+                                                          StringRef what) {
+  FailureOr<Tensor> value = constantInput(i, what);
+  if (failed(value))
+    return failure();
+  if (value->isFloat() || value->getRank() > 1)
+    return error(what) << " must be a 0-D or 1-D integer tensor";
+  return SmallVector<int64_t>(value->ints().begin(), value->ints().end());
+}
+
+const onnx::AttributeProto *NodeContext::attribute(StringRef name) const {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+FailureOr<int64_t> NodeContext::intAttr(StringRef name,
+                                        std::optional<int64_t> fallback) {
+  const onnx::AttributeProto *attr = attribute(name);
+  if (!attr) {
+    if (fallback)
+      return *fallback;
+    return error("missing required attribute '") << name << "'";
+  }
+  if (attr->type() != onnx::AttributeProto::INT)
+    return error("attribute '") << name << "' must be an integer";
+  return attr->i();
+}
+
+FailureOr<double> NodeContext::floatAttr(StringRef name,
+                                         std::optional<double> fallback) {
+  const onnx::AttributeProto *attr = attribute(name);
+  if (!attr) {
+    if (fallback)
+      return *fallback;
+    return error("missing required attribute '") << name << "'";
+  }
+  if (attr->type() != onnx::AttributeProto::FLOAT)
+    return error("attribute '") << name << "' must be a float";
+  return attr->f();
+}
+
+FailureOr<std::string>
+NodeContext::stringAttr(StringRef name, std::optional<std::string> fallback) {
+  const onnx::AttributeProto *attr = attribute(name);
+  if (!attr) {
+    if (fallback)
+      return *fallback;
+    return error("missing required attribute '") << name << "'";
+  }
+  if (attr->type() != onnx::AttributeProto::STRING)
+    return error("attribute '") << name << "' must be a string";
+  return attr->s();
+}
+
+FailureOr<std::optional<SmallVector<int64_t>>>
+NodeContext::intsAttr(StringRef name) {
+  const onnx::AttributeProto *attr = attribute(name);
+  if (!attr)
+    return std::optional<SmallVector<int64_t>>();
+  if (attr->type() != onnx::AttributeProto::INTS)
+    return error("attribute '") << name << "' must be a list of integers";
+  return std::optional<SmallVector<int64_t>>(
+      SmallVector<int64_t>(attr->ints().begin(), attr->ints().end()));
+}
+
+FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
+                                              StringRef what) {
+  if (axis < -rank || axis >= rank)
+    return error(what) << " " << axis << " is outside [" << -rank << ", "
+                       << rank << ") for a tensor of rank " << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Result types that `name` infers for `operands` and `attributes`, or
+/// failure (with diagnostics emitted) when they are inconsistent.
+static LogicalResult inferResultTypes(StringRef name, Location loc,
+                                      ValueRange operands,
+                                      ArrayRef<NamedAttribute> attributes,
+                                      SmallVectorImpl<Type> &inferred) {
+  // A detached, result-less op holds the operands and properties that the
+  // op's inference reads; its own builders would abort on a shape error
+  // instead of reporting it.
+  OperationState state(loc, name);
+  state.addOperands(operands);
+  state.addAttributes(attributes);
+  Operation *probe = Operation::create(state);
+  LogicalResult result = cast<InferTypeOpInterface>(probe).inferReturnTypes(
+      probe->getContext(), loc, probe->getOperands(),
+      probe->getRawDictionaryAttrs(), probe->getPropertiesStorage(),
+      probe->getRegions(), inferred);
+  probe->destroy();
+  return result;
+}
+
+/// Builds and verifies an op; null (with diagnostics emitted) when its types
+/// cannot be inferred or it does not verify.
+static Operation *buildVerified(OpBuilder &builder, Location loc,
+                                StringRef name, ValueRange operands,
+                                ArrayRef<NamedAttribute> attributes,
+                                TypeRange resultTypes) {
+  OperationState state(loc, name);
+  state.addOperands(operands);
+  state.addAttributes(attributes);
+  if (!resultTypes.empty()) {
+    state.addTypes(resultTypes);
+  } else {
+    SmallVector<Type> inferred;
+    if (failed(inferResultTypes(name, loc, operands, attributes, inferred)))
+      return nullptr;
+    state.addTypes(inferred);
+  }
+  Operation *op = builder.create(state);
+  if (failed(verify(op))) {
+    op->erase();
+    return nullptr;
+  }
+  return op;
+}
+
+FailureOr<SmallVector<Value>>
+NodeContext::createOp(StringRef name, ValueRange operands,
+                      ArrayRef<NamedAttribute> attributes,
+                      TypeRange resultTypes) {
+  // Report what verification and inference say as an error of this node
+  // rather than of an op the user never wrote.
+  std::string messages;
+  Operation *op;
+  {
+    ScopedDiagnosticHandler capture(builder.getContext(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error)
+        messages += (messages.empty() ? "" : "; ") + d.str();
+      return success();
+    });
+    op = buildVerified(builder, loc, name, operands, attributes, resultTypes);
+  }
+  if (!op)
+    return error(messages.empty() ? "invalid operation" : messages);
+  return foldIfConstant(op);
+}
+
+SmallVector<Value> NodeContext::foldIfConstant(Operation *op) {
+  SmallVector<Value> results(op->getResults());
+  if (!canEvaluate(op->getName()) || isa<ConstantOp, ParameterOp>(op))
+    return results;
+  SmallVector<Tensor> operands;
+  for (Value operand : op->getOperands()) {
+    std::optional<Tensor> value = constantValue(operand);
+    if (!value)
+      return results;
+    operands.push_back(std::move(*value));
+  }
+  for (Type type : op->getResultTypes())
+    if (cast<RankedTensorType>(type).getNumElements() > kFoldLimit)
+      return results;
+  SmallVector<const Tensor *> pointers;
+  for (const Tensor &operand : operands)
+    pointers.push_back(&operand);
+  SmallVector<Tensor> values;
+  if (failed(evaluateOp(op, pointers, values)))
+    return results; // the same error surfaces when the function runs
+  SmallVector<Value> constants;
+  for (const Tensor &value : values)
+    constants.push_back(constant(value));
+  op->replaceAllUsesWith(constants);
+  op->erase();
+  return constants;
+}
+
+Value NodeContext::constant(const Tensor &tensor) {
+  Value value = builder.create<ConstantOp>(
+      loc, denseAttrFromTensor(tensor, builder.getContext()));
+  graph.constants[value] = tensor;
+  return value;
+}
+
+Value NodeContext::scalar(double value, Type elementType) {
+  Tensor tensor(*dtypeOf(elementType), {});
+  tensor.setFromDouble(0, value);
+  return constant(tensor);
+}
+
+StringRef NodeContext::modelDirectory() const {
+  return llvm::sys::path::parent_path(graph.path);
+}
+
+bool NodeContext::hasOutput(unsigned i) const {
+  return static_cast<int>(i) < node.output_size() && !node.output(i).empty();
+}
+
+void NodeContext::setOutput(unsigned i, Value value) {
+  if (hasOutput(i))
+    graph.values[node.output(i)] = value;
+}
+
+} // namespace kiln

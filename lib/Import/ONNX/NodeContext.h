@@ -1,0 +1,174 @@
+//===- NodeContext.h - what an op importer sees of one node -----*- C++ -*-===//
+//
+// Internal to the ONNX importer. An op importer reads a node's inputs and
+// attributes through NodeContext, builds kiln ops with `create`, which checks
+// shapes and folds constant subgraphs, and binds the node's outputs. Every
+// failure is reported through `error`, which names the file, the node and
+// its op type.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_IMPORT_ONNX_NODECONTEXT_H
+#define KILN_LIB_IMPORT_ONNX_NODECONTEXT_H
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Interpreter/Tensor.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include "onnx/onnx_pb.h"
+
+namespace kiln {
+
+class NodeContext;
+using OpImporter = mlir::LogicalResult (*)(NodeContext &);
+
+/// Op importers by ONNX op type. Each importer handles every opset from 13 to
+/// 21 and branches where the specification changed at a version.
+class OpImporterTable {
+public:
+  void add(llvm::StringRef opType, OpImporter importer) {
+    importers[opType] = importer;
+  }
+  OpImporter lookup(llvm::StringRef opType) const {
+    return importers.lookup(opType);
+  }
+
+private:
+  llvm::StringMap<OpImporter> importers;
+};
+
+void registerElementwiseImporters(OpImporterTable &table);
+void registerShapeImporters(OpImporterTable &table);
+void registerTensorImporters(OpImporterTable &table);
+void registerMathImporters(OpImporterTable &table);
+void registerLossImporters(OpImporterTable &table);
+
+/// State of one graph import that nodes share.
+struct GraphState {
+  llvm::StringRef path;
+  llvm::StringMap<mlir::Value> values;
+  /// Values of constants already decoded, so that folding chains do not
+  /// decode the same attribute again.
+  llvm::DenseMap<mlir::Value, Tensor> constants;
+};
+
+class NodeContext {
+public:
+  NodeContext(const onnx::NodeProto &node, int64_t opset, GraphState &graph,
+              mlir::OpBuilder &builder);
+
+  const onnx::NodeProto &node;
+  /// The model's opset version of the default domain.
+  const int64_t opset;
+  mlir::OpBuilder &builder;
+  mlir::Location loc;
+
+  //===--------------------------------------------------------------------===//
+  // Inputs
+  //===--------------------------------------------------------------------===//
+
+  /// True when input `i` is given (ONNX marks omitted optional inputs by an
+  /// empty name or by leaving them off the end).
+  bool hasInput(unsigned i) const;
+  /// Input `i`; it must be given (checked by the importer against the op's
+  /// minimum number of inputs, see `requireInputs`).
+  mlir::Value input(unsigned i) const;
+  mlir::RankedTensorType inputType(unsigned i) const;
+  int64_t inputRank(unsigned i) const { return inputType(i).getRank(); }
+  /// Checks that inputs [0, count) are given.
+  mlir::LogicalResult requireInputs(unsigned count);
+  /// The value of input `i`, which must be a constant after folding (shapes,
+  /// axes, pads...); `what` names it in the error.
+  mlir::FailureOr<Tensor> constantInput(unsigned i, llvm::StringRef what);
+  /// The integers of a constant 0-D or 1-D input.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  constantInts(unsigned i, llvm::StringRef what);
+  /// The value of `value` if it is a constant.
+  std::optional<Tensor> constantValue(mlir::Value value);
+
+  //===--------------------------------------------------------------------===//
+  // Attributes
+  //===--------------------------------------------------------------------===//
+
+  const onnx::AttributeProto *attribute(llvm::StringRef name) const;
+  mlir::FailureOr<int64_t> intAttr(llvm::StringRef name,
+                                   std::optional<int64_t> fallback);
+  mlir::FailureOr<double> floatAttr(llvm::StringRef name,
+                                    std::optional<double> fallback);
+  mlir::FailureOr<std::string> stringAttr(llvm::StringRef name,
+                                          std::optional<std::string> fallback);
+  /// A list of integers; absent gives std::nullopt.
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  intsAttr(llvm::StringRef name);
+
+  //===--------------------------------------------------------------------===//
+  // Building and binding
+  //===--------------------------------------------------------------------===//
+
+  /// Builds a kiln op of `OpTy`. Result types are inferred where the op can
+  /// (pass no `resultTypes`) and the op is verified; a failure is reported
+  /// as an error of this node. An op whose operands are all constants is
+  /// evaluated and replaced by constants.
+  template <typename OpTy>
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  create(mlir::ValueRange operands,
+         llvm::ArrayRef<mlir::NamedAttribute> attributes = {},
+         mlir::TypeRange resultTypes = {}) {
+    return createOp(OpTy::getOperationName(), operands, attributes,
+                    resultTypes);
+  }
+  /// `create` for ops of one result.
+  template <typename OpTy>
+  mlir::FailureOr<mlir::Value>
+  create1(mlir::ValueRange operands,
+          llvm::ArrayRef<mlir::NamedAttribute> attributes = {},
+          mlir::TypeRange resultTypes = {}) {
+    mlir::FailureOr<llvm::SmallVector<mlir::Value>> results =
+        create<OpTy>(operands, attributes, resultTypes);
+    if (mlir::failed(results))
+      return mlir::failure();
+    return results->front();
+  }
+  /// A kiln.constant holding `tensor`.
+  mlir::Value constant(const Tensor &tensor);
+  /// A 0-D constant of `elementType` holding `value`.
+  mlir::Value scalar(double value, mlir::Type elementType);
+
+  /// Binds output `i` of the node (if the node names it).
+  void setOutput(unsigned i, mlir::Value value);
+  /// Binds output 0 to `value` when it was built; propagates failure.
+  mlir::LogicalResult setResult(mlir::FailureOr<mlir::Value> value) {
+    if (mlir::failed(value))
+      return mlir::failure();
+    setOutput(0, *value);
+    return mlir::success();
+  }
+  /// The directory of the model file (external data is relative to it).
+  llvm::StringRef modelDirectory() const;
+  /// True when output `i` is named, i.e. used by the graph.
+  bool hasOutput(unsigned i) const;
+  unsigned numOutputs() const { return node.output_size(); }
+
+  /// Emits "FILE: node 'NAME' (OP): reason" and returns failure.
+  mlir::InFlightDiagnostic error(const llvm::Twine &reason);
+
+  /// Normalizes a possibly negative axis for a tensor of `rank`.
+  mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
+                                         llvm::StringRef what = "axis");
+
+private:
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  createOp(llvm::StringRef name, mlir::ValueRange operands,
+           llvm::ArrayRef<mlir::NamedAttribute> attributes,
+           mlir::TypeRange resultTypes);
+  /// Replaces `op` by constants when its operands are all constants.
+  llvm::SmallVector<mlir::Value> foldIfConstant(mlir::Operation *op);
+
+  GraphState &graph;
+};
+
+} // namespace kiln
+
+#endif // KILN_LIB_IMPORT_ONNX_NODECONTEXT_H

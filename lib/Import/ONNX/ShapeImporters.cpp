@@ -1,0 +1,302 @@
+//===- ShapeImporters.cpp - ONNX ops that compute or change shapes --------===//
+//
+// Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Expand, ConstantOfShape,
+// Range and Constant. Shapes are static after import, so Shape and Size
+// become constants and everything they feed folds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+
+#include "kiln/Dialect/Kiln/IR/ShapeInference.h"
+#include "kiln/TensorIO/TensorFiles.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+static Tensor int64Vector(ArrayRef<int64_t> values) {
+  Tensor tensor(DType::I64, {static_cast<int64_t>(values.size())});
+  llvm::copy(values, tensor.ints().begin());
+  return tensor;
+}
+
+/// A reshape of input 0 to `shape`, or the input itself when it already
+/// has that shape.
+static FailureOr<Value> reshapeTo(NodeContext &node, Value input,
+                                  ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (type.getShape() == shape)
+    return input;
+  return node.create1<ReshapeOp>({input}, {}, {type.clone(shape)});
+}
+
+static LogicalResult importShape(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  ArrayRef<int64_t> shape = node.inputType(0).getShape();
+  int64_t rank = shape.size();
+  FailureOr<int64_t> start = node.intAttr("start", 0);
+  FailureOr<int64_t> end = node.intAttr("end", rank);
+  if (failed(start) || failed(end))
+    return failure();
+  // Opset 15: out-of-range start and end are clamped.
+  auto clampIndex = [&](int64_t i) {
+    return std::clamp<int64_t>(i < 0 ? i + rank : i, 0, rank);
+  };
+  int64_t first = clampIndex(*start), last = clampIndex(*end);
+  node.setOutput(0, node.constant(int64Vector(
+                        shape.slice(first, std::max<int64_t>(last - first, 0)))));
+  return success();
+}
+
+static LogicalResult importSize(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  Tensor size(DType::I64, {});
+  size.ints()[0] = node.inputType(0).getNumElements();
+  node.setOutput(0, node.constant(size));
+  return success();
+}
+
+static LogicalResult importReshape(NodeContext &node) {
+  FailureOr<int64_t> allowZero = node.intAttr("allowzero", 0);
+  if (failed(node.requireInputs(2)) || failed(allowZero))
+    return failure();
+  FailureOr<SmallVector<int64_t>> requested = node.constantInts(1, "shape");
+  if (failed(requested))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  SmallVector<int64_t> shape;
+  std::optional<size_t> inferred;
+  int64_t known = 1;
+  for (auto [i, size] : llvm::enumerate(*requested)) {
+    if (size == 0 && !*allowZero) {
+      if (static_cast<int64_t>(i) >= type.getRank())
+        return node.error("shape entry ") << i << " is 0 (copy the input's "
+                                             "size) but the input has rank "
+                                          << type.getRank();
+      size = type.getDimSize(i);
+    }
+    if (size == -1) {
+      if (inferred)
+        return node.error("shape has more than one -1 entry");
+      inferred = i;
+      shape.push_back(1);
+      continue;
+    }
+    if (size < 0)
+      return node.error("shape entry ") << i << " is " << size;
+    shape.push_back(size);
+    known *= size;
+  }
+  if (inferred) {
+    if (known == 0 || type.getNumElements() % known != 0)
+      return node.error("cannot reshape ")
+             << type << " to a shape with " << known << " elements and a -1";
+    shape[*inferred] = type.getNumElements() / known;
+  }
+  return node.setResult(reshapeTo(node, node.input(0), shape));
+}
+
+static LogicalResult importFlatten(NodeContext &node) {
+  FailureOr<int64_t> axis = node.intAttr("axis", 1);
+  if (failed(node.requireInputs(1)) || failed(axis))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  if (*axis < -rank || *axis > rank)
+    return node.error("axis ") << *axis << " is outside [" << -rank << ", "
+                               << rank << "]";
+  int64_t split = *axis < 0 ? *axis + rank : *axis;
+  int64_t outer = product(type.getShape().take_front(split));
+  return node.setResult(reshapeTo(
+      node, node.input(0), {outer, product(type.getShape().drop_front(split))}));
+}
+
+/// Axes from input 1 (opset 13 and later), each normalized for `rank`.
+static FailureOr<SmallVector<int64_t>> axesInput(NodeContext &node,
+                                                 int64_t rank) {
+  FailureOr<SmallVector<int64_t>> axes = node.constantInts(1, "axes");
+  if (failed(axes))
+    return failure();
+  for (int64_t &axis : *axes) {
+    FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank);
+    if (failed(normalized))
+      return failure();
+    axis = *normalized;
+  }
+  return axes;
+}
+
+static LogicalResult importSqueeze(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  SmallVector<bool> drop(type.getRank(), false);
+  if (node.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> axes = axesInput(node, type.getRank());
+    if (failed(axes))
+      return failure();
+    for (int64_t axis : *axes) {
+      if (type.getDimSize(axis) != 1)
+        return node.error("cannot squeeze axis ")
+               << axis << " of size " << type.getDimSize(axis);
+      drop[axis] = true;
+    }
+  } else {
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      drop[d] = type.getDimSize(d) == 1;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!drop[d])
+      shape.push_back(type.getDimSize(d));
+  return node.setResult(reshapeTo(node, node.input(0), shape));
+}
+
+static LogicalResult importUnsqueeze(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  FailureOr<SmallVector<int64_t>> axes = node.constantInts(1, "axes");
+  if (failed(axes))
+    return failure();
+  int64_t rank = type.getRank() + axes->size();
+  SmallVector<bool> inserted(rank, false);
+  for (int64_t axis : *axes) {
+    FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank);
+    if (failed(normalized))
+      return failure();
+    if (inserted[*normalized])
+      return node.error("axis ") << axis << " appears twice";
+    inserted[*normalized] = true;
+  }
+  SmallVector<int64_t> shape;
+  int64_t next = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(inserted[d] ? 1 : type.getDimSize(next++));
+  return node.setResult(reshapeTo(node, node.input(0), shape));
+}
+
+static LogicalResult importExpand(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> requested = node.constantInts(1, "shape");
+  if (failed(requested))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  // Expand broadcasts both ways: a 1 in the requested shape keeps the input's
+  // size.
+  FailureOr<SmallVector<int64_t>> shape =
+      broadcastShapes(std::nullopt, {type.getShape(), *requested});
+  if (failed(shape))
+    return node.error("input shape ")
+           << type << " does not broadcast with the requested shape";
+  if (type.getShape() == ArrayRef<int64_t>(*shape)) {
+    node.setOutput(0, node.input(0));
+    return success();
+  }
+  return node.setResult(
+      node.create1<BroadcastOp>({node.input(0)}, {}, {type.clone(*shape)}));
+}
+
+static LogicalResult importConstantOfShape(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> shape = node.constantInts(0, "shape");
+  if (failed(shape))
+    return failure();
+  Tensor fill(DType::F32, {});
+  if (const onnx::AttributeProto *value = node.attribute("value")) {
+    llvm::Expected<Tensor> decoded =
+        tensorFromProto(value->t(), node.modelDirectory());
+    if (!decoded)
+      return node.error(llvm::toString(decoded.takeError()));
+    if (decoded->getNumElements() != 1)
+      return node.error("value must hold exactly one element");
+    fill = std::move(*decoded);
+  }
+  Tensor result(fill.getDType(), *shape);
+  if (result.isFloat())
+    std::fill(result.floats().begin(), result.floats().end(), fill.floats()[0]);
+  else
+    std::fill(result.ints().begin(), result.ints().end(), fill.ints()[0]);
+  node.setOutput(0, node.constant(result));
+  return success();
+}
+
+static LogicalResult importRange(NodeContext &node) {
+  if (failed(node.requireInputs(3)))
+    return failure();
+  double bounds[3];
+  const char *names[] = {"start", "limit", "delta"};
+  for (int i = 0; i < 3; ++i) {
+    FailureOr<Tensor> value = node.constantInput(i, names[i]);
+    if (failed(value))
+      return failure();
+    if (value->getNumElements() != 1)
+      return node.error(names[i]) << " must be a scalar";
+    bounds[i] = value->getAsDouble(0);
+  }
+  if (bounds[2] == 0.0)
+    return node.error("delta is zero");
+  int64_t count = std::max<int64_t>(
+      static_cast<int64_t>(std::ceil((bounds[1] - bounds[0]) / bounds[2])), 0);
+  auto type = RankedTensorType::get({count}, node.inputType(0).getElementType());
+  return node.setResult(node.create1<RangeOp>(
+      {},
+      {node.builder.getNamedAttr("start", node.builder.getF64FloatAttr(bounds[0])),
+       node.builder.getNamedAttr("step", node.builder.getF64FloatAttr(bounds[2]))},
+      {type}));
+}
+
+static LogicalResult importConstant(NodeContext &node) {
+  if (node.node.attribute_size() != 1)
+    return node.error("needs exactly one value attribute");
+  const onnx::AttributeProto &attr = node.node.attribute(0);
+  StringRef name = attr.name();
+  if (name == "value") {
+    llvm::Expected<Tensor> value =
+        tensorFromProto(attr.t(), node.modelDirectory());
+    if (!value)
+      return node.error(llvm::toString(value.takeError()));
+    node.setOutput(0, node.constant(*value));
+    return success();
+  }
+  if (name == "value_float" || name == "value_floats") {
+    bool scalar = name == "value_float";
+    Tensor value(DType::F32, scalar ? ArrayRef<int64_t>{}
+                                    : ArrayRef<int64_t>{attr.floats_size()});
+    for (int64_t i = 0; i < value.getNumElements(); ++i)
+      value.floats()[i] = scalar ? attr.f() : attr.floats(i);
+    node.setOutput(0, node.constant(value));
+    return success();
+  }
+  if (name == "value_int" || name == "value_ints") {
+    bool scalar = name == "value_int";
+    Tensor value(DType::I64, scalar ? ArrayRef<int64_t>{}
+                                    : ArrayRef<int64_t>{attr.ints_size()});
+    for (int64_t i = 0; i < value.getNumElements(); ++i)
+      value.ints()[i] = scalar ? attr.i() : attr.ints(i);
+    node.setOutput(0, node.constant(value));
+    return success();
+  }
+  return node.error("attribute '") << name << "' is not supported (strings "
+                                              "and sparse tensors are not)";
+}
+
+void registerShapeImporters(OpImporterTable &table) {
+  table.add("Shape", importShape);
+  table.add("Size", importSize);
+  table.add("Reshape", importReshape);
+  table.add("Flatten", importFlatten);
+  table.add("Squeeze", importSqueeze);
+  table.add("Unsqueeze", importUnsqueeze);
+  table.add("Expand", importExpand);
+  table.add("ConstantOfShape", importConstantOfShape);
+  table.add("Range", importRange);
+  table.add("Constant", importConstant);
+}
+
+} // namespace kiln

@@ -1,0 +1,311 @@
+//===- TensorImporters.cpp - ONNX ops that move tensor elements -----------===//
+//
+// Concat, Split, Slice, Transpose, Tile, Gather, GatherElements, Pad and
+// Trilu.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+static NamedAttribute i64Attr(NodeContext &node, StringRef name, int64_t v) {
+  return node.builder.getNamedAttr(name, node.builder.getI64IntegerAttr(v));
+}
+static NamedAttribute arrayAttr(NodeContext &node, StringRef name,
+                                ArrayRef<int64_t> values) {
+  return node.builder.getNamedAttr(name,
+                                   node.builder.getDenseI64ArrayAttr(values));
+}
+
+/// A kiln.slice of `input` (start/stride per dimension, result `shape`).
+static FailureOr<Value> slice(NodeContext &node, Value input,
+                              ArrayRef<int64_t> start, ArrayRef<int64_t> stride,
+                              ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(input.getType());
+  return node.create1<SliceOp>(
+      {input}, {arrayAttr(node, "start", start), arrayAttr(node, "stride", stride)},
+      {type.clone(shape)});
+}
+
+static LogicalResult importConcat(NodeContext &node) {
+  FailureOr<int64_t> axis = node.intAttr("axis", std::nullopt);
+  if (failed(node.requireInputs(1)) || failed(axis))
+    return failure();
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node.node.input_size(); ++i)
+    if (node.hasInput(i))
+      inputs.push_back(node.input(i));
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
+  if (failed(normalized))
+    return failure();
+  return node.setResult(
+      node.create1<ConcatOp>(inputs, {i64Attr(node, "axis", *normalized)}));
+}
+
+static LogicalResult importSplit(NodeContext &node) {
+  FailureOr<int64_t> axisAttr = node.intAttr("axis", 0);
+  if (failed(node.requireInputs(1)) || failed(axisAttr))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  FailureOr<int64_t> axis = node.normalizeAxis(*axisAttr, type.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t size = type.getDimSize(*axis);
+  int64_t parts = node.numOutputs();
+  SmallVector<int64_t> sizes;
+  if (node.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> split = node.constantInts(1, "split");
+    if (failed(split))
+      return failure();
+    sizes = *split;
+  } else {
+    // Equal parts; from opset 18 `num_outputs` allows a smaller last part.
+    FailureOr<int64_t> count = node.intAttr("num_outputs", parts);
+    if (failed(count) || *count <= 0)
+      return node.error("num_outputs must be positive");
+    int64_t chunk = (size + *count - 1) / *count;
+    if (node.opset < 18 && size % *count != 0)
+      return node.error("axis of size ")
+             << size << " does not split into " << *count << " equal parts";
+    for (int64_t i = 0, left = size; i < *count; ++i, left -= chunk)
+      sizes.push_back(std::max<int64_t>(std::min(chunk, left), 0));
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts)
+    return node.error("split has ") << sizes.size() << " parts but the node has "
+                                    << parts << " outputs";
+  int64_t offset = 0;
+  SmallVector<int64_t> start(type.getRank(), 0), stride(type.getRank(), 1);
+  for (auto [i, partSize] : llvm::enumerate(sizes)) {
+    if (partSize < 0 || offset + partSize > size)
+      return node.error("split sizes exceed the axis size ") << size;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[*axis] = partSize;
+    start[*axis] = partSize == 0 ? 0 : offset;
+    FailureOr<Value> part = slice(node, node.input(0), start, stride, shape);
+    if (failed(part))
+      return failure();
+    node.setOutput(i, *part);
+    offset += partSize;
+  }
+  if (offset != size)
+    return node.error("split sizes sum to ") << offset << ", not the axis size "
+                                             << size;
+  return success();
+}
+
+static LogicalResult importSlice(NodeContext &node) {
+  if (failed(node.requireInputs(3)))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> starts = node.constantInts(1, "starts");
+  FailureOr<SmallVector<int64_t>> ends = node.constantInts(2, "ends");
+  if (failed(starts) || failed(ends))
+    return failure();
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  if (node.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> given = node.constantInts(3, "axes");
+    if (failed(given))
+      return failure();
+    axes = *given;
+  } else {
+    for (int64_t i = 0; i < static_cast<int64_t>(starts->size()); ++i)
+      axes.push_back(i);
+  }
+  if (node.hasInput(4)) {
+    FailureOr<SmallVector<int64_t>> given = node.constantInts(4, "steps");
+    if (failed(given))
+      return failure();
+    steps = *given;
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return node.error("starts, ends, axes and steps must have equal lengths");
+
+  SmallVector<int64_t> start(rank, 0), stride(rank, 1),
+      shape(type.getShape());
+  SmallVector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    FailureOr<int64_t> axis = node.normalizeAxis(axes[i], rank);
+    if (failed(axis))
+      return failure();
+    if (seen[*axis])
+      return node.error("axis ") << axes[i] << " is sliced twice";
+    seen[*axis] = true;
+    int64_t size = type.getDimSize(*axis), step = steps[i];
+    if (step == 0)
+      return node.error("step of axis ") << axes[i] << " is zero";
+    // Clamp as the specification says: to [0, size] for positive steps and
+    // to [-1, size - 1] for negative ones.
+    auto resolve = [&](int64_t v, int64_t low, int64_t high) {
+      if (v < 0)
+        v = v <= INT64_MIN + size ? low : v + size;
+      return std::clamp(v, low, high);
+    };
+    if (size == 0) {
+      shape[*axis] = 0;
+      continue;
+    }
+    int64_t first = step > 0 ? resolve((*starts)[i], 0, size)
+                             : resolve((*starts)[i], 0, size - 1);
+    int64_t last = step > 0 ? resolve((*ends)[i], 0, size)
+                            : resolve((*ends)[i], -1, size - 1);
+    int64_t count = step > 0 ? (last - first + step - 1) / step
+                             : (first - last - step - 1) / -step;
+    count = std::max<int64_t>(count, 0);
+    start[*axis] = count > 0 ? first : 0;
+    stride[*axis] = step;
+    shape[*axis] = count;
+  }
+  return node.setResult(slice(node, node.input(0), start, stride, shape));
+}
+
+static LogicalResult importTranspose(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  FailureOr<std::optional<SmallVector<int64_t>>> perm = node.intsAttr("perm");
+  if (failed(perm))
+    return failure();
+  SmallVector<int64_t> permutation;
+  if (*perm)
+    permutation = **perm;
+  else // the default reverses the dimensions
+    for (int64_t d = node.inputRank(0) - 1; d >= 0; --d)
+      permutation.push_back(d);
+  return node.setResult(node.create1<TransposeOp>(
+      {node.input(0)}, {arrayAttr(node, "permutation", permutation)}));
+}
+
+/// Tile as broadcast and reshape: [a, b] tiled [r, s] is [1, a... ] viewed
+/// as [r, a, s, b] then flattened to [r*a, s*b].
+static LogicalResult importTile(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> repeats = node.constantInts(1, "repeats");
+  if (failed(repeats))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  if (static_cast<int64_t>(repeats->size()) != type.getRank())
+    return node.error("repeats has ") << repeats->size()
+                                      << " entries for an input of rank "
+                                      << type.getRank();
+  SmallVector<int64_t> interleaved, expanded, result;
+  for (auto [size, repeat] : llvm::zip(type.getShape(), *repeats)) {
+    if (repeat < 0)
+      return node.error("repeats must not be negative");
+    interleaved.append({1, size});
+    expanded.append({repeat, size});
+    result.push_back(repeat * size);
+  }
+  FailureOr<Value> spread = node.create1<ReshapeOp>(
+      {node.input(0)}, {}, {type.clone(interleaved)});
+  if (failed(spread))
+    return failure();
+  FailureOr<Value> broadcast =
+      node.create1<BroadcastOp>({*spread}, {}, {type.clone(expanded)});
+  if (failed(broadcast))
+    return failure();
+  return node.setResult(
+      node.create1<ReshapeOp>({*broadcast}, {}, {type.clone(result)}));
+}
+
+template <typename OpTy> static LogicalResult importGatherLike(NodeContext &node) {
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  if (failed(node.requireInputs(2)) || failed(axis))
+    return failure();
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
+  if (failed(normalized))
+    return failure();
+  return node.setResult(node.create1<OpTy>(
+      {node.input(0), node.input(1)}, {i64Attr(node, "axis", *normalized)}));
+}
+
+static LogicalResult importPad(NodeContext &node) {
+  FailureOr<std::string> modeName = node.stringAttr("mode", "constant");
+  if (failed(node.requireInputs(2)) || failed(modeName))
+    return failure();
+  std::optional<PadMode> mode = symbolizePadMode(*modeName);
+  if (!mode)
+    return node.error("pad mode '") << *modeName << "' is not supported";
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> pads = node.constantInts(1, "pads");
+  if (failed(pads))
+    return failure();
+  double value = 0.0;
+  if (node.hasInput(2)) {
+    FailureOr<Tensor> constant = node.constantInput(2, "constant_value");
+    if (failed(constant))
+      return failure();
+    if (constant->getNumElements() != 1)
+      return node.error("constant_value must hold one element");
+    value = constant->getAsDouble(0);
+  }
+  SmallVector<int64_t> axes;
+  if (node.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> given = node.constantInts(3, "axes");
+    if (failed(given))
+      return failure();
+    for (int64_t axis : *given) {
+      FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank);
+      if (failed(normalized))
+        return failure();
+      axes.push_back(*normalized);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t count = axes.size();
+  if (static_cast<int64_t>(pads->size()) != 2 * count)
+    return node.error("pads has ") << pads->size() << " entries, expected "
+                                   << 2 * count;
+  SmallVector<int64_t> low(rank, 0), high(rank, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    low[axes[i]] = (*pads)[i];
+    high[axes[i]] = (*pads)[count + i];
+  }
+  return node.setResult(node.create1<PadOp>(
+      {node.input(0)},
+      {node.builder.getNamedAttr(
+           "mode", PadModeAttr::get(node.builder.getContext(), *mode)),
+       arrayAttr(node, "low", low), arrayAttr(node, "high", high),
+       node.builder.getNamedAttr("value", node.builder.getF64FloatAttr(value))}));
+}
+
+static LogicalResult importTrilu(NodeContext &node) {
+  FailureOr<int64_t> upper = node.intAttr("upper", 1);
+  if (failed(node.requireInputs(1)) || failed(upper))
+    return failure();
+  int64_t diagonal = 0;
+  if (node.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> k = node.constantInts(1, "k");
+    if (failed(k))
+      return failure();
+    if (k->size() != 1)
+      return node.error("k must hold one value");
+    diagonal = k->front();
+  }
+  return node.setResult(node.create1<TriluOp>(
+      {node.input(0)},
+      {node.builder.getNamedAttr("upper", node.builder.getBoolAttr(*upper)),
+       i64Attr(node, "diagonal", diagonal)},
+      {node.inputType(0)}));
+}
+
+void registerTensorImporters(OpImporterTable &table) {
+  table.add("Concat", importConcat);
+  table.add("Split", importSplit);
+  table.add("Slice", importSlice);
+  table.add("Transpose", importTranspose);
+  table.add("Tile", importTile);
+  table.add("Gather", importGatherLike<GatherOp>);
+  table.add("GatherElements", importGatherLike<GatherElementsOp>);
+  table.add("Pad", importPad);
+  table.add("Trilu", importTrilu);
+}
+
+} // namespace kiln

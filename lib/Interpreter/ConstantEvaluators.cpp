@@ -1,0 +1,100 @@
+//===- ConstantEvaluators.cpp - constants, parameters, ranges, dropout ----===//
+//
+// Ops whose values come from attributes rather than operands, and dropout,
+// whose mask is a pure function of its seed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Evaluators.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Interpreter/TensorAttr.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+static LogicalResult evaluateConstant(ConstantOp op, const EvaluationContext &,
+                                      SmallVectorImpl<Tensor> &results) {
+  FailureOr<Tensor> value = tensorFromAttr(op.getValue());
+  if (failed(value))
+    return op.emitOpError("holds a value the interpreter cannot read");
+  results.push_back(std::move(*value));
+  return success();
+}
+
+static LogicalResult evaluateParameter(ParameterOp op,
+                                       const EvaluationContext &context,
+                                       SmallVectorImpl<Tensor> &results) {
+  if (const llvm::StringMap<Tensor> *given = context.options.parameters) {
+    auto it = given->find(op.getName());
+    if (it != given->end()) {
+      if (it->second.getType(op.getContext()) != op.getType())
+        return op.emitOpError()
+               << "value given for parameter '" << op.getName() << "' has type "
+               << it->second.getType(op.getContext()) << ", expected "
+               << op.getType();
+      results.push_back(it->second);
+      return success();
+    }
+  }
+  std::optional<ElementsAttr> initial = op.getInitialValue();
+  if (!initial)
+    return op.emitOpError() << "parameter '" << op.getName()
+                            << "' has no value: the model declares it without "
+                               "one, so a value must be given";
+  FailureOr<Tensor> value = tensorFromAttr(*initial);
+  if (failed(value))
+    return op.emitOpError() << "cannot read the value of parameter '"
+                            << op.getName() << "'";
+  results.push_back(std::move(*value));
+  return success();
+}
+
+static LogicalResult evaluateRange(RangeOp op, const EvaluationContext &,
+                                   SmallVectorImpl<Tensor> &results) {
+  Tensor result = makeTensor(op.getResult());
+  double start = op.getStart().convertToDouble();
+  double step = op.getStep().convertToDouble();
+  for (int64_t i = 0; i < result.getNumElements(); ++i)
+    result.setFromDouble(i, start + static_cast<double>(i) * step);
+  results.push_back(std::move(result));
+  return success();
+}
+
+/// SplitMix64: a stateless hash that turns (seed, index) into 64 random bits.
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static LogicalResult evaluateDropout(DropoutOp op,
+                                     const EvaluationContext &context,
+                                     SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0);
+  Tensor output = makeTensor(op.getOutput());
+  Tensor mask = makeTensor(op.getMask());
+  double ratio = op.getRatio().convertToDouble();
+  double scale = 1.0 / (1.0 - ratio);
+  uint64_t seed = mix(static_cast<uint64_t>(op.getSeed()));
+  for (int64_t i = 0; i < input.getNumElements(); ++i) {
+    double uniform = (mix(seed ^ static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+    bool keep = uniform >= ratio;
+    mask.ints()[i] = keep;
+    output.setFromDouble(i, keep ? input.floats()[i] * scale : 0.0);
+  }
+  results.push_back(std::move(output));
+  results.push_back(std::move(mask));
+  return success();
+}
+
+void registerConstantEvaluators(EvaluatorTable &table) {
+  table.add<ConstantOp>(evaluateConstant);
+  table.add<ParameterOp>(evaluateParameter);
+  table.add<RangeOp>(evaluateRange);
+  table.add<DropoutOp>(evaluateDropout);
+}
+
+} // namespace kiln

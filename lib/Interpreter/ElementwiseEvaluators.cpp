@@ -1,0 +1,320 @@
+//===- ElementwiseEvaluators.cpp - elementwise ops ------------------------===//
+//
+// Elementwise math computes each element in fp64 and rounds once to the
+// result's element type, so fp32 +, -, *, / are exactly IEEE fp32.
+// Broadcasting follows NumPy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Evaluators.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+
+//===----------------------------------------------------------------------===//
+// Unary
+//===----------------------------------------------------------------------===//
+
+/// Registers an op computed as `fn(x)` in fp64 on every element.
+template <typename OpTy>
+static void addUnary(EvaluatorTable &table, double (*fn)(double)) {
+  table.add<OpTy>([fn](OpTy op, const EvaluationContext &context,
+                       SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &input = context.operand(0);
+    Tensor result = makeTensor(op.getResult());
+    for (int64_t i = 0; i < input.getNumElements(); ++i)
+      result.setFromDouble(i, fn(input.getAsDouble(i)));
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
+/// Integer ops that must not go through doubles (values beyond 2^53).
+template <typename OpTy>
+static void addExactUnary(EvaluatorTable &table, double (*fn)(double),
+                          int64_t (*integerFn)(int64_t)) {
+  table.add<OpTy>([fn, integerFn](OpTy op, const EvaluationContext &context,
+                                  SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &input = context.operand(0);
+    Tensor result = makeTensor(op.getResult());
+    for (int64_t i = 0; i < input.getNumElements(); ++i) {
+      if (input.isFloat())
+        result.setFromDouble(i, fn(input.floats()[i]));
+      else
+        result.ints()[i] =
+            wrapToElementType(result.getDType(), integerFn(input.ints()[i]));
+    }
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
+static double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+static double sign(double x) {
+  return std::isnan(x) ? x : static_cast<double>((x > 0) - (x < 0));
+}
+
+static double geluExact(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+static double geluTanh(double x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+static LogicalResult evaluateGelu(GeluOp op, const EvaluationContext &context,
+                                  SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0);
+  Tensor result = makeTensor(op.getResult());
+  auto fn = op.getApproximation() == GeluApproximation::Tanh ? geluTanh
+                                                              : geluExact;
+  for (int64_t i = 0; i < input.getNumElements(); ++i)
+    result.setFromDouble(i, fn(input.floats()[i]));
+  results.push_back(std::move(result));
+  return success();
+}
+
+static LogicalResult evaluateIsNan(IsNanOp op, const EvaluationContext &context,
+                                   SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0);
+  Tensor result = makeTensor(op.getResult());
+  for (int64_t i = 0; i < input.getNumElements(); ++i)
+    result.ints()[i] = std::isnan(input.floats()[i]);
+  results.push_back(std::move(result));
+  return success();
+}
+
+static LogicalResult evaluateIsInf(IsInfOp op, const EvaluationContext &context,
+                                   SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0);
+  Tensor result = makeTensor(op.getResult());
+  for (int64_t i = 0; i < input.getNumElements(); ++i) {
+    float x = input.floats()[i];
+    result.ints()[i] = std::isinf(x) && ((x > 0 && op.getDetectPositive()) ||
+                                         (x < 0 && op.getDetectNegative()));
+  }
+  results.push_back(std::move(result));
+  return success();
+}
+
+static LogicalResult evaluateCast(CastOp op, const EvaluationContext &context,
+                                  SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0);
+  Tensor result = makeTensor(op.getResult());
+  for (int64_t i = 0; i < input.getNumElements(); ++i) {
+    if (!input.isFloat() && !result.isFloat())
+      result.ints()[i] = wrapToElementType(result.getDType(), input.ints()[i]);
+    else
+      result.setFromDouble(i, input.getAsDouble(i));
+  }
+  results.push_back(std::move(result));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Binary with broadcasting
+//===----------------------------------------------------------------------===//
+
+/// Calls `fn(resultIndex, lhsIndex, rhsIndex)` over the broadcast shape.
+template <typename Fn>
+static void forEachBroadcastPair(const Tensor &lhs, const Tensor &rhs,
+                                 const Tensor &result, Fn &&fn) {
+  SmallVector<int64_t> lhsStrides =
+      broadcastStrides(lhs.getShape(), result.getShape());
+  SmallVector<int64_t> rhsStrides =
+      broadcastStrides(rhs.getShape(), result.getShape());
+  forEachIndex<2>(result.getShape(), {lhsStrides, rhsStrides},
+                  [&](int64_t i, const std::array<int64_t, 2> &offsets) {
+                    fn(i, offsets[0], offsets[1]);
+                  });
+}
+
+struct ArithmeticRule {
+  double (*onFloats)(double, double);
+  /// Null when the op is computed through doubles for integers too.
+  int64_t (*onIntegers)(int64_t, int64_t);
+};
+
+template <typename OpTy>
+static void addArithmetic(EvaluatorTable &table, ArithmeticRule rule) {
+  table.add<OpTy>([rule](OpTy op, const EvaluationContext &context,
+                         SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &lhs = context.operand(0), &rhs = context.operand(1);
+    Tensor result = makeTensor(op.getResult());
+    bool integerPath = !result.isFloat() && rule.onIntegers;
+    forEachBroadcastPair(lhs, rhs, result, [&](int64_t i, int64_t l, int64_t r) {
+      if (integerPath)
+        result.ints()[i] = wrapToElementType(
+            result.getDType(), rule.onIntegers(lhs.ints()[l], rhs.ints()[r]));
+      else
+        result.setFromDouble(
+            i, rule.onFloats(lhs.getAsDouble(l), rhs.getAsDouble(r)));
+    });
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
+/// Integer division truncates toward zero; dividing by zero is an error
+/// rather than undefined behaviour.
+static LogicalResult evaluateDiv(DivOp op, const EvaluationContext &context,
+                                 SmallVectorImpl<Tensor> &results) {
+  const Tensor &lhs = context.operand(0), &rhs = context.operand(1);
+  Tensor result = makeTensor(op.getResult());
+  bool divisionByZero = false;
+  forEachBroadcastPair(lhs, rhs, result, [&](int64_t i, int64_t l, int64_t r) {
+    if (result.isFloat()) {
+      result.setFromDouble(i, lhs.getAsDouble(l) / rhs.getAsDouble(r));
+      return;
+    }
+    int64_t divisor = rhs.ints()[r];
+    if (divisor == 0) {
+      divisionByZero = true;
+      return;
+    }
+    int64_t dividend = lhs.ints()[l];
+    result.ints()[i] = wrapToElementType(
+        result.getDType(),
+        divisor == -1 ? static_cast<int64_t>(0ull - static_cast<uint64_t>(dividend))
+                      : dividend / divisor);
+  });
+  if (divisionByZero)
+    return op.emitOpError("divides an integer by zero");
+  results.push_back(std::move(result));
+  return success();
+}
+
+static double maxPropagatingNan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+static double minPropagatingNan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+}
+static int64_t wrappingAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+static int64_t wrappingSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+static int64_t wrappingMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+template <typename OpTy>
+static void addLogical(EvaluatorTable &table, bool (*fn)(bool, bool)) {
+  table.add<OpTy>([fn](OpTy op, const EvaluationContext &context,
+                       SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &lhs = context.operand(0), &rhs = context.operand(1);
+    Tensor result = makeTensor(op.getResult());
+    forEachBroadcastPair(lhs, rhs, result, [&](int64_t i, int64_t l, int64_t r) {
+      result.ints()[i] = fn(lhs.ints()[l] != 0, rhs.ints()[r] != 0);
+    });
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
+template <typename T> static bool compare(ComparePredicate predicate, T a, T b) {
+  switch (predicate) {
+  case ComparePredicate::EQ: return a == b;
+  case ComparePredicate::NE: return a != b;
+  case ComparePredicate::LT: return a < b;
+  case ComparePredicate::LE: return a <= b;
+  case ComparePredicate::GT: return a > b;
+  case ComparePredicate::GE: return a >= b;
+  }
+  return false;
+}
+
+static LogicalResult evaluateCompare(CompareOp op,
+                                     const EvaluationContext &context,
+                                     SmallVectorImpl<Tensor> &results) {
+  const Tensor &lhs = context.operand(0), &rhs = context.operand(1);
+  Tensor result = makeTensor(op.getResult());
+  ComparePredicate predicate = op.getPredicate();
+  bool isUnsigned64 = lhs.getDType() == DType::U64;
+  forEachBroadcastPair(lhs, rhs, result, [&](int64_t i, int64_t l, int64_t r) {
+    if (lhs.isFloat())
+      result.ints()[i] = compare(predicate, lhs.floats()[l], rhs.floats()[r]);
+    else if (isUnsigned64)
+      result.ints()[i] = compare(predicate, static_cast<uint64_t>(lhs.ints()[l]),
+                                 static_cast<uint64_t>(rhs.ints()[r]));
+    else
+      result.ints()[i] = compare(predicate, lhs.ints()[l], rhs.ints()[r]);
+  });
+  results.push_back(std::move(result));
+  return success();
+}
+
+static LogicalResult evaluateWhere(WhereOp op, const EvaluationContext &context,
+                                   SmallVectorImpl<Tensor> &results) {
+  const Tensor &condition = context.operand(0);
+  const Tensor &onTrue = context.operand(1), &onFalse = context.operand(2);
+  Tensor result = makeTensor(op.getResult());
+  SmallVector<int64_t> c = broadcastStrides(condition.getShape(), result.getShape());
+  SmallVector<int64_t> t = broadcastStrides(onTrue.getShape(), result.getShape());
+  SmallVector<int64_t> f = broadcastStrides(onFalse.getShape(), result.getShape());
+  forEachIndex<3>(result.getShape(), {c, t, f},
+                  [&](int64_t i, const std::array<int64_t, 3> &at) {
+                    bool pick = condition.ints()[at[0]] != 0;
+                    if (result.isFloat())
+                      result.floats()[i] = pick ? onTrue.floats()[at[1]]
+                                                : onFalse.floats()[at[2]];
+                    else
+                      result.ints()[i] = pick ? onTrue.ints()[at[1]]
+                                              : onFalse.ints()[at[2]];
+                  });
+  results.push_back(std::move(result));
+  return success();
+}
+
+void registerElementwiseEvaluators(EvaluatorTable &table) {
+  addExactUnary<NegOp>(table, [](double x) { return -x; },
+                       [](int64_t x) { return wrappingSub(0, x); });
+  addExactUnary<AbsOp>(table, [](double x) { return std::fabs(x); },
+                       [](int64_t x) { return x < 0 ? wrappingSub(0, x) : x; });
+  addExactUnary<SignOp>(table, sign,
+                        [](int64_t x) { return int64_t((x > 0) - (x < 0)); });
+  addUnary<ExpOp>(table, [](double x) { return std::exp(x); });
+  addUnary<LogOp>(table, [](double x) { return std::log(x); });
+  addUnary<TanhOp>(table, [](double x) { return std::tanh(x); });
+  addUnary<ErfOp>(table, [](double x) { return std::erf(x); });
+  addUnary<SigmoidOp>(table, sigmoid);
+  addUnary<SiluOp>(table, [](double x) { return x * sigmoid(x); });
+  addUnary<ReluOp>(table, [](double x) { return x > 0 ? x : (x == x ? 0.0 : x); });
+  addUnary<SinOp>(table, [](double x) { return std::sin(x); });
+  addUnary<CosOp>(table, [](double x) { return std::cos(x); });
+  addUnary<SqrtOp>(table, [](double x) { return std::sqrt(x); });
+  addUnary<RsqrtOp>(table, [](double x) { return 1.0 / std::sqrt(x); });
+  addUnary<ReciprocalOp>(table, [](double x) { return 1.0 / x; });
+  addUnary<FloorOp>(table, [](double x) { return std::floor(x); });
+  addUnary<CeilOp>(table, [](double x) { return std::ceil(x); });
+  addUnary<RoundOp>(table, [](double x) { return std::nearbyint(x); });
+  addUnary<NotOp>(table, [](double x) { return x == 0.0 ? 1.0 : 0.0; });
+  table.add<GeluOp>(evaluateGelu);
+  table.add<IsNanOp>(evaluateIsNan);
+  table.add<IsInfOp>(evaluateIsInf);
+  table.add<CastOp>(evaluateCast);
+
+  addArithmetic<AddOp>(table, {[](double a, double b) { return a + b; }, wrappingAdd});
+  addArithmetic<SubOp>(table, {[](double a, double b) { return a - b; }, wrappingSub});
+  addArithmetic<MulOp>(table, {[](double a, double b) { return a * b; }, wrappingMul});
+  addArithmetic<PowOp>(table, {[](double a, double b) { return std::pow(a, b); }, nullptr});
+  addArithmetic<MaxOp>(table, {maxPropagatingNan,
+                               [](int64_t a, int64_t b) { return std::max(a, b); }});
+  addArithmetic<MinOp>(table, {minPropagatingNan,
+                               [](int64_t a, int64_t b) { return std::min(a, b); }});
+  table.add<DivOp>(evaluateDiv);
+  addLogical<AndOp>(table, [](bool a, bool b) { return a && b; });
+  addLogical<OrOp>(table, [](bool a, bool b) { return a || b; });
+  addLogical<XorOp>(table, [](bool a, bool b) { return a != b; });
+  table.add<CompareOp>(evaluateCompare);
+  table.add<WhereOp>(evaluateWhere);
+}
+
+} // namespace kiln

@@ -1,0 +1,87 @@
+//===- LossEvaluators.cpp - cross-entropy and negative log-likelihood -----===//
+//
+// Both losses view the input as [N, C, D] and the labels as [N, D]; they
+// differ only in how the log-probability of a label is obtained.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Evaluators.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+struct ClassView {
+  int64_t batch, classes, inner;
+  int64_t index(int64_t n, int64_t c, int64_t d) const {
+    return (n * classes + c) * inner + d;
+  }
+};
+} // namespace
+
+/// log_softmax(input[n, :, d])[label], computed in fp64.
+static double logSoftmaxAt(const Tensor &input, const ClassView &view,
+                           int64_t n, int64_t d, int64_t label) {
+  double maximum = -std::numeric_limits<double>::infinity();
+  for (int64_t c = 0; c < view.classes; ++c)
+    maximum = std::max<double>(maximum, input.floats()[view.index(n, c, d)]);
+  double sum = 0.0;
+  for (int64_t c = 0; c < view.classes; ++c)
+    sum += std::exp(input.floats()[view.index(n, c, d)] - maximum);
+  return input.floats()[view.index(n, label, d)] - maximum - std::log(sum);
+}
+
+template <typename OpTy>
+static void addClassificationLoss(EvaluatorTable &table, bool fromLogits) {
+  table.add<OpTy>([fromLogits](OpTy op, const EvaluationContext &context,
+                               SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &input = context.operand(0), &labels = context.operand(1);
+    const Tensor *weight = op.getWeight() ? &context.operand(2) : nullptr;
+    ArrayRef<int64_t> shape = input.getShape();
+    ClassView view{shape[0], shape[1], product(shape.drop_front(2))};
+    std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
+
+    Tensor result = makeTensor(op.getResult());
+    double total = 0.0, totalWeight = 0.0;
+    for (int64_t n = 0; n < view.batch; ++n)
+      for (int64_t d = 0; d < view.inner; ++d) {
+        int64_t position = n * view.inner + d;
+        int64_t label = labels.ints()[position];
+        double loss = 0.0;
+        if (!ignoreIndex || label != *ignoreIndex) {
+          if (label < 0 || label >= view.classes)
+            return op.emitOpError()
+                   << "label " << label << " at position " << position
+                   << " is outside [0, " << view.classes << ")";
+          double w = weight ? weight->floats()[label] : 1.0;
+          double logProb = fromLogits
+                               ? logSoftmaxAt(input, view, n, d, label)
+                               : input.floats()[view.index(n, label, d)];
+          loss = -logProb * w;
+          total += loss;
+          totalWeight += w;
+        }
+        if (op.getReduction() == LossReduction::None)
+          result.setFromDouble(position, loss);
+      }
+    if (op.getReduction() == LossReduction::Sum)
+      result.setFromDouble(0, total);
+    else if (op.getReduction() == LossReduction::Mean)
+      result.setFromDouble(0, total / totalWeight);
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
+void registerLossEvaluators(EvaluatorTable &table) {
+  addClassificationLoss<CrossEntropyOp>(table, /*fromLogits=*/true);
+  addClassificationLoss<NllLossOp>(table, /*fromLogits=*/false);
+}
+
+} // namespace kiln

@@ -1,0 +1,186 @@
+//===- ReductionEvaluators.cpp - reductions, arg-reductions, softmax ------===//
+//
+// Floating-point reductions accumulate in fp64 and round once; integer ones
+// accumulate in int64 and wrap to the result type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Evaluators.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+enum class Combine { Sum, Mean, Max, Min, Prod };
+
+/// An axis-wise view of a tensor as [outer, size, inner].
+struct AxisView {
+  int64_t outer, size, inner;
+  AxisView(ArrayRef<int64_t> shape, int64_t axis)
+      : outer(product(shape.take_front(axis))), size(shape[axis]),
+        inner(product(shape.drop_front(axis + 1))) {}
+  int64_t index(int64_t o, int64_t i, int64_t in) const {
+    return (o * size + i) * inner + in;
+  }
+};
+} // namespace
+
+static double initialValue(Combine combine) {
+  switch (combine) {
+  case Combine::Max: return -std::numeric_limits<double>::infinity();
+  case Combine::Min: return std::numeric_limits<double>::infinity();
+  case Combine::Prod: return 1.0;
+  default: return 0.0;
+  }
+}
+
+static double combineValues(Combine combine, double acc, double x) {
+  switch (combine) {
+  case Combine::Max:
+    return std::isnan(acc) || std::isnan(x) ? NAN : std::max(acc, x);
+  case Combine::Min:
+    return std::isnan(acc) || std::isnan(x) ? NAN : std::min(acc, x);
+  case Combine::Prod: return acc * x;
+  default: return acc + x;
+  }
+}
+
+static int64_t combineIntegers(Combine combine, int64_t acc, int64_t x) {
+  switch (combine) {
+  case Combine::Max: return std::max(acc, x);
+  case Combine::Min: return std::min(acc, x);
+  case Combine::Prod:
+    return static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(x));
+  default:
+    return static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(x));
+  }
+}
+
+template <typename OpTy>
+static void addReduction(EvaluatorTable &table, Combine combine) {
+  table.add<OpTy>([combine](OpTy op, const EvaluationContext &context,
+                            SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &input = context.operand(0);
+    Tensor result = makeTensor(op.getResult());
+    // Walk the input; each element lands in the output slot whose index is
+    // the input's with the reduced coordinates dropped.
+    SmallVector<int64_t> keptShape(input.getShape());
+    for (int64_t axis : op.getAxes())
+      keptShape[axis] = 1;
+    SmallVector<int64_t> outputStrides = stridesOf(keptShape);
+    for (int64_t axis : op.getAxes())
+      outputStrides[axis] = 0;
+    int64_t count = input.getNumElements() /
+                    std::max<int64_t>(result.getNumElements(), 1);
+    if (input.isFloat()) {
+      std::vector<double> acc(result.getNumElements(), initialValue(combine));
+      forEachIndex<1>(input.getShape(), {outputStrides},
+                      [&](int64_t i, const std::array<int64_t, 1> &out) {
+                        acc[out[0]] = combineValues(combine, acc[out[0]],
+                                                    input.floats()[i]);
+                      });
+      for (int64_t i = 0; i < result.getNumElements(); ++i)
+        result.setFromDouble(i, combine == Combine::Mean ? acc[i] / count
+                                                         : acc[i]);
+    } else {
+      int64_t init = combine == Combine::Max   ? std::numeric_limits<int64_t>::min()
+                     : combine == Combine::Min ? std::numeric_limits<int64_t>::max()
+                     : combine == Combine::Prod ? 1
+                                                : 0;
+      std::vector<int64_t> acc(result.getNumElements(), init);
+      forEachIndex<1>(input.getShape(), {outputStrides},
+                      [&](int64_t i, const std::array<int64_t, 1> &out) {
+                        acc[out[0]] = combineIntegers(combine, acc[out[0]],
+                                                      input.ints()[i]);
+                      });
+      for (int64_t i = 0; i < result.getNumElements(); ++i)
+        result.ints()[i] = wrapToElementType(
+            result.getDType(), combine == Combine::Mean && count
+                                   ? acc[i] / count
+                                   : acc[i]);
+    }
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
+template <typename OpTy>
+static void addArgReduction(EvaluatorTable &table, bool findMax) {
+  table.add<OpTy>([findMax](OpTy op, const EvaluationContext &context,
+                            SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &input = context.operand(0);
+    if (input.getShape()[op.getAxis()] == 0)
+      return op.emitOpError("reduces an empty axis");
+    Tensor result = makeTensor(op.getResult());
+    AxisView view(input.getShape(), op.getAxis());
+    bool last = op.getSelectLastIndex();
+    for (int64_t o = 0; o < view.outer; ++o)
+      for (int64_t in = 0; in < view.inner; ++in) {
+        int64_t best = 0;
+        double bestValue = input.getAsDouble(view.index(o, 0, in));
+        for (int64_t i = 1; i < view.size; ++i) {
+          double x = input.getAsDouble(view.index(o, i, in));
+          bool better = findMax ? (x > bestValue || (last && x == bestValue))
+                                : (x < bestValue || (last && x == bestValue));
+          if (better) {
+            best = i;
+            bestValue = x;
+          }
+        }
+        result.ints()[o * view.inner + in] = best;
+      }
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
+template <typename OpTy>
+static void addSoftmax(EvaluatorTable &table, bool logarithm) {
+  table.add<OpTy>([logarithm](OpTy op, const EvaluationContext &context,
+                              SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &input = context.operand(0);
+    Tensor result = makeTensor(op.getResult());
+    AxisView view(input.getShape(), op.getAxis());
+    std::vector<double> shifted(view.size);
+    for (int64_t o = 0; o < view.outer; ++o)
+      for (int64_t in = 0; in < view.inner; ++in) {
+        double maximum = -std::numeric_limits<double>::infinity();
+        for (int64_t i = 0; i < view.size; ++i)
+          maximum = std::max<double>(maximum, input.floats()[view.index(o, i, in)]);
+        if (std::isinf(maximum))
+          maximum = 0.0; // all -inf: let the sum be 0 and the result NaN
+        double sum = 0.0;
+        for (int64_t i = 0; i < view.size; ++i) {
+          shifted[i] = input.floats()[view.index(o, i, in)] - maximum;
+          sum += std::exp(shifted[i]);
+        }
+        double logSum = std::log(sum);
+        for (int64_t i = 0; i < view.size; ++i)
+          result.setFromDouble(view.index(o, i, in),
+                               logarithm ? shifted[i] - logSum
+                                         : std::exp(shifted[i]) / sum);
+      }
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
+void registerReductionEvaluators(EvaluatorTable &table) {
+  addReduction<ReduceSumOp>(table, Combine::Sum);
+  addReduction<ReduceMeanOp>(table, Combine::Mean);
+  addReduction<ReduceMaxOp>(table, Combine::Max);
+  addReduction<ReduceMinOp>(table, Combine::Min);
+  addReduction<ReduceProdOp>(table, Combine::Prod);
+  addArgReduction<ArgMaxOp>(table, /*findMax=*/true);
+  addArgReduction<ArgMinOp>(table, /*findMax=*/false);
+  addSoftmax<SoftmaxOp>(table, /*logarithm=*/false);
+  addSoftmax<LogSoftmaxOp>(table, /*logarithm=*/true);
+}
+
+} // namespace kiln

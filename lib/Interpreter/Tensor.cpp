@@ -1,0 +1,173 @@
+//===- Tensor.cpp - the interpreter's tensor value ------------------------===//
+//
+// Storage, element types and the rounding hook of interpreter tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Interpreter/Tensor.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+
+bool isFloat(DType type) {
+  return type == DType::F32 || type == DType::F64 || type == DType::F16 ||
+         type == DType::BF16;
+}
+
+unsigned byteWidth(DType type) {
+  switch (type) {
+  case DType::F64: case DType::I64: case DType::U64: return 8;
+  case DType::F32: case DType::I32: case DType::U32: return 4;
+  case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
+  case DType::I8: case DType::U8: case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+llvm::StringRef dtypeName(DType type) {
+  switch (type) {
+  case DType::F32: return "f32";
+  case DType::F64: return "f64";
+  case DType::F16: return "f16";
+  case DType::BF16: return "bf16";
+  case DType::I64: return "i64";
+  case DType::I32: return "i32";
+  case DType::I16: return "i16";
+  case DType::I8: return "i8";
+  case DType::U64: return "ui64";
+  case DType::U32: return "ui32";
+  case DType::U16: return "ui16";
+  case DType::U8: return "ui8";
+  case DType::Bool: return "i1";
+  }
+  return "?";
+}
+
+std::optional<DType> dtypeOf(Type elementType) {
+  if (elementType.isF32()) return DType::F32;
+  if (elementType.isF64()) return DType::F64;
+  if (elementType.isF16()) return DType::F16;
+  if (elementType.isBF16()) return DType::BF16;
+  auto integer = dyn_cast<IntegerType>(elementType);
+  if (!integer)
+    return std::nullopt;
+  bool isUnsigned = integer.isUnsigned();
+  switch (integer.getWidth()) {
+  case 1: return DType::Bool;
+  case 8: return isUnsigned ? DType::U8 : DType::I8;
+  case 16: return isUnsigned ? DType::U16 : DType::I16;
+  case 32: return isUnsigned ? DType::U32 : DType::I32;
+  case 64: return isUnsigned ? DType::U64 : DType::I64;
+  default: return std::nullopt;
+  }
+}
+
+Type mlirElementType(DType type, MLIRContext *context) {
+  Builder b(context);
+  switch (type) {
+  case DType::F32: return b.getF32Type();
+  case DType::F64: return b.getF64Type();
+  case DType::F16: return b.getF16Type();
+  case DType::BF16: return b.getBF16Type();
+  case DType::Bool: return b.getI1Type();
+  case DType::I8: case DType::I16: case DType::I32: case DType::I64:
+    return b.getIntegerType(8 * byteWidth(type));
+  case DType::U8: case DType::U16: case DType::U32: case DType::U64:
+    return b.getIntegerType(8 * byteWidth(type), /*isSigned=*/false);
+  }
+  return {};
+}
+
+static float roundToBF16(float value) {
+  if (std::isnan(value))
+    return value;
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  bits += 0x7fff + ((bits >> 16) & 1); // round to nearest, ties to even
+  bits &= 0xffff0000u;
+  std::memcpy(&value, &bits, sizeof bits);
+  return value;
+}
+
+float roundToElementType(DType type, double value) {
+  switch (type) {
+  case DType::BF16: return roundToBF16(static_cast<float>(value));
+  case DType::F16: return static_cast<float>(static_cast<_Float16>(value));
+  default: return static_cast<float>(value);
+  }
+}
+
+int64_t wrapToElementType(DType type, int64_t value) {
+  switch (type) {
+  case DType::Bool: return value != 0;
+  case DType::I8: return static_cast<int8_t>(value);
+  case DType::I16: return static_cast<int16_t>(value);
+  case DType::I32: return static_cast<int32_t>(value);
+  case DType::U8: return static_cast<uint8_t>(value);
+  case DType::U16: return static_cast<uint16_t>(value);
+  case DType::U32: return static_cast<uint32_t>(value);
+  default: return value; // u64 keeps its bits in an int64
+  }
+}
+
+Tensor::Tensor(DType type, llvm::ArrayRef<int64_t> shape)
+    : dtype(type), shape(shape.begin(), shape.end()) {
+  numElements = product(shape);
+  if (kiln::isFloat(type))
+    floatData.assign(numElements, 0.0f);
+  else
+    intData.assign(numElements, 0);
+}
+
+void Tensor::setFromDouble(int64_t i, double value) {
+  if (isFloat()) {
+    floatData[i] = roundToElementType(dtype, value);
+    return;
+  }
+  if (dtype == DType::Bool) {
+    intData[i] = value != 0.0;
+    return;
+  }
+  // Truncate toward zero, saturating where C++ conversion would be undefined.
+  if (std::isnan(value))
+    value = 0.0;
+  constexpr double limit = 9223372036854775807.0;
+  int64_t truncated = value >= limit    ? std::numeric_limits<int64_t>::max()
+                      : value <= -limit ? std::numeric_limits<int64_t>::min()
+                                        : static_cast<int64_t>(value);
+  intData[i] = wrapToElementType(dtype, truncated);
+}
+
+Tensor Tensor::reshaped(llvm::ArrayRef<int64_t> newShape) const {
+  Tensor result = *this;
+  result.shape.assign(newShape.begin(), newShape.end());
+  return result;
+}
+
+RankedTensorType Tensor::getType(MLIRContext *context) const {
+  return RankedTensorType::get(shape, mlirElementType(dtype, context));
+}
+
+int64_t product(llvm::ArrayRef<int64_t> shape) {
+  int64_t result = 1;
+  for (int64_t size : shape)
+    result *= size;
+  return result;
+}
+
+llvm::SmallVector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+} // namespace kiln

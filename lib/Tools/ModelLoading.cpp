@@ -1,0 +1,86 @@
+//===- ModelLoading.cpp - what kiln's command-line tools share ------------===//
+//
+// Model loading and diagnostic printing for kiln-translate and kiln-run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Tools/ModelLoading.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+ToolDiagnostics::ToolDiagnostics(MLIRContext *context) : context(context) {
+  id = context->getDiagEngine().registerHandler([](Diagnostic &diagnostic) {
+    const char *severity =
+        diagnostic.getSeverity() == DiagnosticSeverity::Error     ? "error"
+        : diagnostic.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                   : "note";
+    if (auto file = dyn_cast<FileLineColLoc>(diagnostic.getLocation()))
+      llvm::errs() << file.getFilename().getValue() << ":" << file.getLine()
+                   << ":" << file.getColumn() << ": ";
+    else if (auto name = dyn_cast<NameLoc>(diagnostic.getLocation()))
+      llvm::errs() << "'" << name.getName().getValue() << "': ";
+    llvm::errs() << severity << ": " << diagnostic.str() << "\n";
+    return success();
+  });
+}
+
+ToolDiagnostics::~ToolDiagnostics() {
+  context->getDiagEngine().eraseHandler(id);
+}
+
+void registerKilnDialects(MLIRContext &context) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+}
+
+OwningOpRef<ModuleOp> loadModel(StringRef path, MLIRContext *context,
+                                const ImportOptions &options,
+                                llvm::SourceMgr &sourceManager) {
+  if (path.ends_with(".onnx"))
+    return importONNXModel(path, context, options);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::openInputFile(path, &error);
+  if (!file) {
+    emitError(UnknownLoc::get(context)) << path << ": " << error;
+    return nullptr;
+  }
+  sourceManager.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceManager, context);
+}
+
+FailureOr<func::FuncOp> findFunction(ModuleOp module, StringRef name) {
+  auto functions = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (!name.empty()) {
+    for (func::FuncOp function : functions)
+      if (function.getSymName() == name)
+        return function;
+    return module.emitError() << "the model has no function @" << name;
+  }
+  if (functions.size() != 1)
+    return module.emitError() << "the model has " << functions.size()
+                              << " functions; choose one with --function";
+  return functions.front();
+}
+
+std::string argumentName(func::FuncOp function, unsigned i) {
+  if (auto name = function.getArgAttrOfType<StringAttr>(i, "kiln.name"))
+    return name.str();
+  return "arg" + std::to_string(i);
+}
+
+std::string resultName(func::FuncOp function, unsigned i) {
+  if (auto name = function.getResultAttrOfType<StringAttr>(i, "kiln.name"))
+    return name.str();
+  return "result" + std::to_string(i);
+}
+
+} // namespace kiln

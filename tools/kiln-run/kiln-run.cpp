@@ -1,0 +1,159 @@
+//===- kiln-run.cpp - run a kiln model ------------------------------------===//
+//
+// `kiln-run --device=cpu MODEL.onnx|MODEL.mlir --input NAME=FILE ...
+// [--output-dir DIR]` runs the forward function on the reference
+// interpreter, prints every output and optionally writes them as
+// TensorProto files.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/TensorIO/TensorFiles.h"
+#include "kiln/Tools/ModelLoading.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace llvm;
+
+static cl::opt<std::string> modelPath(cl::Positional,
+                                      cl::desc("<model.onnx|model.mlir>"),
+                                      cl::Required);
+static cl::opt<std::string> device("device",
+                                   cl::desc("Where to run: cpu (the reference "
+                                            "interpreter)"),
+                                   cl::init("cpu"));
+static cl::list<std::string> inputs("input",
+                                    cl::desc("A model input from a .pb or .npy "
+                                             "file"),
+                                    cl::value_desc("NAME=FILE"));
+static cl::list<std::string> dims("dim",
+                                  cl::desc("Size of a symbolic dimension"),
+                                  cl::value_desc("NAME=SIZE"));
+static cl::opt<std::string> outputDirectory(
+    "output-dir", cl::desc("Write each output as DIR/<name>.pb"),
+    cl::value_desc("DIR"));
+static cl::opt<std::string> functionName("function",
+                                         cl::desc("The function to run"));
+
+static int fail(const Twine &message) {
+  errs() << "kiln-run: error: " << message << "\n";
+  return 1;
+}
+
+/// Prints one output: a scalar's value, or a tensor's summary statistics.
+static void printOutput(StringRef name, const kiln::Tensor &tensor) {
+  outs() << name << ": " << kiln::dtypeName(tensor.getDType()) << "[";
+  interleave(tensor.getShape(), outs(), "x");
+  outs() << "]";
+  int64_t n = tensor.getNumElements();
+  if (n == 1) {
+    outs() << format(" = %.9g\n", tensor.getAsDouble(0));
+    return;
+  }
+  if (n == 0) {
+    outs() << " (empty)\n";
+    return;
+  }
+  double minimum = INFINITY, maximum = -INFINITY, sum = 0, squares = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double x = tensor.getAsDouble(i);
+    minimum = std::min(minimum, x);
+    maximum = std::max(maximum, x);
+    sum += x;
+    squares += x * x;
+  }
+  double mean = sum / n;
+  double variance = std::max(squares / n - mean * mean, 0.0);
+  outs() << format("  min %.6g  max %.6g  mean %.6g  std %.6g\n", minimum,
+                   maximum, mean, std::sqrt(variance));
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "kiln model runner\n");
+  if (device != "cpu")
+    return fail("--device=" + device +
+                " is not available; this build runs models with --device=cpu");
+  kiln::ImportOptions options;
+  for (const std::string &dim : dims)
+    if (!kiln::parseDimensionOption(dim, options))
+      return fail("--dim expects NAME=SIZE with a positive SIZE, got '" + dim +
+                  "'");
+
+  mlir::MLIRContext context;
+  kiln::registerKilnDialects(context);
+  kiln::ToolDiagnostics diagnostics(&context);
+  SourceMgr sourceManager;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      kiln::loadModel(modelPath, &context, options, sourceManager);
+  if (!module)
+    return 1;
+  mlir::FailureOr<mlir::func::FuncOp> function =
+      kiln::findFunction(*module, functionName);
+  if (mlir::failed(function))
+    return 1;
+
+  // Match --input NAME=FILE to the function's arguments by name.
+  StringMap<std::string> files;
+  for (const std::string &entry : inputs) {
+    auto [name, file] = StringRef(entry).split('=');
+    if (name.empty() || file.empty())
+      return fail("--input expects NAME=FILE, got '" + entry + "'");
+    files[name] = file.str();
+  }
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < function->getNumArguments(); ++i)
+    names.push_back(kiln::argumentName(*function, i));
+  for (const auto &entry : files)
+    if (!is_contained(names, entry.getKey()))
+      return fail("the model has no input named '" + entry.getKey() +
+                  "'; its inputs are: " + join(names, ", "));
+  SmallVector<kiln::Tensor> arguments;
+  for (auto [i, name] : enumerate(names)) {
+    auto it = files.find(name);
+    if (it == files.end())
+      return fail("input '" + name + "' is missing; give it with --input " +
+                  name + "=FILE");
+    Expected<kiln::Tensor> tensor = kiln::readTensorFile(it->second);
+    if (!tensor)
+      return fail(toString(tensor.takeError()));
+    mlir::Type expected = function->getArgumentTypes()[i];
+    mlir::Type actual = tensor->getType(&context);
+    if (expected != actual) {
+      std::string text;
+      raw_string_ostream os(text);
+      os << "input '" << name << "' must be " << expected << ", but "
+         << it->second << " holds " << actual;
+      return fail(text);
+    }
+    arguments.push_back(std::move(*tensor));
+  }
+
+  mlir::FailureOr<SmallVector<kiln::Tensor>> results =
+      kiln::interpret(*function, arguments);
+  if (mlir::failed(results))
+    return 1;
+
+  if (!outputDirectory.empty())
+    if (std::error_code error = sys::fs::create_directories(outputDirectory))
+      return fail("cannot create '" + outputDirectory + "': " + error.message());
+  for (auto [i, tensor] : enumerate(*results)) {
+    std::string name = kiln::resultName(*function, i);
+    printOutput(name, tensor);
+    if (outputDirectory.empty())
+      continue;
+    SmallString<256> path(outputDirectory);
+    sys::path::append(path, name + ".pb");
+    if (Error error = kiln::writeTensorProtoFile(tensor, name, path))
+      return fail(toString(std::move(error)));
+  }
+  return 0;
+}
