@@ -136,6 +136,8 @@ static bool isSplat(const Tensor &tensor) {
 ElementsAttr denseAttrFromTensor(const Tensor &tensor, MLIRContext *context) {
   RankedTensorType type = tensor.getType(context);
   if (tensor.getDType() == DType::Bool) {
+    if (isSplat(tensor))
+      return DenseElementsAttr::get(type, tensor.ints()[0] != 0);
     SmallVector<bool> values(tensor.ints().begin(), tensor.ints().end());
     return DenseElementsAttr::get(type, values);
   }

@@ -254,11 +254,8 @@ static LogicalResult importDropout(NodeContext &node) {
   RankedTensorType type = node.inputType(0);
   if (!training || ratio == 0.0) {
     node.setOutput(0, node.input(0));
-    if (node.hasOutput(1)) {
-      Tensor keepAll(DType::Bool, type.getShape());
-      std::fill(keepAll.ints().begin(), keepAll.ints().end(), 1);
-      node.setOutput(1, node.constant(keepAll));
-    }
+    if (node.hasOutput(1))
+      node.setOutput(1, node.splat(1.0, type.clone(node.builder.getI1Type())));
     return success();
   }
   FailureOr<int64_t> seed = node.intAttr(

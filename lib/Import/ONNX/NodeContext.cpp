@@ -253,14 +253,21 @@ SmallVector<Value> NodeContext::foldIfConstant(Operation *op) {
 Value NodeContext::constant(const Tensor &tensor) {
   Value value = builder.create<ConstantOp>(
       loc, denseAttrFromTensor(tensor, builder.getContext()));
-  graph.constants[value] = tensor;
+  if (tensor.getNumElements() <= kFoldLimit)
+    graph.constants[value] = tensor;
   return value;
 }
 
 Value NodeContext::scalar(double value, Type elementType) {
-  Tensor tensor(*dtypeOf(elementType), {});
-  tensor.setFromDouble(0, value);
-  return constant(tensor);
+  return splat(value, RankedTensorType::get({}, elementType));
+}
+
+Value NodeContext::splat(double value, RankedTensorType type) {
+  Tensor element(*dtypeOf(type.getElementType()), {});
+  element.setFromDouble(0, value);
+  auto attr = cast<DenseElementsAttr>(
+      denseAttrFromTensor(element, builder.getContext()));
+  return builder.create<ConstantOp>(loc, attr.resizeSplat(type));
 }
 
 StringRef NodeContext::modelDirectory() const {

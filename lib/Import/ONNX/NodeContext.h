@@ -135,6 +135,9 @@ public:
   mlir::Value constant(const Tensor &tensor);
   /// A 0-D constant of `elementType` holding `value`.
   mlir::Value scalar(double value, mlir::Type elementType);
+  /// A constant of `type` whose elements all equal `value`; stored as one
+  /// element however large the type.
+  mlir::Value splat(double value, mlir::RankedTensorType type);
 
   /// Binds output `i` of the node (if the node names it).
   void setOutput(unsigned i, mlir::Value value);
