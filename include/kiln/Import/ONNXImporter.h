@@ -10,6 +10,8 @@
 #ifndef KILN_IMPORT_ONNXIMPORTER_H
 #define KILN_IMPORT_ONNXIMPORTER_H
 
+#include "kiln/Interpreter/Tensor.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
@@ -21,6 +23,10 @@ namespace kiln {
 struct ImportOptions {
   /// Sizes of the model's symbolic dimensions (`batch`, `seq`, ...).
   llvm::StringMap<int64_t> dimensions;
+  /// Graph inputs whose values are fixed at compile time: they become
+  /// constants rather than function arguments, so that values which decide
+  /// shapes (a Reshape's target, a Slice's bounds) may be model inputs.
+  llvm::StringMap<Tensor> boundInputs;
   /// Name of the imported function.
   std::string functionName = "main";
 };
@@ -31,6 +37,12 @@ struct ImportOptions {
 mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(llvm::StringRef path,
                                                   mlir::MLIRContext *context,
                                                   const ImportOptions &options);
+
+/// True when kiln imports nodes of ONNX op type `opType` (default domain).
+bool isSupportedONNXOp(llvm::StringRef opType);
+
+/// The ONNX opsets kiln imports.
+constexpr int64_t kMinONNXOpset = 13, kMaxONNXOpset = 21;
 
 /// Parses `NAME=SIZE` into `options.dimensions`; false on a malformed entry.
 bool parseDimensionOption(llvm::StringRef text, ImportOptions &options);

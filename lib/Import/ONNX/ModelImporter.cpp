@@ -27,8 +27,6 @@ using namespace mlir;
 
 namespace kiln {
 
-static constexpr int64_t kMinOpset = 13, kMaxOpset = 21;
-
 static const OpImporterTable &opImporters() {
   static const OpImporterTable table = [] {
     OpImporterTable t;
@@ -40,6 +38,10 @@ static const OpImporterTable &opImporters() {
     return t;
   }();
   return table;
+}
+
+bool isSupportedONNXOp(StringRef opType) {
+  return opImporters().lookup(opType) != nullptr;
 }
 
 bool parseDimensionOption(StringRef text, ImportOptions &options) {
@@ -107,9 +109,9 @@ LogicalResult ModelImporter::checkOpsets() {
   }
   if (opset == 0)
     return error("imports no opset of the default ONNX domain");
-  if (opset < kMinOpset || opset > kMaxOpset)
+  if (opset < kMinONNXOpset || opset > kMaxONNXOpset)
     return error("uses opset ") << opset << "; kiln supports opsets "
-                                << kMinOpset << " to " << kMaxOpset;
+                                << kMinONNXOpset << " to " << kMaxONNXOpset;
   return success();
 }
 
@@ -117,7 +119,9 @@ FailureOr<RankedTensorType>
 ModelImporter::inputType(const onnx::ValueInfoProto &input) {
   const onnx::TypeProto &type = input.type();
   if (!type.has_tensor_type())
-    return error("input '") << input.name() << "' is not a tensor";
+    return error("input '") << input.name()
+                            << "' is not a tensor (sequences, maps and "
+                               "optionals are not supported)";
   std::optional<DType> dtype = dtypeFromOnnx(type.tensor_type().elem_type());
   if (!dtype)
     return error("input '") << input.name() << "' has unsupported element type "
@@ -240,12 +244,24 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
     initializerNames.insert(initializer.name());
   SmallVector<Type> argumentTypes;
   SmallVector<std::string> argumentNames;
+  SmallVector<std::pair<std::string, const Tensor *>> boundValues;
   for (const onnx::ValueInfoProto &input : onnxGraph.input()) {
     if (initializerNames.contains(input.name()))
       continue; // an initializer listed as an input (IR version < 4)
     FailureOr<RankedTensorType> type = inputType(input);
     if (failed(type))
       return nullptr;
+    auto bound = options.boundInputs.find(input.name());
+    if (bound != options.boundInputs.end()) {
+      if (bound->second.getType(context) != *type) {
+        error("value bound to input '")
+            << input.name() << "' has type " << bound->second.getType(context)
+            << ", but the input is " << *type;
+        return nullptr;
+      }
+      boundValues.emplace_back(input.name(), &bound->second);
+      continue;
+    }
     argumentTypes.push_back(*type);
     argumentNames.push_back(input.name());
   }
@@ -259,6 +275,13 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   for (auto [i, name] : llvm::enumerate(argumentNames)) {
     graph.values[name] = entry->getArgument(i);
     function.setArgAttr(i, "kiln.name", builder.getStringAttr(name));
+  }
+  for (auto [name, tensor] : boundValues) {
+    Value constant = builder.create<ConstantOp>(
+        NameLoc::get(builder.getStringAttr(name)),
+        denseAttrFromTensor(*tensor, context));
+    graph.constants[constant] = *tensor;
+    graph.values[name] = constant;
   }
   if (failed(importInitializers()))
     return nullptr;
