@@ -1,0 +1,102 @@
+// RUN: kiln-opt %s -split-input-file -canonicalize | FileCheck %s
+// Folds and canonicalization patterns of the kiln ops.
+
+// Tests that reshape chains collapse and identity reshapes disappear.
+// CHECK-LABEL: func @reshape_chain
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %[[X]] : tensor<4x8xf32> to tensor<32xf32>
+// CHECK-NEXT: return %[[X]], %[[R]]
+func.func @reshape_chain(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<32xf32>) {
+  %0 = kiln.reshape %x : tensor<4x8xf32> to tensor<2x16xf32>
+  %1 = kiln.reshape %0 : tensor<2x16xf32> to tensor<4x8xf32>
+  %2 = kiln.reshape %0 : tensor<2x16xf32> to tensor<32xf32>
+  return %1, %2 : tensor<4x8xf32>, tensor<32xf32>
+}
+
+// -----
+
+// Tests that a reshaped constant folds to a constant.
+// CHECK-LABEL: func @reshape_constant
+// CHECK-NEXT: kiln.constant dense<{{\[}}[1, 2], [3, 4]]> : tensor<2x2xi64>
+func.func @reshape_constant() -> tensor<2x2xi64> {
+  %c = kiln.constant dense<[1, 2, 3, 4]> : tensor<4xi64>
+  %0 = kiln.reshape %c : tensor<4xi64> to tensor<2x2xi64>
+  return %0 : tensor<2x2xi64>
+}
+
+// -----
+
+// Tests that two transposes compose into one and identities disappear.
+// CHECK-LABEL: func @transposes
+// CHECK-NEXT: %[[T:.*]] = kiln.transpose %{{.*}} {permutation = array<i64: 2, 0, 1>}
+// CHECK-NEXT: return %[[T]]
+func.func @transposes(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
+  %0 = kiln.transpose %x {permutation = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %1 = kiln.transpose %0 {permutation = array<i64: 2, 1, 0>} : (tensor<3x2x4xf32>) -> tensor<4x2x3xf32>
+  %2 = kiln.transpose %1 {permutation = array<i64: 0, 1, 2>} : (tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
+  return %2 : tensor<4x2x3xf32>
+}
+
+// -----
+
+// Tests that multiplying or dividing by one folds when the shape is kept,
+// and that adding float zero does not (it would turn -0.0 into +0.0).
+// CHECK-LABEL: func @identities
+// CHECK-NOT: kiln.mul
+// CHECK-NOT: kiln.div
+// CHECK: %[[SUM:.*]] = kiln.add
+// CHECK: return %{{.*}}, %{{.*}}, %[[SUM]], %{{.*}}
+func.func @identities(%x: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>) {
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %izero = kiln.constant dense<0> : tensor<i32>
+  %0 = kiln.mul %x, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %1 = kiln.div %x, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %2 = kiln.add %x, %zero : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %3 = kiln.add %i, %izero : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  return %0, %1, %2, %3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>
+}
+
+// -----
+
+// Tests that a multiplication by one that broadcasts is kept.
+// CHECK-LABEL: func @broadcasting_identity
+// CHECK: kiln.mul
+func.func @broadcasting_identity(%x: tensor<4xf32>) -> tensor<2x4xf32> {
+  %one = kiln.constant dense<1.0> : tensor<2x4xf32>
+  %0 = kiln.mul %x, %one : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// Tests that identity casts, broadcasts, slices, concats and reductions fold,
+// and that a broadcast splat stays a splat constant.
+// CHECK-LABEL: func @identity_data_movement
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK: %[[S:.*]] = kiln.constant dense<2.000000e+00> : tensor<3x4xf32>
+// CHECK: return %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[S]]
+func.func @identity_data_movement(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<3x4xf32>) {
+  %0 = kiln.cast %x : tensor<4x8xf32> to tensor<4x8xf32>
+  %1 = kiln.broadcast %x : tensor<4x8xf32> to tensor<4x8xf32>
+  %2 = kiln.slice %x {start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : tensor<4x8xf32> to tensor<4x8xf32>
+  %3 = kiln.concat %x {axis = 0 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %4 = kiln.reduce_sum %x {axes = array<i64>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c = kiln.constant dense<2.0> : tensor<4xf32>
+  %5 = kiln.broadcast %c : tensor<4xf32> to tensor<3x4xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that neg(neg(x)) and not(not(x)) fold (Involution).
+// CHECK-LABEL: func @involutions
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>, %[[P:.*]]: tensor<4xi1>)
+// CHECK-NEXT: return %[[X]], %[[P]]
+func.func @involutions(%x: tensor<4xf32>, %p: tensor<4xi1>) -> (tensor<4xf32>, tensor<4xi1>) {
+  %0 = kiln.neg %x : tensor<4xf32>
+  %1 = kiln.neg %0 : tensor<4xf32>
+  %2 = kiln.not %p : tensor<4xi1>
+  %3 = kiln.not %2 : tensor<4xi1>
+  return %1, %3 : tensor<4xf32>, tensor<4xi1>
+}

@@ -1,0 +1,312 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+// One case per verifier and type-inference rule of the kiln ops.
+
+func.func @parameter_without_name() {
+  // expected-error @+1 {{needs a non-empty name}}
+  %0 = kiln.parameter "" : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @parameter_value_type() {
+  // expected-error @+1 {{initial value has type 'tensor<3xf32>' but the parameter has type 'tensor<2xf32>'}}
+  %0 = kiln.parameter "w" = dense<0.0> : tensor<3xf32> : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @range_rank() {
+  // expected-error @+1 {{result must be 1-D}}
+  %0 = kiln.range {start = 0.0, step = 1.0} : tensor<2x2xi64>
+  return
+}
+
+// -----
+
+func.func @dropout_ratio(%x: tensor<4xf32>) {
+  // expected-error @+1 {{ratio 1.000000e+00 is outside [0, 1)}}
+  %0, %1 = kiln.dropout %x {ratio = 1.0, seed = 0} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is outside [0, 2)}}
+  %0 = kiln.softmax %x {axis = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_mismatch(%x: tensor<2x3xf32>, %y: tensor<4xf32>) {
+  // expected-error @+2 {{shapes [2, 3] and [4] do not broadcast: dimension 1 has sizes 3 and 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.add %x, %y : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @result_type_mismatch(%x: tensor<2x3xf32>, %y: tensor<3xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<2x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.mul %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @where_branch_types(%c: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xi64>) {
+  // expected-error @+2 {{where branches have different element types 'f32' and 'i64'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.where %c, %x, %y : (tensor<4xi1>, tensor<4xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%x: tensor<4xf32>, %y: tensor<4x2xf32>) {
+  // expected-error @+2 {{matmul operands need rank 2 or more}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %x, %y : (tensor<4xf32>, tensor<4x2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%x: tensor<3x4xf32>, %y: tensor<5x2xf32>) {
+  // expected-error @+2 {{matmul contracting dimensions differ: 4 (lhs) vs 5 (rhs)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %x, %y : (tensor<3x4xf32>, tensor<5x2xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @reduction_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{reduction axis 2 is outside [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.reduce_sum %x {axes = array<i64: 2>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduction_repeated_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{reduction axis 1 appears twice}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.reduce_max %x {axes = array<i64: 1, 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{layer_norm axis 2 is outside [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0, %1, %2 = kiln.layer_norm %x {axis = 2 : i64, epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>) {
+  // expected-error @+2 {{layer_norm scale and bias must broadcast to the normalized dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0, %1, %2 = kiln.layer_norm %x scale %g {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_scale(%x: tensor<4x8xf32>, %g: tensor<5xf32>) {
+  // expected-error @+2 {{do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0, %1 = kiln.rms_norm %x scale %g {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>, tensor<5xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{cannot reshape 'tensor<4x8xf32>' (32 elements) to 'tensor<5x8xf32>' (40 elements)}}
+  %0 = kiln.reshape %x : tensor<4x8xf32> to tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_length(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{transpose permutation has 3 entries for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.transpose %x {permutation = array<i64: 0, 1, 2>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_not_permutation(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{is not a permutation of [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.transpose %x {permutation = array<i64: 0, 0>} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_rank(%x: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{cannot broadcast rank 3 to the smaller rank 2}}
+  %0 = kiln.broadcast %x : tensor<2x4x8xf32> to tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_size(%x: tensor<3x8xf32>) {
+  // expected-error @+1 {{input dimension 0 of size 3 cannot broadcast to size 4}}
+  %0 = kiln.broadcast %x : tensor<3x8xf32> to tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{start, stride and result must all have the input's rank 2}}
+  %0 = kiln.slice %x {start = array<i64: 0>, stride = array<i64: 1>} : tensor<4x8xf32> to tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_zero_stride(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{stride of dimension 1 is zero}}
+  %0 = kiln.slice %x {start = array<i64: 0, 0>, stride = array<i64: 1, 0>} : tensor<4x8xf32> to tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dimension 1 reads indices 4 to 10, outside [0, 8)}}
+  %0 = kiln.slice %x {start = array<i64: 0, 4>, stride = array<i64: 1, 2>} : tensor<4x8xf32> to tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{concat axis 2 is outside [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.concat %x, %x {axis = 2 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @concat_shapes(%x: tensor<4x8xf32>, %y: tensor<3x8xf32>) {
+  // expected-error @+2 {{concat inputs 'tensor<4x8xf32>' and 'tensor<3x8xf32>' differ outside axis 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.concat %x, %y {axis = 1 : i64} : (tensor<4x8xf32>, tensor<3x8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @pad_entries(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{pad amounts need one entry per dimension of rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pad %x constant {low = array<i64: 1>, high = array<i64: 1>, value = 0.0} : (tensor<4x8xf32>) -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+func.func @pad_negative_size(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{padding dimension 0 gives negative size -2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pad %x constant {low = array<i64: -3, 0>, high = array<i64: -3, 0>, value = 0.0} : (tensor<4x8xf32>) -> tensor<0x8xf32>
+  return
+}
+
+// -----
+
+func.func @pad_empty_reflect(%x: tensor<0x8xf32>) {
+  // expected-error @+2 {{cannot pad empty dimension 0 except with a constant}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pad %x edge {low = array<i64: 1, 0>, high = array<i64: 0, 0>, value = 0.0} : (tensor<0x8xf32>) -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @trilu_rank(%x: tensor<8xf32>) {
+  // expected-error @+1 {{needs rank 2 or more}}
+  %0 = kiln.trilu %x {diagonal = 0 : i64, upper = true} : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%w: tensor<16x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{gather axis 2 is outside [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather %w, %i {axis = 2 : i64} : (tensor<16x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_axis(%w: tensor<16x4xf32>, %i: tensor<3x4xi64>) {
+  // expected-error @+2 {{gather_elements axis -1 is outside [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather_elements %w, %i {axis = -1 : i64} : (tensor<16x4xf32>, tensor<3x4xi64>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_rank(%w: tensor<16x4xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{gather_elements indices have rank 1 but data has rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather_elements %w, %i {axis = 0 : i64} : (tensor<16x4xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_size(%w: tensor<16x4xf32>, %i: tensor<3x5xi64>) {
+  // expected-error @+2 {{gather_elements indices dimension 1 (5) exceeds the data's (4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather_elements %w, %i {axis = 0 : i64} : (tensor<16x4xf32>, tensor<3x5xi64>) -> tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @loss_rank(%x: tensor<8xf32>, %y: tensor<8xi64>) {
+  // expected-error @+2 {{loss input must have shape [N, C, ...], got rank 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.cross_entropy %x, %y reduction = mean : (tensor<8xf32>, tensor<8xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @loss_labels(%x: tensor<4x10xf32>, %y: tensor<5xi64>) {
+  // expected-error @+2 {{labels have shape [5] but input [4, 10] needs labels of shape [4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.cross_entropy %x, %y reduction = sum : (tensor<4x10xf32>, tensor<5xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @loss_weight(%x: tensor<4x10xf32>, %y: tensor<4xi64>, %w: tensor<9xf32>) {
+  // expected-error @+2 {{class weight has shape [9], expected [10]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.nll_loss %x, %y weight %w reduction = none : (tensor<4x10xf32>, tensor<4xi64>, tensor<9xf32>) -> tensor<4xf32>
+  return
+}

@@ -1,0 +1,124 @@
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// Round-trips every kiln op through its textual form.
+
+// CHECK-LABEL: func @values
+func.func @values() -> (tensor<4xi64>, tensor<2xf32>, tensor<3xf32>, tensor<8xi64>) {
+  // CHECK: kiln.constant dense<[1, 32, 4, 16]> : tensor<4xi64>
+  %c = kiln.constant dense<[1, 32, 4, 16]> : tensor<4xi64>
+  // CHECK: kiln.parameter "w" : tensor<2xf32>
+  %w = kiln.parameter "w" : tensor<2xf32>
+  // CHECK: kiln.parameter "b" = dense<0.000000e+00> : tensor<3xf32> : tensor<3xf32>
+  %b = kiln.parameter "b" = dense<0.0> : tensor<3xf32> : tensor<3xf32>
+  // CHECK: kiln.range {start = 0.000000e+00 : f64, step = 2.000000e+00 : f64} : tensor<8xi64>
+  %r = kiln.range {start = 0.0, step = 2.0} : tensor<8xi64>
+  return %c, %w, %b, %r : tensor<4xi64>, tensor<2xf32>, tensor<3xf32>, tensor<8xi64>
+}
+
+// CHECK-LABEL: func @elementwise
+func.func @elementwise(%x: tensor<2x8xf32>, %y: tensor<8xf32>, %i: tensor<2x8xi32>, %p: tensor<2x8xi1>) {
+  // CHECK-COUNT-19: : tensor<2x8xf32>
+  %0 = kiln.neg %x : tensor<2x8xf32>
+  %1 = kiln.abs %x : tensor<2x8xf32>
+  %2 = kiln.sign %x : tensor<2x8xf32>
+  %3 = kiln.exp %x : tensor<2x8xf32>
+  %4 = kiln.log %x : tensor<2x8xf32>
+  %5 = kiln.tanh %x : tensor<2x8xf32>
+  %6 = kiln.erf %x : tensor<2x8xf32>
+  %7 = kiln.sigmoid %x : tensor<2x8xf32>
+  %8 = kiln.silu %x : tensor<2x8xf32>
+  %9 = kiln.relu %x : tensor<2x8xf32>
+  %10 = kiln.sin %x : tensor<2x8xf32>
+  %11 = kiln.cos %x : tensor<2x8xf32>
+  %12 = kiln.sqrt %x : tensor<2x8xf32>
+  %13 = kiln.rsqrt %x : tensor<2x8xf32>
+  %14 = kiln.reciprocal %x : tensor<2x8xf32>
+  %15 = kiln.floor %x : tensor<2x8xf32>
+  %16 = kiln.ceil %x : tensor<2x8xf32>
+  %17 = kiln.round %x : tensor<2x8xf32>
+  // CHECK: kiln.gelu %{{.*}} approximation = tanh : tensor<2x8xf32>
+  %18 = kiln.gelu %x approximation = tanh : tensor<2x8xf32>
+  // CHECK: kiln.not %{{.*}} : tensor<2x8xi1>
+  %19 = kiln.not %p : tensor<2x8xi1>
+  // CHECK: kiln.is_nan %{{.*}} : tensor<2x8xf32>
+  %20 = kiln.is_nan %x : tensor<2x8xf32>
+  // CHECK: kiln.is_inf %{{.*}} {detect_negative = false, detect_positive = true} : tensor<2x8xf32>
+  %21 = kiln.is_inf %x {detect_negative = false, detect_positive = true} : tensor<2x8xf32>
+  // CHECK: kiln.cast %{{.*}} : tensor<2x8xi32> to tensor<2x8xbf16>
+  %22 = kiln.cast %i : tensor<2x8xi32> to tensor<2x8xbf16>
+  // CHECK-COUNT-7: (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %23 = kiln.add %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %24 = kiln.sub %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %25 = kiln.mul %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %26 = kiln.div %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %27 = kiln.pow %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %28 = kiln.max %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %29 = kiln.min %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  // CHECK-COUNT-3: (tensor<2x8xi1>, tensor<2x8xi1>) -> tensor<2x8xi1>
+  %30 = kiln.and %p, %p : (tensor<2x8xi1>, tensor<2x8xi1>) -> tensor<2x8xi1>
+  %31 = kiln.or %p, %p : (tensor<2x8xi1>, tensor<2x8xi1>) -> tensor<2x8xi1>
+  %32 = kiln.xor %p, %p : (tensor<2x8xi1>, tensor<2x8xi1>) -> tensor<2x8xi1>
+  // CHECK: kiln.compare le, %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xi1>
+  %33 = kiln.compare le, %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xi1>
+  // CHECK: kiln.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %34 = kiln.where %p, %x, %y : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  // CHECK: kiln.dropout %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8xf32>
+  %35, %36 = kiln.dropout %x {ratio = 0.1, seed = 7} : tensor<2x8xf32>
+  return
+}
+
+// CHECK-LABEL: func @contractions
+func.func @contractions(%q: tensor<2x4x32x16xf32>, %k: tensor<4x32x16xf32>, %x: tensor<2x32x64xf32>, %g: tensor<64xf32>) {
+  // CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_rhs} : (tensor<2x4x32x16xf32>, tensor<4x32x16xf32>) -> tensor<2x4x32x32xf32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<2x4x32x16xf32>, tensor<4x32x16xf32>) -> tensor<2x4x32x32xf32>
+  // CHECK: kiln.reduce_sum %{{.*}} {axes = array<i64: 1, 3>, keep_dims}
+  %0 = kiln.reduce_sum %q {axes = array<i64: 1, 3>, keep_dims} : (tensor<2x4x32x16xf32>) -> tensor<2x1x32x1xf32>
+  %1 = kiln.reduce_mean %q {axes = array<i64: 3>} : (tensor<2x4x32x16xf32>) -> tensor<2x4x32xf32>
+  %2 = kiln.reduce_max %q {axes = array<i64: 3>} : (tensor<2x4x32x16xf32>) -> tensor<2x4x32xf32>
+  %3 = kiln.reduce_min %q {axes = array<i64: 3>} : (tensor<2x4x32x16xf32>) -> tensor<2x4x32xf32>
+  %4 = kiln.reduce_prod %q {axes = array<i64: 3>} : (tensor<2x4x32x16xf32>) -> tensor<2x4x32xf32>
+  // CHECK: kiln.argmax %{{.*}} {axis = 3 : i64, select_last_index} : (tensor<2x4x32x16xf32>) -> tensor<2x4x32xi64>
+  %5 = kiln.argmax %q {axis = 3 : i64, select_last_index} : (tensor<2x4x32x16xf32>) -> tensor<2x4x32xi64>
+  %6 = kiln.argmin %q {axis = 0 : i64, keep_dims} : (tensor<2x4x32x16xf32>) -> tensor<1x4x32x16xi64>
+  // CHECK: kiln.softmax %{{.*}} {axis = 3 : i64} : tensor<2x4x32x32xf32>
+  %7 = kiln.softmax %s {axis = 3 : i64} : tensor<2x4x32x32xf32>
+  %8 = kiln.log_softmax %s {axis = 3 : i64} : tensor<2x4x32x32xf32>
+  // CHECK: kiln.layer_norm %{{.*}} scale %{{.*}} bias %{{.*}} {axis = 2 : i64, epsilon = 1.000000e-05 : f64}
+  %9, %10, %11 = kiln.layer_norm %x scale %g bias %g {axis = 2 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x32x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x32x64xf32>, tensor<2x32x1xf32>, tensor<2x32x1xf32>)
+  // CHECK: kiln.layer_norm %{{.*}} {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : (tensor<2x32x64xf32>) -> (tensor<2x32x64xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+  %12, %13, %14 = kiln.layer_norm %x {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x32x64xf32>) -> (tensor<2x32x64xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+  // CHECK: kiln.rms_norm %{{.*}} scale %{{.*}} {axis = 2 : i64, epsilon = 9.9999999999999995E-7 : f64}
+  %15, %16 = kiln.rms_norm %x scale %g {axis = 2 : i64, epsilon = 1.0e-6 : f64} : (tensor<2x32x64xf32>, tensor<64xf32>) -> (tensor<2x32x64xf32>, tensor<2x32x1xf32>)
+  return
+}
+
+// CHECK-LABEL: func @data_movement
+func.func @data_movement(%x: tensor<2x32x64xf32>, %ids: tensor<2x32xi64>, %w: tensor<512x64xf32>) {
+  // CHECK: kiln.reshape %{{.*}} : tensor<2x32x64xf32> to tensor<64x64xf32>
+  %0 = kiln.reshape %x : tensor<2x32x64xf32> to tensor<64x64xf32>
+  // CHECK: kiln.transpose %{{.*}} {permutation = array<i64: 1, 0, 2>}
+  %1 = kiln.transpose %x {permutation = array<i64: 1, 0, 2>} : (tensor<2x32x64xf32>) -> tensor<32x2x64xf32>
+  // CHECK: kiln.broadcast %{{.*}} : tensor<2x32x64xf32> to tensor<3x2x32x64xf32>
+  %2 = kiln.broadcast %x : tensor<2x32x64xf32> to tensor<3x2x32x64xf32>
+  // CHECK: kiln.slice %{{.*}} {start = array<i64: 1, 31, 0>, stride = array<i64: 1, -2, 4>} : tensor<2x32x64xf32> to tensor<1x16x16xf32>
+  %3 = kiln.slice %x {start = array<i64: 1, 31, 0>, stride = array<i64: 1, -2, 4>} : tensor<2x32x64xf32> to tensor<1x16x16xf32>
+  // CHECK: kiln.concat %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<2x32x64xf32>, tensor<2x32x64xf32>) -> tensor<2x64x64xf32>
+  %4 = kiln.concat %x, %x {axis = 1 : i64} : (tensor<2x32x64xf32>, tensor<2x32x64xf32>) -> tensor<2x64x64xf32>
+  // CHECK: kiln.pad %{{.*}} reflect {high = array<i64: 0, 1>, low = array<i64: 0, -1>, value = 0.000000e+00 : f64}
+  %5 = kiln.pad %ids reflect {low = array<i64: 0, -1>, high = array<i64: 0, 1>, value = 0.0} : (tensor<2x32xi64>) -> tensor<2x32xi64>
+  // CHECK: kiln.trilu %{{.*}} {diagonal = -1 : i64, upper = false} : tensor<2x32x64xf32>
+  %6 = kiln.trilu %x {diagonal = -1 : i64, upper = false} : tensor<2x32x64xf32>
+  // CHECK: kiln.gather %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32x64xf32>
+  %7 = kiln.gather %w, %ids {axis = 0 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32x64xf32>
+  // CHECK: kiln.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32xf32>
+  %8 = kiln.gather_elements %w, %ids {axis = 1 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32xf32>
+  return
+}
+
+// CHECK-LABEL: func @losses
+func.func @losses(%logits: tensor<2x512x32xf32>, %labels: tensor<2x32xi64>, %w: tensor<512xf32>) {
+  // CHECK: kiln.cross_entropy %{{.*}}, %{{.*}} reduction = mean {ignore_index = -100 : i64} : (tensor<2x512x32xf32>, tensor<2x32xi64>) -> tensor<f32>
+  %0 = kiln.cross_entropy %logits, %labels reduction = mean {ignore_index = -100 : i64} : (tensor<2x512x32xf32>, tensor<2x32xi64>) -> tensor<f32>
+  // CHECK: kiln.nll_loss %{{.*}}, %{{.*}} weight %{{.*}} reduction = none : (tensor<2x512x32xf32>, tensor<2x32xi64>, tensor<512xf32>) -> tensor<2x32xf32>
+  %1 = kiln.nll_loss %logits, %labels weight %w reduction = none : (tensor<2x512x32xf32>, tensor<2x32xi64>, tensor<512xf32>) -> tensor<2x32xf32>
+  return
+}

@@ -1,0 +1,185 @@
+"""Writes small ONNX models for kiln's importer tests.
+
+Usage: make_model.py NAME OUTPUT.onnx
+Each NAME below builds one model; the lit tests import it and check the IR
+or the error message.
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17, domain_opsets=()):
+    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers))
+    opsets = [helper.make_opsetid("", opset)] + [
+        helper.make_opsetid(d, v) for d, v in domain_opsets]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def tensor(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def const(name, values, dtype=np.int64):
+    return helper.make_node("Constant", [], [name],
+                            value=numpy_helper.from_array(np.array(values, dtype=dtype)))
+
+
+def gemm():
+    w = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
+    b = numpy_helper.from_array(np.zeros((3,), np.float32), "b")
+    node = helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc",
+                            transB=1, alpha=2.0, beta=0.5)
+    return model([node], [tensor("x", F, [2, 4])], [tensor("y", F, [2, 3])], [w, b])
+
+
+def shape_folding():
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        const("zero", 0), const("one", 1),
+        helper.make_node("Gather", ["s", "zero"], ["batch"], axis=0),
+        helper.make_node("Gather", ["s", "one"], ["seq"], axis=0),
+        const("axes", [0]),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["b1"]),
+        helper.make_node("Unsqueeze", ["seq", "axes"], ["s1"]),
+        const("heads", [4]), const("minus", [-1]),
+        helper.make_node("Concat", ["b1", "s1", "heads", "minus"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ]
+    return model(nodes, [tensor("x", F, ["batch", "seq", 64])],
+                 [tensor("y", F, ["batch", "seq", 4, 16])])
+
+
+def dropout(ratio, training):
+    nodes = [
+        const("ratio", ratio, np.float32), const("training", training, np.bool_),
+        helper.make_node("Dropout", ["x", "ratio", "training"], ["y", "mask"],
+                         name="drop"),
+    ]
+    return model(nodes, [tensor("x", F, [2, 8])],
+                 [tensor("y", F, [2, 8]), tensor("mask", TensorProto.BOOL, [2, 8])])
+
+
+def declared_parameters():
+    w = TensorProto(name="w", data_type=F, dims=[4, 3])  # no values
+    node = helper.make_node("MatMul", ["x", "w"], ["y"])
+    return model([node], [tensor("x", F, ["n", 4])], [tensor("y", F, ["n", 3])], [w])
+
+
+def matmul_vector():
+    return model([helper.make_node("MatMul", ["v", "m"], ["y"])],
+                 [tensor("v", F, [4]), tensor("m", F, [2, 4, 3])],
+                 [tensor("y", F, [2, 3])])
+
+
+def split_num_outputs():
+    node = helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)
+    return model([node], [tensor("x", F, [2, 8])],
+                 [tensor(n, F, None) for n in "abc"], opset=18)
+
+
+def reduce_mean_axes_input():
+    nodes = [const("axes", [-1]),
+             helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=0)]
+    return model(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2])], opset=18)
+
+
+def cross_entropy_log_prob():
+    node = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["loss", "logp"],
+                            ignore_index=-100, reduction="sum")
+    return model([node], [tensor("x", F, [2, 5]), tensor("t", I64, [2])],
+                 [tensor("loss", F, []), tensor("logp", F, [2, 5])])
+
+
+def external_data():
+    w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    node = helper.make_node("Add", ["x", "w"], ["y"])
+    return model([node], [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])], [w])
+
+
+def unknown_op():
+    return model([helper.make_node("FancyAttention", ["x"], ["y"], name="attn")],
+                 [tensor("x", F, [2])], [tensor("y", F, [2])])
+
+
+def unknown_domain():
+    return model([helper.make_node("Gelu", ["x"], ["y"], name="act",
+                                   domain="com.microsoft")],
+                 [tensor("x", F, [2])], [tensor("y", F, [2])],
+                 domain_opsets=[("com.microsoft", 1)])
+
+
+def bad_attribute():
+    return model([helper.make_node("Gelu", ["x"], ["y"], name="act",
+                                   approximate="fast")],
+                 [tensor("x", F, [2])], [tensor("y", F, [2])], opset=20)
+
+
+def inconsistent_shapes():
+    return model([helper.make_node("Add", ["x", "z"], ["y"], name="residual")],
+                 [tensor("x", F, [2, 3]), tensor("z", F, [4])], [tensor("y", F, [2, 3])])
+
+
+def old_opset():
+    return model([helper.make_node("Relu", ["x"], ["y"])],
+                 [tensor("x", F, [2])], [tensor("y", F, [2])], opset=11)
+
+
+def undefined_input():
+    return model([helper.make_node("Relu", ["nowhere"], ["y"], name="act")],
+                 [tensor("x", F, [2])], [tensor("y", F, [2])])
+
+
+def reshape_mismatch():
+    nodes = [const("shape", [5, -1]),
+             helper.make_node("Reshape", ["x", "shape"], ["y"], name="view")]
+    return model(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, None)])
+
+
+def runtime_shape():
+    return model([helper.make_node("Reshape", ["x", "s"], ["y"], name="view")],
+                 [tensor("x", F, [2, 8]), tensor("s", I64, [2])], [tensor("y", F, None)])
+
+
+BUILDERS = {
+    "gemm": gemm,
+    "shape_folding": shape_folding,
+    "dropout_zero": lambda: dropout(0.0, True),
+    "dropout_inference": lambda: dropout(0.5, False),
+    "dropout_train": lambda: dropout(0.1, True),
+    "declared_parameters": declared_parameters,
+    "matmul_vector": matmul_vector,
+    "split_num_outputs": split_num_outputs,
+    "reduce_mean_axes_input": reduce_mean_axes_input,
+    "cross_entropy_log_prob": cross_entropy_log_prob,
+    "unknown_op": unknown_op,
+    "unknown_domain": unknown_domain,
+    "bad_attribute": bad_attribute,
+    "inconsistent_shapes": inconsistent_shapes,
+    "old_opset": old_opset,
+    "undefined_input": undefined_input,
+    "reshape_mismatch": reshape_mismatch,
+    "runtime_shape": runtime_shape,
+}
+
+
+def main():
+    name, path = sys.argv[1], sys.argv[2]
+    if name == "external_data":
+        m = external_data()
+        onnx.save_model(m, path, save_as_external_data=True,
+                        all_tensors_to_one_file=True,
+                        location=os.path.basename(path) + ".data",
+                        size_threshold=0)
+        return
+    onnx.save_model(BUILDERS[name](), path)
+
+
+if __name__ == "__main__":
+    main()
