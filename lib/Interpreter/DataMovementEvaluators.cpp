@@ -223,7 +223,60 @@ static LogicalResult evaluateGatherElements(GatherElementsOp op,
   return success();
 }
 
+static double combineScattered(ScatterReduction reduction, double current,
+                               double update) {
+  switch (reduction) {
+  case ScatterReduction::Add: return current + update;
+  case ScatterReduction::Mul: return current * update;
+  case ScatterReduction::Max: return std::max(current, update);
+  case ScatterReduction::Min: return std::min(current, update);
+  case ScatterReduction::None: return update;
+  }
+  return update;
+}
+
+static LogicalResult evaluateScatterElements(ScatterElementsOp op,
+                                             const EvaluationContext &context,
+                                             SmallVectorImpl<Tensor> &results) {
+  const Tensor &indices = context.operand(1), &updates = context.operand(2);
+  Tensor result = context.operand(0);
+  int64_t axis = op.getAxis();
+  SmallVector<int64_t> dataStrides = stridesOf(result.getShape());
+  int64_t axisStride = dataStrides[axis], size = result.getShape()[axis];
+  dataStrides[axis] = 0;
+  bool outOfRange = false;
+  ScatterReduction reduction = op.getReduction();
+  forEachIndex<1>(indices.getShape(), {dataStrides},
+                  [&](int64_t i, const std::array<int64_t, 1> &at) {
+                    std::optional<int64_t> index =
+                        resolveIndex(indices.ints()[i], size);
+                    if (!index) {
+                      outOfRange = true;
+                      return;
+                    }
+                    int64_t target = at[0] + *index * axisStride;
+                    if (result.isFloat())
+                      result.setFromDouble(
+                          target, combineScattered(reduction,
+                                                   result.floats()[target],
+                                                   updates.floats()[i]));
+                    else if (reduction == ScatterReduction::None)
+                      result.ints()[target] = updates.ints()[i];
+                    else
+                      result.setFromDouble(
+                          target,
+                          combineScattered(reduction, result.ints()[target],
+                                           updates.ints()[i]));
+                  });
+  if (outOfRange)
+    return op.emitOpError() << "an index is out of range for axis " << axis
+                            << " of size " << size;
+  results.push_back(std::move(result));
+  return success();
+}
+
 void registerDataMovementEvaluators(EvaluatorTable &table) {
+  table.add<ScatterElementsOp>(evaluateScatterElements);
   table.add<ReshapeOp>(evaluateReshape);
   table.add<TransposeOp>(evaluateTranspose);
   table.add<BroadcastOp>(evaluateBroadcast);

@@ -189,6 +189,39 @@ static LogicalResult evaluateDiv(DivOp op, const EvaluationContext &context,
   return success();
 }
 
+/// C's fmod (sign of the dividend) or, `floored`, Python's % (sign of the
+/// divisor). An integer remainder by zero is an error.
+static LogicalResult evaluateRemainder(RemainderOp op,
+                                       const EvaluationContext &context,
+                                       SmallVectorImpl<Tensor> &results) {
+  const Tensor &lhs = context.operand(0), &rhs = context.operand(1);
+  Tensor result = makeTensor(op.getResult());
+  bool floored = op.getFloored(), divisionByZero = false;
+  forEachBroadcastPair(lhs, rhs, result, [&](int64_t i, int64_t l, int64_t r) {
+    if (result.isFloat()) {
+      double a = lhs.getAsDouble(l), b = rhs.getAsDouble(r);
+      double remainder = std::fmod(a, b);
+      if (floored && remainder != 0 && (remainder < 0) != (b < 0))
+        remainder += b;
+      result.setFromDouble(i, remainder);
+      return;
+    }
+    int64_t a = lhs.ints()[l], b = rhs.ints()[r];
+    if (b == 0) {
+      divisionByZero = true;
+      return;
+    }
+    int64_t remainder = b == -1 ? 0 : a % b;
+    if (floored && remainder != 0 && (remainder < 0) != (b < 0))
+      remainder += b;
+    result.ints()[i] = wrapToElementType(result.getDType(), remainder);
+  });
+  if (divisionByZero)
+    return op.emitOpError("takes an integer remainder by zero");
+  results.push_back(std::move(result));
+  return success();
+}
+
 static double maxPropagatingNan(double a, double b) {
   return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
 }
@@ -310,6 +343,7 @@ void registerElementwiseEvaluators(EvaluatorTable &table) {
   addArithmetic<MinOp>(table, {minPropagatingNan,
                                [](int64_t a, int64_t b) { return std::min(a, b); }});
   table.add<DivOp>(evaluateDiv);
+  table.add<RemainderOp>(evaluateRemainder);
   addLogical<AndOp>(table, [](bool a, bool b) { return a && b; });
   addLogical<OrOp>(table, [](bool a, bool b) { return a || b; });
   addLogical<XorOp>(table, [](bool a, bool b) { return a != b; });

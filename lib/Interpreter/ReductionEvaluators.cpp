@@ -171,7 +171,41 @@ static void addSoftmax(EvaluatorTable &table, bool logarithm) {
   });
 }
 
+static LogicalResult evaluateCumsum(CumsumOp op,
+                                    const EvaluationContext &context,
+                                    SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0);
+  Tensor result = makeTensor(op.getResult());
+  AxisView view(input.getShape(), op.getAxis());
+  for (int64_t o = 0; o < view.outer; ++o)
+    for (int64_t in = 0; in < view.inner; ++in) {
+      double sum = 0.0;
+      uint64_t integerSum = 0;
+      for (int64_t step = 0; step < view.size; ++step) {
+        int64_t i = op.getReverse() ? view.size - 1 - step : step;
+        int64_t at = view.index(o, i, in);
+        if (input.isFloat()) {
+          if (!op.getExclusive())
+            sum += input.floats()[at];
+          result.setFromDouble(at, sum);
+          if (op.getExclusive())
+            sum += input.floats()[at];
+        } else {
+          if (!op.getExclusive())
+            integerSum += static_cast<uint64_t>(input.ints()[at]);
+          result.ints()[at] = wrapToElementType(
+              result.getDType(), static_cast<int64_t>(integerSum));
+          if (op.getExclusive())
+            integerSum += static_cast<uint64_t>(input.ints()[at]);
+        }
+      }
+    }
+  results.push_back(std::move(result));
+  return success();
+}
+
 void registerReductionEvaluators(EvaluatorTable &table) {
+  table.add<CumsumOp>(evaluateCumsum);
   addReduction<ReduceSumOp>(table, Combine::Sum);
   addReduction<ReduceMeanOp>(table, Combine::Mean);
   addReduction<ReduceMaxOp>(table, Combine::Max);

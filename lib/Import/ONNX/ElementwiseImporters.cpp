@@ -1,7 +1,7 @@
 //===- ElementwiseImporters.cpp - elementwise ONNX ops --------------------===//
 //
-// Unary math, broadcasting arithmetic, comparisons, logic, selection, casts,
-// activations and dropout.
+// Unary math, broadcasting arithmetic, comparisons, logic, selection, casts
+// and dropout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -186,42 +186,20 @@ static LogicalResult importGelu(NodeContext &node) {
       {node.inputType(0)}));
 }
 
-/// LeakyRelu: x < 0 ? alpha * x : x.
-static LogicalResult importLeakyRelu(NodeContext &node) {
-  FailureOr<double> alpha = node.floatAttr("alpha", 0.01);
-  if (failed(node.requireInputs(1)) || failed(alpha))
+/// Mod: C's fmod with fmod = 1, else Python's floored remainder (integers
+/// only, as the specification requires for fmod = 0).
+static LogicalResult importMod(NodeContext &node) {
+  FailureOr<int64_t> fmod = node.intAttr("fmod", 0);
+  if (failed(node.requireInputs(2)) || failed(fmod))
     return failure();
-  Value x = node.input(0);
-  Type elementType = node.inputType(0).getElementType();
-  FailureOr<Value> negative = node.create1<CompareOp>(
-      {x, node.scalar(0.0, elementType)},
-      {node.builder.getNamedAttr(
-          "predicate", ComparePredicateAttr::get(node.builder.getContext(),
-                                                 ComparePredicate::LT))});
-  if (failed(negative))
-    return failure();
-  FailureOr<Value> scaled =
-      node.create1<MulOp>({x, node.scalar(*alpha, elementType)});
-  if (failed(scaled))
-    return failure();
+  if (!*fmod && isa<FloatType>(node.inputType(0).getElementType()))
+    return node.error("fmod must be 1 for floating-point inputs");
+  SmallVector<NamedAttribute> attributes;
+  if (!*fmod)
+    attributes.push_back(
+        node.builder.getNamedAttr("floored", node.builder.getUnitAttr()));
   return node.setResult(
-      node.create1<WhereOp>({*negative, *scaled, x}));
-}
-
-/// Softplus: log(exp(x) + 1).
-static LogicalResult importSoftplus(NodeContext &node) {
-  if (failed(node.requireInputs(1)))
-    return failure();
-  RankedTensorType type = node.inputType(0);
-  FailureOr<Value> exp = node.create1<ExpOp>({node.input(0)}, {}, {type});
-  if (failed(exp))
-    return failure();
-  FailureOr<Value> plusOne =
-      node.create1<AddOp>({*exp, node.scalar(1.0, type.getElementType())});
-  if (failed(plusOne))
-    return failure();
-  return node.setResult(
-      node.create1<LogOp>({*plusOne}, {}, {type}));
+      node.create1<RemainderOp>({node.input(0), node.input(1)}, attributes));
 }
 
 /// Dropout disappears when it cannot drop anything (ratio 0, or inference
@@ -294,14 +272,13 @@ void registerElementwiseImporters(OpImporterTable &table) {
   table.add("IsNaN", importIsNan);
   table.add("IsInf", importIsInf);
   table.add("Gelu", importGelu);
-  table.add("LeakyRelu", importLeakyRelu);
-  table.add("Softplus", importSoftplus);
 
   table.add("Add", importBinary<AddOp>);
   table.add("Sub", importBinary<SubOp>);
   table.add("Mul", importBinary<MulOp>);
   table.add("Div", importBinary<DivOp>);
   table.add("Pow", importPow);
+  table.add("Mod", importMod);
   table.add("And", importBinary<AndOp>);
   table.add("Or", importBinary<OrOp>);
   table.add("Xor", importBinary<XorOp>);

@@ -30,6 +30,7 @@ namespace kiln {
 static const OpImporterTable &opImporters() {
   static const OpImporterTable table = [] {
     OpImporterTable t;
+    registerActivationImporters(t);
     registerElementwiseImporters(t);
     registerShapeImporters(t);
     registerTensorImporters(t);

@@ -39,6 +39,7 @@ private:
   llvm::StringMap<OpImporter> importers;
 };
 
+void registerActivationImporters(OpImporterTable &table);
 void registerElementwiseImporters(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
 void registerTensorImporters(OpImporterTable &table);

@@ -296,7 +296,55 @@ static LogicalResult importTrilu(NodeContext &node) {
       {node.inputType(0)}));
 }
 
+static LogicalResult importCumSum(NodeContext &node) {
+  FailureOr<int64_t> exclusive = node.intAttr("exclusive", 0);
+  FailureOr<int64_t> reverse = node.intAttr("reverse", 0);
+  if (failed(node.requireInputs(2)) || failed(exclusive) || failed(reverse))
+    return failure();
+  FailureOr<SmallVector<int64_t>> axis = node.constantInts(1, "axis");
+  if (failed(axis))
+    return failure();
+  if (axis->size() != 1)
+    return node.error("axis must hold one value");
+  FailureOr<int64_t> normalized =
+      node.normalizeAxis(axis->front(), node.inputRank(0));
+  if (failed(normalized))
+    return failure();
+  SmallVector<NamedAttribute> attributes{i64Attr(node, "axis", *normalized)};
+  if (*exclusive)
+    attributes.push_back(
+        node.builder.getNamedAttr("exclusive", node.builder.getUnitAttr()));
+  if (*reverse)
+    attributes.push_back(
+        node.builder.getNamedAttr("reverse", node.builder.getUnitAttr()));
+  return node.setResult(node.create1<CumsumOp>({node.input(0)}, attributes,
+                                               {node.inputType(0)}));
+}
+
+static LogicalResult importScatterElements(NodeContext &node) {
+  FailureOr<int64_t> axis = node.intAttr("axis", 0);
+  FailureOr<std::string> reductionName = node.stringAttr("reduction", "none");
+  if (failed(node.requireInputs(3)) || failed(axis) || failed(reductionName))
+    return failure();
+  std::optional<ScatterReduction> reduction =
+      symbolizeScatterReduction(*reductionName);
+  if (!reduction)
+    return node.error("reduction '") << *reductionName << "' is not supported";
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
+  if (failed(normalized))
+    return failure();
+  return node.setResult(node.create1<ScatterElementsOp>(
+      {node.input(0), node.input(1), node.input(2)},
+      {i64Attr(node, "axis", *normalized),
+       node.builder.getNamedAttr(
+           "reduction",
+           ScatterReductionAttr::get(node.builder.getContext(), *reduction))},
+      {node.inputType(0)}));
+}
+
 void registerTensorImporters(OpImporterTable &table) {
+  table.add("CumSum", importCumSum);
+  table.add("ScatterElements", importScatterElements);
   table.add("Concat", importConcat);
   table.add("Split", importSplit);
   table.add("Slice", importSlice);

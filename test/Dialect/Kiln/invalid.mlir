@@ -310,3 +310,51 @@ func.func @loss_weight(%x: tensor<4x10xf32>, %y: tensor<4xi64>, %w: tensor<9xf32
   %0 = kiln.nll_loss %x, %y weight %w reduction = none : (tensor<4x10xf32>, tensor<4xi64>, tensor<9xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @scatter_shapes(%w: tensor<16x4xf32>, %i: tensor<3x4xi64>, %u: tensor<3x3xf32>) {
+  // expected-error @+1 {{indices 'tensor<3x4xi64>' and updates 'tensor<3x3xf32>' differ in shape}}
+  %0 = kiln.scatter_elements %w, %i, %u reduction = none {axis = 0 : i64} : (tensor<16x4xf32>, tensor<3x4xi64>, tensor<3x3xf32>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_axis(%w: tensor<16x4xf32>, %i: tensor<3x4xi64>, %u: tensor<3x4xf32>) {
+  // expected-error @+1 {{axis 2 is outside [0, 2)}}
+  %0 = kiln.scatter_elements %w, %i, %u reduction = add {axis = 2 : i64} : (tensor<16x4xf32>, tensor<3x4xi64>, tensor<3x4xf32>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_update_type(%w: tensor<16x4xf32>, %i: tensor<3x4xi64>, %u: tensor<3x4xf16>) {
+  // expected-error @+1 {{updates must have the data's element type}}
+  %0 = kiln.scatter_elements %w, %i, %u reduction = add {axis = 0 : i64} : (tensor<16x4xf32>, tensor<3x4xi64>, tensor<3x4xf16>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_rank(%w: tensor<16x4xf32>, %i: tensor<3xi64>, %u: tensor<3xf32>) {
+  // expected-error @+1 {{indices have rank 1 but data has rank 2}}
+  %0 = kiln.scatter_elements %w, %i, %u reduction = add {axis = 0 : i64} : (tensor<16x4xf32>, tensor<3xi64>, tensor<3xf32>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_size(%w: tensor<16x4xf32>, %i: tensor<3x5xi64>, %u: tensor<3x5xf32>) {
+  // expected-error @+1 {{indices dimension 1 (5) exceeds the data's (4)}}
+  %0 = kiln.scatter_elements %w, %i, %u reduction = add {axis = 0 : i64} : (tensor<16x4xf32>, tensor<3x5xi64>, tensor<3x5xf32>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @cumsum_axis(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis -1 is outside [0, 2)}}
+  %0 = kiln.cumsum %x {axis = -1 : i64} : tensor<4x8xf32>
+  return
+}

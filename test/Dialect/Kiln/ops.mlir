@@ -59,6 +59,8 @@ func.func @elementwise(%x: tensor<2x8xf32>, %y: tensor<8xf32>, %i: tensor<2x8xi3
   %32 = kiln.xor %p, %p : (tensor<2x8xi1>, tensor<2x8xi1>) -> tensor<2x8xi1>
   // CHECK: kiln.compare le, %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xi1>
   %33 = kiln.compare le, %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xi1>
+  // CHECK: kiln.remainder %{{.*}}, %{{.*}} {floored} : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  %37 = kiln.remainder %i, %i {floored} : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
   // CHECK: kiln.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   %34 = kiln.where %p, %x, %y : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   // CHECK: kiln.dropout %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8xf32>
@@ -109,6 +111,11 @@ func.func @data_movement(%x: tensor<2x32x64xf32>, %ids: tensor<2x32xi64>, %w: te
   %6 = kiln.trilu %x {diagonal = -1 : i64, upper = false} : tensor<2x32x64xf32>
   // CHECK: kiln.gather %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32x64xf32>
   %7 = kiln.gather %w, %ids {axis = 0 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32x64xf32>
+  // CHECK: kiln.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} reduction = add {axis = 0 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>, tensor<2x32xf32>) -> tensor<512x64xf32>
+  %u = kiln.gather_elements %w, %ids {axis = 0 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32xf32>
+  %9 = kiln.scatter_elements %w, %ids, %u reduction = add {axis = 0 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>, tensor<2x32xf32>) -> tensor<512x64xf32>
+  // CHECK: kiln.cumsum %{{.*}} {axis = 1 : i64, exclusive, reverse} : tensor<2x32xi64>
+  %10 = kiln.cumsum %ids {axis = 1 : i64, exclusive, reverse} : tensor<2x32xi64>
   // CHECK: kiln.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32xf32>
   %8 = kiln.gather_elements %w, %ids {axis = 1 : i64} : (tensor<512x64xf32>, tensor<2x32xi64>) -> tensor<2x32xf32>
   return

@@ -330,6 +330,26 @@ LogicalResult TriluOp::verify() {
   return success();
 }
 
+LogicalResult ScatterElementsOp::verify() {
+  RankedTensorType data = getData().getType(), indices = getIndices().getType();
+  if (failed(verifyAxis(*this, getAxis(), data.getRank())))
+    return failure();
+  if (indices.getShape() != getUpdates().getType().getShape())
+    return emitOpError() << "indices " << indices << " and updates "
+                         << getUpdates().getType() << " differ in shape";
+  if (getUpdates().getType().getElementType() != data.getElementType())
+    return emitOpError("updates must have the data's element type");
+  if (indices.getRank() != data.getRank())
+    return emitOpError() << "indices have rank " << indices.getRank()
+                         << " but data has rank " << data.getRank();
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != getAxis() && indices.getDimSize(d) > data.getDimSize(d))
+      return emitOpError() << "indices dimension " << d << " ("
+                           << indices.getDimSize(d) << ") exceeds the data's ("
+                           << data.getDimSize(d) << ")";
+  return success();
+}
+
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> location,
                                          Adaptor adaptor,

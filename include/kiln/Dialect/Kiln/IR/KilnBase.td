@@ -62,6 +62,16 @@ def Kiln_LossReduction : I32EnumAttr<"LossReduction",
   let cppNamespace = "::kiln";
 }
 
+def Kiln_ScatterReduction : I32EnumAttr<"ScatterReduction",
+    "how scattered values combine with the ones in place", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Add", 1, "add">,
+      I32EnumAttrCase<"Mul", 2, "mul">,
+      I32EnumAttrCase<"Max", 3, "max">,
+      I32EnumAttrCase<"Min", 4, "min">]> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_PadMode : I32EnumAttr<"PadMode", "values placed in padding", [
       I32EnumAttrCase<"Constant", 0, "constant">,
       I32EnumAttrCase<"Reflect", 1, "reflect">,

@@ -295,6 +295,21 @@ def Kiln_MaxOp : Kiln_ArithmeticOp<"max", "max(lhs, rhs) (NaN if either is)",
                                    [Commutative]>;
 def Kiln_MinOp : Kiln_ArithmeticOp<"min", "min(lhs, rhs) (NaN if either is)",
                                    [Commutative]>;
+def Kiln_RemainderOp : Kiln_BroadcastingBinaryOp<"remainder", Kiln_Tensor> {
+  let summary = "elementwise remainder with broadcasting";
+  let description = [{
+    `lhs - q * rhs` for the quotient `q` truncated toward zero (the sign of
+    `lhs`, C's `fmod`), or rounded toward negative infinity with `floored`
+    (the sign of `rhs`, Python's `%`). An integer remainder by zero is an error
+    at run time.
+
+    ```mlir
+    %r = kiln.remainder %x, %y {floored} : (tensor<8xi64>, tensor<i64>) -> tensor<8xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs, UnitAttr:$floored);
+}
+
 def Kiln_AndOp : Kiln_LogicalOp<"and", "lhs && rhs">;
 def Kiln_OrOp : Kiln_LogicalOp<"or", "lhs || rhs">;
 def Kiln_XorOp : Kiln_LogicalOp<"xor", "lhs != rhs">;
@@ -628,6 +643,57 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements",
                        I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements",
+    [Pure, AllTypesMatch<["data", "result"]>]> {
+  let summary = "write or accumulate single elements along an axis";
+  let description = [{
+    The result starts as `data`; then for every position `p` of `indices`,
+    the element at `p` with its coordinate along `axis` replaced by
+    `indices[p]` is set to (`none`) or combined with (`add`, `mul`, `max`,
+    `min`) `updates[p]`. Negative indices count from the end. With `none`,
+    positions that write the same element leave the last write. `indices`
+    and `updates` have the same shape, no larger than `data` outside `axis`.
+    The scatter-add form is the gradient of an embedding lookup.
+
+    ```mlir
+    %y = kiln.scatter_elements %x, %i, %u reduction = add {axis = 0 : i64}
+        : (tensor<512x64xf32>, tensor<64x64xi64>, tensor<64x64xf32>) -> tensor<512x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, Kiln_IntegerTensor:$indices,
+                       AnyRankedTensor:$updates, I64Attr:$axis,
+                       Kiln_ScatterReduction:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates `reduction` `=` $reduction attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_CumsumOp : Kiln_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "cumulative sum along an axis";
+  let description = [{
+    Element `i` along `axis` is the sum of elements `0..i` (`i+1..n-1` and
+    so on with `reverse`; the element itself is left out with `exclusive`).
+    Position ids of padded batches are a cumulative sum of the mask.
+
+    ```mlir
+    %p = kiln.cumsum %mask {axis = 1 : i64} : tensor<2x32xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, UnitAttr:$exclusive,
+                       UnitAttr:$reverse);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::kiln::verifyAxis(*this, getAxis(), getType().getRank());
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
