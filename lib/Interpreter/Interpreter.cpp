@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <unistd.h>
+
 using namespace mlir;
 
 namespace kiln {
@@ -58,6 +60,30 @@ SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> inputShape,
   return strides;
 }
 
+/// Bytes of physical memory, the most any result may take.
+static uint64_t physicalMemory() {
+  static const uint64_t bytes = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                                static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  return bytes;
+}
+
+/// Results are stored as fp32 or int64; refuse what cannot fit rather than
+/// fail inside an allocation.
+static LogicalResult checkResultSizes(Operation *op) {
+  uint64_t bytes = 0;
+  for (Type type : op->getResultTypes()) {
+    auto tensor = cast<RankedTensorType>(type);
+    bytes += static_cast<uint64_t>(tensor.getNumElements()) *
+             (isa<FloatType>(tensor.getElementType()) ? 4 : 8);
+  }
+  if (bytes > physicalMemory())
+    return op->emitOpError() << "needs " << (bytes >> 20)
+                             << " MiB for its results, more than this "
+                                "machine's "
+                             << (physicalMemory() >> 20) << " MiB of memory";
+  return success();
+}
+
 static LogicalResult checkSupportedTypes(Operation *op) {
   SmallVector<Type> types(op->getOperandTypes());
   llvm::append_range(types, op->getResultTypes());
@@ -77,7 +103,7 @@ LogicalResult evaluateOp(Operation *op, ArrayRef<const Tensor *> operands,
   const Evaluator *evaluator = evaluators().lookup(op->getName());
   if (!evaluator)
     return op->emitOpError("is not supported by the interpreter");
-  if (failed(checkSupportedTypes(op)))
+  if (failed(checkSupportedTypes(op)) || failed(checkResultSizes(op)))
     return failure();
   EvaluationContext context{operands, options};
   results.clear();

@@ -173,12 +173,15 @@ Expected<Tensor> tensorFromProto(const onnx::TensorProto &proto,
                                  onnxDataTypeName(proto.data_type()) +
                                  " is not supported");
   SmallVector<int64_t> shape;
+  int64_t count = 1;
   for (int64_t size : proto.dims()) {
     if (size < 0)
       return protoError(proto, "negative dimension " + Twine(size));
+    // Refuse shapes whose byte size overflows before allocating anything.
+    if (__builtin_mul_overflow(count, size, &count) || count > (int64_t(1) << 40))
+      return protoError(proto, "shape is too large");
     shape.push_back(size);
   }
-  int64_t count = product(shape);
   if (proto.has_segment())
     return protoError(proto, "segmented tensors are not supported");
 

@@ -217,12 +217,12 @@ static LogicalResult importConstantOfShape(NodeContext &node) {
       return node.error("value must hold exactly one element");
     fill = std::move(*decoded);
   }
-  Tensor result(fill.getDType(), *shape);
-  if (result.isFloat())
-    std::fill(result.floats().begin(), result.floats().end(), fill.floats()[0]);
-  else
-    std::fill(result.ints().begin(), result.ints().end(), fill.ints()[0]);
-  node.setOutput(0, node.constant(result));
+  for (int64_t size : *shape)
+    if (size < 0)
+      return node.error("shape entry ") << size << " is negative";
+  auto type = RankedTensorType::get(
+      *shape, mlirElementType(fill.getDType(), node.builder.getContext()));
+  node.setOutput(0, node.splat(fill.getAsDouble(0), type));
   return success();
 }
 
@@ -241,8 +241,10 @@ static LogicalResult importRange(NodeContext &node) {
   }
   if (bounds[2] == 0.0)
     return node.error("delta is zero");
-  int64_t count = std::max<int64_t>(
-      static_cast<int64_t>(std::ceil((bounds[1] - bounds[0]) / bounds[2])), 0);
+  double steps = std::ceil((bounds[1] - bounds[0]) / bounds[2]);
+  if (!(steps < 9007199254740992.0)) // 2^53: beyond it steps are not exact
+    return node.error("range of ") << steps << " elements is too large";
+  int64_t count = std::max<int64_t>(static_cast<int64_t>(steps), 0);
   auto type = RankedTensorType::get({count}, node.inputType(0).getElementType());
   return node.setResult(node.create1<RangeOp>(
       {},
