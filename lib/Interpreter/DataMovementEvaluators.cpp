@@ -196,29 +196,48 @@ static LogicalResult evaluateGather(GatherOp op,
   return success();
 }
 
-static LogicalResult evaluateGatherElements(GatherElementsOp op,
-                                            const EvaluationContext &context,
-                                            SmallVectorImpl<Tensor> &results) {
-  const Tensor &data = context.operand(0), &indices = context.operand(1);
-  Tensor result = makeTensor(op.getResult());
-  int64_t axis = op.getAxis();
-  SmallVector<int64_t> dataStrides = stridesOf(data.getShape());
-  int64_t axisStride = dataStrides[axis], size = data.getShape()[axis];
+/// Calls `fn(position, element)` for every position of `indices`, where
+/// `element` is the data element (of a tensor of `dataShape`) that the
+/// position addresses: its own coordinates with the one along `axis`
+/// replaced by the index there. Returns false on an index out of range.
+template <typename Fn>
+static bool forEachAddressedElement(const Tensor &indices,
+                                    ArrayRef<int64_t> dataShape, int64_t axis,
+                                    Fn &&fn) {
+  SmallVector<int64_t> dataStrides = stridesOf(dataShape);
+  int64_t axisStride = dataStrides[axis], size = dataShape[axis];
   dataStrides[axis] = 0;
-  bool outOfRange = false;
+  bool inRange = true;
   forEachIndex<1>(indices.getShape(), {dataStrides},
                   [&](int64_t i, const std::array<int64_t, 1> &at) {
                     std::optional<int64_t> index =
                         resolveIndex(indices.ints()[i], size);
                     if (!index) {
-                      outOfRange = true;
+                      inRange = false;
                       return;
                     }
-                    copyElement(data, at[0] + *index * axisStride, result, i);
+                    fn(i, at[0] + *index * axisStride);
                   });
-  if (outOfRange)
-    return op.emitOpError() << "an index is out of range for axis " << axis
-                            << " of size " << size;
+  return inRange;
+}
+
+template <typename OpTy>
+static InFlightDiagnostic indexOutOfRange(OpTy op, ArrayRef<int64_t> shape) {
+  return op.emitOpError() << "an index is out of range for axis "
+                          << op.getAxis() << " of size "
+                          << shape[op.getAxis()];
+}
+
+static LogicalResult evaluateGatherElements(GatherElementsOp op,
+                                            const EvaluationContext &context,
+                                            SmallVectorImpl<Tensor> &results) {
+  const Tensor &data = context.operand(0), &indices = context.operand(1);
+  Tensor result = makeTensor(op.getResult());
+  if (!forEachAddressedElement(indices, data.getShape(), op.getAxis(),
+                               [&](int64_t i, int64_t element) {
+                                 copyElement(data, element, result, i);
+                               }))
+    return indexOutOfRange(op, data.getShape());
   results.push_back(std::move(result));
   return success();
 }
@@ -240,37 +259,19 @@ static LogicalResult evaluateScatterElements(ScatterElementsOp op,
                                              SmallVectorImpl<Tensor> &results) {
   const Tensor &indices = context.operand(1), &updates = context.operand(2);
   Tensor result = context.operand(0);
-  int64_t axis = op.getAxis();
-  SmallVector<int64_t> dataStrides = stridesOf(result.getShape());
-  int64_t axisStride = dataStrides[axis], size = result.getShape()[axis];
-  dataStrides[axis] = 0;
-  bool outOfRange = false;
   ScatterReduction reduction = op.getReduction();
-  forEachIndex<1>(indices.getShape(), {dataStrides},
-                  [&](int64_t i, const std::array<int64_t, 1> &at) {
-                    std::optional<int64_t> index =
-                        resolveIndex(indices.ints()[i], size);
-                    if (!index) {
-                      outOfRange = true;
-                      return;
-                    }
-                    int64_t target = at[0] + *index * axisStride;
-                    if (result.isFloat())
-                      result.setFromDouble(
-                          target, combineScattered(reduction,
-                                                   result.floats()[target],
-                                                   updates.floats()[i]));
-                    else if (reduction == ScatterReduction::None)
-                      result.ints()[target] = updates.ints()[i];
-                    else
-                      result.setFromDouble(
-                          target,
-                          combineScattered(reduction, result.ints()[target],
-                                           updates.ints()[i]));
-                  });
-  if (outOfRange)
-    return op.emitOpError() << "an index is out of range for axis " << axis
-                            << " of size " << size;
+  auto scatter = [&](int64_t i, int64_t element) {
+    if (reduction == ScatterReduction::None)
+      copyElement(updates, i, result, element);
+    else
+      result.setFromDouble(element,
+                           combineScattered(reduction,
+                                            result.getAsDouble(element),
+                                            updates.getAsDouble(i)));
+  };
+  if (!forEachAddressedElement(indices, result.getShape(), op.getAxis(),
+                               scatter))
+    return indexOutOfRange(op, result.getShape());
   results.push_back(std::move(result));
   return success();
 }
