@@ -31,6 +31,7 @@ static const OpImporterTable &opImporters() {
   static const OpImporterTable table = [] {
     OpImporterTable t;
     registerActivationImporters(t);
+    registerEinsumImporter(t);
     registerElementwiseImporters(t);
     registerShapeImporters(t);
     registerTensorImporters(t);

@@ -40,6 +40,7 @@ private:
 };
 
 void registerActivationImporters(OpImporterTable &table);
+void registerEinsumImporter(OpImporterTable &table);
 void registerElementwiseImporters(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
 void registerTensorImporters(OpImporterTable &table);

@@ -147,7 +147,13 @@ def runtime_shape():
                  [tensor("x", F, [2, 8]), tensor("s", I64, [2])], [tensor("y", F, None)])
 
 
+def einsum_diagonal():
+    node = helper.make_node("Einsum", ["x"], ["y"], name="trace", equation="ii->")
+    return model([node], [tensor("x", F, [3, 3])], [tensor("y", F, [])])
+
+
 BUILDERS = {
+    "einsum_diagonal": einsum_diagonal,
     "gemm": gemm,
     "shape_folding": shape_folding,
     "dropout_zero": lambda: dropout(0.0, True),
