@@ -9,6 +9,7 @@
 
 #include "kiln/Import/ONNXImporter.h"
 
+#include "LocalFunctions.h"
 #include "NodeContext.h"
 
 #include "kiln/Interpreter/TensorAttr.h"
@@ -74,7 +75,8 @@ private:
   LogicalResult checkOpsets();
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
   LogicalResult importInitializers();
-  LogicalResult importNode(const onnx::NodeProto &node);
+  LogicalResult importNode(const onnx::NodeProto &node, int64_t nodeOpset,
+                           unsigned depth = 0);
 
   std::string path;
   MLIRContext *context;
@@ -83,6 +85,8 @@ private:
   onnx::ModelProto model;
   int64_t opset = 0;
   GraphState graph;
+  std::optional<LocalFunctions> functions;
+  unsigned calls = 0;
 };
 } // namespace
 
@@ -194,8 +198,26 @@ LogicalResult ModelImporter::importInitializers() {
   return success();
 }
 
-LogicalResult ModelImporter::importNode(const onnx::NodeProto &node) {
-  NodeContext nodeContext(node, opset, graph, builder);
+/// Calls of model-local functions nested deeper than this are refused: the
+/// functions call each other in a cycle.
+static constexpr unsigned kMaxFunctionDepth = 64;
+
+LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
+                                        int64_t nodeOpset, unsigned depth) {
+  NodeContext nodeContext(node, nodeOpset, graph, builder);
+  if (const onnx::FunctionProto *function = functions->lookup(node)) {
+    if (depth >= kMaxFunctionDepth)
+      return nodeContext.error("model-local functions call each other "
+                               "recursively");
+    std::string scope = (node.name().empty() ? node.op_type() : node.name()) +
+                        "#" + std::to_string(calls++) + "/";
+    int64_t bodyOpset = functionOpset(*function, nodeOpset);
+    for (const onnx::NodeProto &inner :
+         instantiateFunction(*function, node, scope))
+      if (failed(importNode(inner, bodyOpset, depth + 1)))
+        return failure();
+    return success();
+  }
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return nodeContext.error("domain '")
            << node.domain() << "' is not supported (only the default ONNX "
@@ -287,8 +309,9 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   }
   if (failed(importInitializers()))
     return nullptr;
+  functions.emplace(model);
   for (const onnx::NodeProto &node : onnxGraph.node())
-    if (failed(importNode(node)))
+    if (failed(importNode(node, opset)))
       return nullptr;
 
   SmallVector<Value> results;

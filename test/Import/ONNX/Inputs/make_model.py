@@ -147,12 +147,36 @@ def runtime_shape():
                  [tensor("x", F, [2, 8]), tensor("s", I64, [2])], [tensor("y", F, None)])
 
 
+def local_function():
+    # A "ScaledGelu" function of a custom domain, called twice, with an
+    # attribute reference and an internal value name used by both calls.
+    body = [
+        helper.make_node("Gelu", ["x"], ["g"]),
+        helper.make_node("Constant", [], ["alpha"], value_float=2.0),
+        helper.make_node("Mul", ["g", "alpha"], ["y"]),
+        helper.make_node("Softmax", ["y"], ["out"]),
+    ]
+    body[3].attribute.append(onnx.AttributeProto(name="axis", ref_attr_name="axis",
+                                                 type=onnx.AttributeProto.INT))
+    function = helper.make_function("custom", "ScaledGelu", ["x"], ["out"], body,
+                                    [helper.make_opsetid("", 20)], ["axis"])
+    calls = [
+        helper.make_node("ScaledGelu", ["a"], ["b"], name="first", domain="custom", axis=0),
+        helper.make_node("ScaledGelu", ["b"], ["c"], name="second", domain="custom", axis=1),
+    ]
+    m = model(calls, [tensor("a", F, [2, 3])], [tensor("c", F, [2, 3])], opset=20,
+              domain_opsets=[("custom", 1)])
+    m.functions.append(function)
+    return m
+
+
 def einsum_diagonal():
     node = helper.make_node("Einsum", ["x"], ["y"], name="trace", equation="ii->")
     return model([node], [tensor("x", F, [3, 3])], [tensor("y", F, [])])
 
 
 BUILDERS = {
+    "local_function": local_function,
     "einsum_diagonal": einsum_diagonal,
     "gemm": gemm,
     "shape_folding": shape_folding,
