@@ -37,8 +37,8 @@ static int64_t rhsIndex(const MatmulShape &s, int64_t c, int64_t j) {
   return s.transposeRhs ? j * s.k + c : c * s.n + j;
 }
 
-static void multiplyFloatRow(const MatmulShape &s, const float *lhs,
-                             const float *rhs, int64_t i, Tensor &result,
+static void multiplyFloatRow(const MatmulShape &s, const double *lhs,
+                             const double *rhs, int64_t i, Tensor &result,
                              int64_t resultOffset) {
   SmallVector<double> row(s.k), acc(s.n, 0.0);
   for (int64_t c = 0; c < s.k; ++c)
@@ -46,7 +46,7 @@ static void multiplyFloatRow(const MatmulShape &s, const float *lhs,
   if (s.transposeRhs) {
     // Both operands are contiguous along the contraction: dot products.
     for (int64_t j = 0; j < s.n; ++j) {
-      const float *column = rhs + j * s.k;
+      const double *column = rhs + j * s.k;
       double sum = 0.0;
       for (int64_t c = 0; c < s.k; ++c)
         sum += row[c] * column[c];
@@ -55,7 +55,7 @@ static void multiplyFloatRow(const MatmulShape &s, const float *lhs,
   } else {
     // The right operand is contiguous along j: accumulate scaled rows.
     for (int64_t c = 0; c < s.k; ++c) {
-      const float *rhsRow = rhs + c * s.n;
+      const double *rhsRow = rhs + c * s.n;
       double a = row[c];
       for (int64_t j = 0; j < s.n; ++j)
         acc[j] += a * rhsRow[j];

@@ -49,7 +49,7 @@ static LogicalResult evaluateLayerNorm(LayerNormOp op,
   int64_t inner = gamma.size(), outer = mean.getNumElements();
   double epsilon = op.getEpsilon().convertToDouble();
   for (int64_t o = 0; o < outer; ++o) {
-    const float *x = input.floats().data() + o * inner;
+    const double *x = input.floats().data() + o * inner;
     double sum = 0.0;
     for (int64_t i = 0; i < inner; ++i)
       sum += x[i];
@@ -82,7 +82,7 @@ static LogicalResult evaluateRmsNorm(RmsNormOp op,
   int64_t inner = gamma.size(), outer = invRms.getNumElements();
   double epsilon = op.getEpsilon().convertToDouble();
   for (int64_t o = 0; o < outer; ++o) {
-    const float *x = input.floats().data() + o * inner;
+    const double *x = input.floats().data() + o * inner;
     double squares = 0.0;
     for (int64_t i = 0; i < inner; ++i)
       squares += static_cast<double>(x[i]) * x[i];

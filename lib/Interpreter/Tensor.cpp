@@ -86,22 +86,29 @@ Type mlirElementType(DType type, MLIRContext *context) {
   return {};
 }
 
-static float roundToBF16(float value) {
-  if (std::isnan(value))
+/// Rounds to bf16 (8 exponent bits like fp32, 8 significant bits) directly
+/// from the double: rounding through fp32 first could land exactly on a bf16
+/// midpoint and then round the wrong way.
+static double roundToBF16(double value) {
+  if (!std::isfinite(value) || value == 0.0)
     return value;
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  bits += 0x7fff + ((bits >> 16) & 1); // round to nearest, ties to even
-  bits &= 0xffff0000u;
-  std::memcpy(&value, &bits, sizeof bits);
-  return value;
+  int exponent;
+  std::frexp(value, &exponent); // |value| = m * 2^exponent, 0.5 <= m < 1
+  // The unit in the last place: 2^-7 of the leading bit, no finer than the
+  // smallest subnormal's.
+  double ulp = std::ldexp(1.0, std::max(exponent - 1, -126) - 7);
+  double rounded = std::nearbyint(value / ulp) * ulp; // ties to even
+  constexpr double kMaxBF16 = 3.3895313892515355e38;  // (2 - 2^-7) * 2^127
+  return std::fabs(rounded) > kMaxBF16 ? std::copysign(INFINITY, value)
+                                       : rounded;
 }
 
-float roundToElementType(DType type, double value) {
+double roundToElementType(DType type, double value) {
   switch (type) {
-  case DType::BF16: return roundToBF16(static_cast<float>(value));
-  case DType::F16: return static_cast<float>(static_cast<_Float16>(value));
-  default: return static_cast<float>(value);
+  case DType::BF16: return roundToBF16(value);
+  case DType::F16: return static_cast<_Float16>(value);
+  case DType::F32: return static_cast<float>(value);
+  default: return value;
   }
 }
 
@@ -122,7 +129,7 @@ Tensor::Tensor(DType type, llvm::ArrayRef<int64_t> shape)
     : dtype(type), shape(shape.begin(), shape.end()) {
   numElements = product(shape);
   if (kiln::isFloat(type))
-    floatData.assign(numElements, 0.0f);
+    floatData.assign(numElements, 0.0);
   else
     intData.assign(numElements, 0);
 }

@@ -35,8 +35,9 @@ static float bf16BitsToFloat(uint16_t bits) {
   return value;
 }
 
-static uint16_t floatToBF16Bits(float value) {
+static uint16_t floatToBF16Bits(double wide) {
   // Values are kept rounded to bf16 already, so the low half is zero.
+  float value = static_cast<float>(wide);
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof bits);
   return static_cast<uint16_t>(bits >> 16);
@@ -49,7 +50,7 @@ Tensor unpackTensor(DType type, ArrayRef<int64_t> shape, ArrayRef<char> bytes) {
   for (int64_t i = 0, e = tensor.getNumElements(); i < e; ++i, p += width) {
     switch (type) {
     case DType::F32: tensor.floats()[i] = load<float>(p); break;
-    case DType::F64: tensor.floats()[i] = static_cast<float>(load<double>(p)); break;
+    case DType::F64: tensor.floats()[i] = load<double>(p); break;
     case DType::F16: tensor.floats()[i] = static_cast<float>(load<_Float16>(p)); break;
     case DType::BF16: tensor.floats()[i] = bf16BitsToFloat(load<uint16_t>(p)); break;
     case DType::I64: case DType::U64: tensor.ints()[i] = load<int64_t>(p); break;
@@ -72,8 +73,8 @@ std::vector<char> packTensor(const Tensor &tensor) {
   char *p = bytes.data();
   for (int64_t i = 0, e = tensor.getNumElements(); i < e; ++i, p += width) {
     switch (type) {
-    case DType::F32: store(p, tensor.floats()[i]); break;
-    case DType::F64: store(p, static_cast<double>(tensor.floats()[i])); break;
+    case DType::F32: store(p, static_cast<float>(tensor.floats()[i])); break;
+    case DType::F64: store(p, tensor.floats()[i]); break;
     case DType::F16: store(p, static_cast<_Float16>(tensor.floats()[i])); break;
     case DType::BF16: store(p, floatToBF16Bits(tensor.floats()[i])); break;
     case DType::I64: case DType::U64: store(p, tensor.ints()[i]); break;

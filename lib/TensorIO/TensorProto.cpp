@@ -134,7 +134,7 @@ static Tensor tensorFromTypedFields(const onnx::TensorProto &proto, DType type,
   for (int64_t i = 0; i < n; ++i) {
     switch (type) {
     case DType::F32: tensor.floats()[i] = proto.float_data(i); break;
-    case DType::F64: tensor.floats()[i] = static_cast<float>(proto.double_data(i)); break;
+    case DType::F64: tensor.floats()[i] = proto.double_data(i); break;
     case DType::I64: tensor.ints()[i] = proto.int64_data(i); break;
     case DType::U64: case DType::U32:
       tensor.ints()[i] = static_cast<int64_t>(proto.uint64_data(i));

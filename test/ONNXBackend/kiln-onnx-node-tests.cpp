@@ -8,9 +8,9 @@
 // failure is a bug in an op kiln claims to support.
 //
 // Tolerance: ONNX's own backend default, |actual - expected| <= atol + rtol *
-// |expected| with rtol = 1e-3 and atol = 1e-7, applied to every output
-// (kiln stores float64 as float32, which this tolerance covers). Integer and
-// boolean outputs must match exactly; NaN matches NaN.
+// |expected| with rtol = 1e-3 and atol = 1e-7, applied to every
+// floating-point output. Integer and boolean outputs must match exactly; NaN
+// matches NaN.
 //
 //===----------------------------------------------------------------------===//
 

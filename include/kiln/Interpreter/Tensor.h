@@ -1,9 +1,10 @@
 //===- Tensor.h - the interpreter's tensor value -----------------*- C++ -*-===//
 //
 // A dense, row-major tensor as the reference interpreter holds it: every
-// floating-point type is stored as fp32 (values of narrower types are kept
-// rounded to their type, see roundToElementType) and every integer or boolean
-// type as int64 (kept wrapped to the type's width).
+// floating-point value is held in a double but always rounded to its element
+// type (fp32 values are exactly fp32, bf16 values exactly bf16; see
+// roundToElementType), and every integer or boolean in an int64 wrapped to
+// its type's width.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,9 +38,9 @@ llvm::StringRef dtypeName(DType type);
 std::optional<DType> dtypeOf(mlir::Type elementType);
 mlir::Type mlirElementType(DType type, mlir::MLIRContext *context);
 
-/// Rounds an fp32 value to `type` (round to nearest even), returned as fp32.
-/// This is the hook through which bf16 and fp16 arithmetic is emulated.
-float roundToElementType(DType type, double value);
+/// Rounds `value` to the nearest `type` value (ties to even). This is the
+/// hook through which fp32, bf16 and fp16 arithmetic is emulated.
+double roundToElementType(DType type, double value);
 /// Wraps an integer to the width and signedness of `type`.
 int64_t wrapToElementType(DType type, int64_t value);
 
@@ -56,8 +57,8 @@ public:
   bool isFloat() const { return kiln::isFloat(dtype); }
 
   /// Storage of float tensors.
-  llvm::MutableArrayRef<float> floats() { return floatData; }
-  llvm::ArrayRef<float> floats() const { return floatData; }
+  llvm::MutableArrayRef<double> floats() { return floatData; }
+  llvm::ArrayRef<double> floats() const { return floatData; }
   /// Storage of integer and boolean tensors.
   llvm::MutableArrayRef<int64_t> ints() { return intData; }
   llvm::ArrayRef<int64_t> ints() const { return intData; }
@@ -79,7 +80,7 @@ private:
   DType dtype = DType::F32;
   llvm::SmallVector<int64_t> shape;
   int64_t numElements = 0;
-  std::vector<float> floatData;
+  std::vector<double> floatData;
   std::vector<int64_t> intData;
 };
 
