@@ -242,6 +242,55 @@ static LogicalResult evaluateGatherElements(GatherElementsOp op,
   return success();
 }
 
+static LogicalResult evaluateGatherGrad(GatherGradOp op,
+                                        const EvaluationContext &context,
+                                        SmallVectorImpl<Tensor> &results) {
+  const Tensor &grad = context.operand(0), &indices = context.operand(1);
+  Tensor result = makeTensor(op.getResult());
+  int64_t axis = op.getAxis();
+  int64_t outer = product(result.getShape().take_front(axis));
+  int64_t size = result.getShape()[axis];
+  int64_t inner = product(result.getShape().drop_front(axis + 1));
+  int64_t count = indices.getNumElements();
+  // Accumulate in fp64 and round once, as a reduction does.
+  std::vector<double> sums(result.getNumElements(), 0.0);
+  for (int64_t n = 0; n < count; ++n) {
+    std::optional<int64_t> index = resolveIndex(indices.ints()[n], size);
+    if (!index)
+      return op.emitOpError() << "index " << indices.ints()[n]
+                              << " is out of range for axis " << axis
+                              << " of size " << size;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i)
+        sums[(o * size + *index) * inner + i] +=
+            grad.floats()[(o * count + n) * inner + i];
+  }
+  for (int64_t i = 0; i < result.getNumElements(); ++i)
+    result.setFromDouble(i, sums[i]);
+  results.push_back(std::move(result));
+  return success();
+}
+
+static LogicalResult evaluateInsertSlice(InsertSliceOp op,
+                                         const EvaluationContext &context,
+                                         SmallVectorImpl<Tensor> &results) {
+  Tensor result = context.operand(0);
+  const Tensor &source = context.operand(1);
+  SmallVector<int64_t> destStrides = stridesOf(result.getShape());
+  SmallVector<int64_t> strides;
+  int64_t base = 0;
+  for (int64_t d = 0; d < result.getRank(); ++d) {
+    base += op.getStart()[d] * destStrides[d];
+    strides.push_back(op.getStride()[d] * destStrides[d]);
+  }
+  forEachIndex<1>(source.getShape(), {strides},
+                  [&](int64_t i, const std::array<int64_t, 1> &at) {
+                    copyElement(source, i, result, base + at[0]);
+                  });
+  results.push_back(std::move(result));
+  return success();
+}
+
 static double combineScattered(ScatterReduction reduction, double current,
                                double update) {
   switch (reduction) {
@@ -278,6 +327,8 @@ static LogicalResult evaluateScatterElements(ScatterElementsOp op,
 
 void registerDataMovementEvaluators(EvaluatorTable &table) {
   table.add<ScatterElementsOp>(evaluateScatterElements);
+  table.add<GatherGradOp>(evaluateGatherGrad);
+  table.add<InsertSliceOp>(evaluateInsertSlice);
   table.add<ReshapeOp>(evaluateReshape);
   table.add<TransposeOp>(evaluateTranspose);
   table.add<BroadcastOp>(evaluateBroadcast);

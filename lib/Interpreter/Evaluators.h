@@ -54,6 +54,7 @@ void registerReductionEvaluators(EvaluatorTable &table);
 void registerNormalizationEvaluators(EvaluatorTable &table);
 void registerDataMovementEvaluators(EvaluatorTable &table);
 void registerLossEvaluators(EvaluatorTable &table);
+void registerOptimizerEvaluators(EvaluatorTable &table);
 
 /// A zero-filled tensor of `value`'s type.
 Tensor makeTensor(mlir::Value value);

@@ -79,9 +79,70 @@ static void addClassificationLoss(EvaluatorTable &table, bool fromLogits) {
   });
 }
 
+/// The gradient of the loss with respect to its input: for a counted element
+/// with label y and weight w, (softmax - onehot(y)) or -onehot(y), times w
+/// and the element's share of the incoming gradient.
+template <typename OpTy>
+static void addClassificationLossGrad(EvaluatorTable &table, bool fromLogits) {
+  table.add<OpTy>([fromLogits](OpTy op, const EvaluationContext &context,
+                               SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &input = context.operand(0), &labels = context.operand(1);
+    const Tensor &grad = context.operand(2);
+    const Tensor *weight = op.getWeight() ? &context.operand(3) : nullptr;
+    ArrayRef<int64_t> shape = input.getShape();
+    ClassView view{shape[0], shape[1], product(shape.drop_front(2))};
+    std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
+    LossReduction reduction = op.getReduction();
+
+    auto counted = [&](int64_t label) {
+      return !ignoreIndex || label != *ignoreIndex;
+    };
+    double totalWeight = 0.0;
+    for (int64_t p = 0; p < labels.getNumElements(); ++p) {
+      int64_t label = labels.ints()[p];
+      if (!counted(label))
+        continue;
+      if (label < 0 || label >= view.classes)
+        return op.emitOpError() << "label " << label << " at position " << p
+                                << " is outside [0, " << view.classes << ")";
+      totalWeight += weight ? weight->floats()[label] : 1.0;
+    }
+    Tensor result = makeTensor(op.getResult());
+    for (int64_t n = 0; n < view.batch; ++n)
+      for (int64_t d = 0; d < view.inner; ++d) {
+        int64_t position = n * view.inner + d;
+        int64_t label = labels.ints()[position];
+        if (!counted(label))
+          continue;
+        double share = reduction == LossReduction::None ? grad.floats()[position]
+                       : reduction == LossReduction::Sum
+                           ? grad.floats()[0]
+                           : grad.floats()[0] / totalWeight;
+        double scale = share * (weight ? weight->floats()[label] : 1.0);
+        double maximum = -std::numeric_limits<double>::infinity(), sum = 0.0;
+        if (fromLogits) {
+          for (int64_t c = 0; c < view.classes; ++c)
+            maximum = std::max(maximum, input.floats()[view.index(n, c, d)]);
+          for (int64_t c = 0; c < view.classes; ++c)
+            sum += std::exp(input.floats()[view.index(n, c, d)] - maximum);
+        }
+        for (int64_t c = 0; c < view.classes; ++c) {
+          int64_t at = view.index(n, c, d);
+          double probability =
+              fromLogits ? std::exp(input.floats()[at] - maximum) / sum : 0.0;
+          result.setFromDouble(at, scale * (probability - (c == label)));
+        }
+      }
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
 void registerLossEvaluators(EvaluatorTable &table) {
   addClassificationLoss<CrossEntropyOp>(table, /*fromLogits=*/true);
   addClassificationLoss<NllLossOp>(table, /*fromLogits=*/false);
+  addClassificationLossGrad<CrossEntropyGradOp>(table, /*fromLogits=*/true);
+  addClassificationLossGrad<NllLossGradOp>(table, /*fromLogits=*/false);
 }
 
 } // namespace kiln

@@ -96,7 +96,79 @@ static LogicalResult evaluateRmsNorm(RmsNormOp op,
   return success();
 }
 
+/// Shared backward of the two normalizations over rows of `inner` elements:
+/// `x^ = (x - mean) * rstd` (mean 0 for RMS norm), `g = dy * gamma`, and
+/// `dx = rstd * (g - [centered] mean(g) - x^ * mean(g * x^))`; also
+/// accumulates `sum(dy * x^)` and `sum(dy)` over rows.
+static void normalizationBackward(const Tensor &x, const Tensor &dy,
+                                  const std::vector<double> &gamma,
+                                  const Tensor *mean, const Tensor &rstd,
+                                  Tensor &dx, std::vector<double> &scaleGrad,
+                                  std::vector<double> &biasGrad) {
+  int64_t inner = gamma.size(), outer = rstd.getNumElements();
+  std::vector<double> xhat(inner), g(inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    double mu = mean ? mean->floats()[o] : 0.0, r = rstd.floats()[o];
+    double meanG = 0.0, meanGX = 0.0;
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t at = o * inner + i;
+      xhat[i] = (x.floats()[at] - mu) * r;
+      g[i] = dy.floats()[at] * gamma[i];
+      meanG += g[i];
+      meanGX += g[i] * xhat[i];
+      scaleGrad[i] += dy.floats()[at] * xhat[i];
+      biasGrad[i] += dy.floats()[at];
+    }
+    meanG = mean ? meanG / inner : 0.0;
+    meanGX /= inner;
+    for (int64_t i = 0; i < inner; ++i)
+      dx.setFromDouble(o * inner + i, r * (g[i] - meanG - xhat[i] * meanGX));
+  }
+}
+
+static Tensor tensorOf(Value value, const std::vector<double> &values) {
+  Tensor tensor = makeTensor(value);
+  for (size_t i = 0; i < values.size(); ++i)
+    tensor.setFromDouble(i, values[i]);
+  return tensor;
+}
+
+static LogicalResult evaluateLayerNormGrad(LayerNormGradOp op,
+                                           const EvaluationContext &context,
+                                           SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = context.operand(0);
+  ArrayRef<int64_t> normalized = x.getShape().drop_front(op.getAxis());
+  const Tensor *scale = op.getScale() ? &context.operand(4) : nullptr;
+  std::vector<double> gamma = expandAffine(scale, normalized, 1.0);
+  std::vector<double> scaleGrad(gamma.size()), biasGrad(gamma.size());
+  Tensor dx = makeTensor(op.getInputGrad());
+  normalizationBackward(x, context.operand(3), gamma, &context.operand(1),
+                        context.operand(2), dx, scaleGrad, biasGrad);
+  results.push_back(std::move(dx));
+  results.push_back(tensorOf(op.getScaleGrad(), scaleGrad));
+  results.push_back(tensorOf(op.getBiasGrad(), biasGrad));
+  return success();
+}
+
+static LogicalResult evaluateRmsNormGrad(RmsNormGradOp op,
+                                         const EvaluationContext &context,
+                                         SmallVectorImpl<Tensor> &results) {
+  const Tensor &x = context.operand(0);
+  ArrayRef<int64_t> normalized = x.getShape().drop_front(op.getAxis());
+  const Tensor *scale = op.getScale() ? &context.operand(3) : nullptr;
+  std::vector<double> gamma = expandAffine(scale, normalized, 1.0);
+  std::vector<double> scaleGrad(gamma.size()), biasGrad(gamma.size());
+  Tensor dx = makeTensor(op.getInputGrad());
+  normalizationBackward(x, context.operand(2), gamma, /*mean=*/nullptr,
+                        context.operand(1), dx, scaleGrad, biasGrad);
+  results.push_back(std::move(dx));
+  results.push_back(tensorOf(op.getScaleGrad(), scaleGrad));
+  return success();
+}
+
 void registerNormalizationEvaluators(EvaluatorTable &table) {
+  table.add<LayerNormGradOp>(evaluateLayerNormGrad);
+  table.add<RmsNormGradOp>(evaluateRmsNormGrad);
   table.add<LayerNormOp>(evaluateLayerNorm);
   table.add<RmsNormOp>(evaluateRmsNorm);
 }

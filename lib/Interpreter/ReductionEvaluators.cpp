@@ -171,6 +171,33 @@ static void addSoftmax(EvaluatorTable &table, bool logarithm) {
   });
 }
 
+template <typename OpTy>
+static void addSoftmaxGrad(EvaluatorTable &table, bool logarithm) {
+  table.add<OpTy>([logarithm](OpTy op, const EvaluationContext &context,
+                              SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &y = context.operand(0), &dy = context.operand(1);
+    Tensor result = makeTensor(op.getResult());
+    AxisView view(y.getShape(), op.getAxis());
+    for (int64_t o = 0; o < view.outer; ++o)
+      for (int64_t in = 0; in < view.inner; ++in) {
+        // softmax: dx = y (dy - sum(dy y)); log_softmax: dx = dy - e^y sum(dy)
+        double sum = 0.0;
+        for (int64_t i = 0; i < view.size; ++i) {
+          int64_t at = view.index(o, i, in);
+          sum += logarithm ? dy.floats()[at] : dy.floats()[at] * y.floats()[at];
+        }
+        for (int64_t i = 0; i < view.size; ++i) {
+          int64_t at = view.index(o, i, in);
+          result.setFromDouble(at, logarithm
+                                       ? dy.floats()[at] - std::exp(y.floats()[at]) * sum
+                                       : y.floats()[at] * (dy.floats()[at] - sum));
+        }
+      }
+    results.push_back(std::move(result));
+    return success();
+  });
+}
+
 static LogicalResult evaluateCumsum(CumsumOp op,
                                     const EvaluationContext &context,
                                     SmallVectorImpl<Tensor> &results) {
@@ -215,6 +242,8 @@ void registerReductionEvaluators(EvaluatorTable &table) {
   addArgReduction<ArgMinOp>(table, /*findMax=*/false);
   addSoftmax<SoftmaxOp>(table, /*logarithm=*/false);
   addSoftmax<LogSoftmaxOp>(table, /*logarithm=*/true);
+  addSoftmaxGrad<SoftmaxGradOp>(table, /*logarithm=*/false);
+  addSoftmaxGrad<LogSoftmaxGradOp>(table, /*logarithm=*/true);
 }
 
 } // namespace kiln

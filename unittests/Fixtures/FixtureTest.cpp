@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Autodiff/Autodiff.h"
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/TensorIO/TensorFiles.h"
@@ -18,6 +19,8 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
 
@@ -113,6 +116,86 @@ INSTANTIATE_TEST_SUITE_P(
           c = '_';
       return name;
     });
+
+double norm(const Tensor &tensor) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < tensor.getNumElements(); ++i)
+    sum += tensor.getAsDouble(i) * tensor.getAsDouble(i);
+  return std::sqrt(sum);
+}
+
+/// Error norm over reference norm. A reference whose norm is below `floor`
+/// is roundoff of an analytically zero gradient (BERT's attention key bias:
+/// softmax ignores a constant added along the keys), so it is compared on
+/// the scale of `floor` instead.
+double relativeError(const Tensor &actual, const Tensor &expected,
+                     double floor = 0.0) {
+  double error = 0.0;
+  for (int64_t i = 0; i < expected.getNumElements(); ++i) {
+    double d = actual.getAsDouble(i) - expected.getAsDouble(i);
+    error += d * d;
+  }
+  return std::sqrt(error) / std::max({norm(expected), floor, 1e-30});
+}
+
+class FixtureGradients : public ::testing::TestWithParam<std::string> {};
+
+// Every gradient of the TorchScript exports matches PyTorch autograd within
+// 1e-4 relative (error norm over reference norm). The interpreter's fp64
+// accumulation leaves only PyTorch's own fp32 rounding, ~1e-6.
+TEST_P(FixtureGradients, MatchPyTorchAutograd) {
+  std::string directory = "hf/" + GetParam() + "/";
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      import(context, fixture(directory + "model.onnx"));
+  ASSERT_TRUE(module);
+  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &d) {
+    ADD_FAILURE() << d.str();
+    return mlir::success();
+  });
+  auto forward = *module->getOps<mlir::func::FuncOp>().begin();
+  mlir::FailureOr<mlir::func::FuncOp> gradient =
+      buildGradientFunction(forward, {});
+  ASSERT_TRUE(mlir::succeeded(gradient));
+  llvm::SmallVector<Tensor> inputs{
+      readOrDie(fixture(directory + "ref/input_ids.pb")),
+      readOrDie(fixture(directory + "ref/labels.pb"))};
+  mlir::FailureOr<llvm::SmallVector<Tensor>> results =
+      interpret(*gradient, inputs);
+  ASSERT_TRUE(mlir::succeeded(results));
+  llvm::StringMap<Tensor> references;
+  double largest = 0.0;
+  for (unsigned i = 0; i < gradient->getNumResults(); ++i)
+    if (auto name = gradient->getResultAttrOfType<mlir::StringAttr>(
+            i, kGradientOfAttr)) {
+      Tensor &reference = references[name.getValue()] =
+          readOrDie(fixture(directory + "ref/grad/" + name.str() + ".pb"));
+      largest = std::max(largest, norm(reference));
+    }
+  // fp32 roundoff of the largest gradients: 1e-6 of their norm.
+  double roundoff = 1e-6 * largest;
+  int compared = 0;
+  for (unsigned i = 0; i < gradient->getNumResults(); ++i) {
+    auto name = gradient->getResultAttrOfType<mlir::StringAttr>(i, kGradientOfAttr);
+    if (!name)
+      continue;
+    const Tensor &expected = references[name.getValue()];
+    ASSERT_EQ((*results)[i].getShape(), expected.getShape()) << name.str();
+    EXPECT_LE(relativeError((*results)[i], expected, roundoff), 1e-4)
+        << name.str();
+    ++compared;
+  }
+  std::error_code error;
+  int references = 0;
+  for (llvm::sys::fs::directory_iterator it(fixture(directory + "ref/grad"), error), end;
+       it != end && !error; it.increment(error))
+    ++references;
+  EXPECT_EQ(compared, references) << "every parameter PyTorch trains gets a gradient";
+}
+
+INSTANTIATE_TEST_SUITE_P(HuggingFace, FixtureGradients,
+                         ::testing::Values("gpt2_tiny", "gpt2_tiny_sdpa",
+                                           "bert_tiny_cls"));
 
 struct FullSizeGraph {
   std::string file;

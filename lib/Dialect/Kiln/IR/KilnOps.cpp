@@ -247,27 +247,8 @@ LogicalResult BroadcastOp::verify() {
 }
 
 LogicalResult SliceOp::verify() {
-  RankedTensorType input = getInput().getType();
-  int64_t rank = input.getRank();
-  if (getType().getRank() != rank ||
-      static_cast<int64_t>(getStart().size()) != rank ||
-      static_cast<int64_t>(getStride().size()) != rank)
-    return emitOpError() << "start, stride and result must all have the "
-                            "input's rank "
-                         << rank;
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t start = getStart()[d], stride = getStride()[d];
-    int64_t count = getType().getDimSize(d), size = input.getDimSize(d);
-    if (stride == 0)
-      return emitOpError() << "stride of dimension " << d << " is zero";
-    if (count == 0)
-      continue;
-    int64_t last = start + (count - 1) * stride;
-    if (start < 0 || start >= size || last < 0 || last >= size)
-      return emitOpError() << "dimension " << d << " reads indices " << start
-                           << " to " << last << ", outside [0, " << size << ")";
-  }
-  return success();
+  return verifySliceWindow(*this, getInput().getType().getShape(), getStart(),
+                           getStride(), getType().getShape());
 }
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
@@ -388,4 +369,72 @@ LogicalResult GatherElementsOp::inferReturnTypes(
                                ")");
   inferred.push_back(data.clone(indices.getShape()));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+/// Checks the shapes that a normalization's gradient shares with its forward
+/// op: statistics with the normalized dimensions set to 1, parameter
+/// gradients over the normalized dimensions.
+static LogicalResult verifyNormalizationGrad(Operation *op, Value input,
+                                             ArrayRef<Value> statistics,
+                                             Value grad, int64_t axis,
+                                             ArrayRef<Value> parameterGrads) {
+  auto type = rankedType(input);
+  if (failed(verifyAxis(op, axis, type.getRank())))
+    return failure();
+  if (grad.getType() != type || op->getResult(0).getType() != type)
+    return op->emitOpError("grad and input_grad must have the input's type");
+  SmallVector<int64_t> statsShape(type.getShape());
+  for (int64_t d = axis; d < type.getRank(); ++d)
+    statsShape[d] = 1;
+  for (Value stat : statistics)
+    if (rankedType(stat).getShape() != ArrayRef<int64_t>(statsShape))
+      return op->emitOpError() << "statistics have type " << stat.getType()
+                               << ", expected the input's shape with the "
+                                  "normalized dimensions set to 1";
+  RankedTensorType normalized =
+      type.clone(type.getShape().drop_front(axis));
+  for (Value parameterGrad : parameterGrads)
+    if (parameterGrad.getType() != normalized)
+      return op->emitOpError() << "parameter gradients must have type "
+                               << normalized;
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyNormalizationGrad(*this, getInput(), {getMean(), getInvStdDev()},
+                                 getGrad(), getAxis(),
+                                 {getScaleGrad(), getBiasGrad()});
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  return verifyNormalizationGrad(*this, getInput(), {getInvRms()}, getGrad(),
+                                 getAxis(), {getScaleGrad()});
+}
+
+LogicalResult GatherGradOp::verify() {
+  RankedTensorType data = getType();
+  int64_t axis = getAxis();
+  if (failed(verifyAxis(*this, axis, data.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, getIndices().getType().getShape());
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  if (getGrad().getType().getShape() != ArrayRef<int64_t>(shape) ||
+      getGrad().getType().getElementType() != data.getElementType())
+    return emitOpError() << "grad has type " << getGrad().getType()
+                         << " but gathering from " << data
+                         << " gives results of shape [" << shape << "]";
+  return success();
+}
+
+LogicalResult InsertSliceOp::verify() {
+  if (getSource().getType().getElementType() !=
+      getDest().getType().getElementType())
+    return emitOpError("source and dest must have one element type");
+  return verifySliceWindow(*this, getDest().getType().getShape(), getStart(),
+                           getStride(), getSource().getType().getShape());
 }

@@ -124,6 +124,44 @@ LogicalResult inferClassificationLossType(std::optional<Location> location,
   return success();
 }
 
+LogicalResult verifyClassificationLossGrad(Operation *op) {
+  auto reduction = op->getAttrOfType<LossReductionAttr>("reduction");
+  Type weight = op->getNumOperands() > 3 ? op->getOperand(3).getType() : Type();
+  SmallVector<Type> forward;
+  if (failed(inferClassificationLossType(
+          op->getLoc(), op->getOperand(0).getType(), op->getOperand(1).getType(),
+          weight, reduction.getValue(), forward)))
+    return failure();
+  if (op->getOperand(2).getType() != forward.front())
+    return op->emitOpError() << "grad has type " << op->getOperand(2).getType()
+                             << " but the loss has type " << forward.front();
+  return success();
+}
+
+LogicalResult verifySliceWindow(Operation *op, ArrayRef<int64_t> shape,
+                                ArrayRef<int64_t> start,
+                                ArrayRef<int64_t> stride,
+                                ArrayRef<int64_t> windowShape) {
+  size_t rank = shape.size();
+  if (windowShape.size() != rank || start.size() != rank ||
+      stride.size() != rank)
+    return op->emitOpError() << "start, stride and window must all have the "
+                                "tensor's rank "
+                             << rank;
+  for (size_t d = 0; d < rank; ++d) {
+    if (stride[d] == 0)
+      return op->emitOpError() << "stride of dimension " << d << " is zero";
+    if (windowShape[d] == 0)
+      continue;
+    int64_t last = start[d] + (windowShape[d] - 1) * stride[d];
+    if (start[d] < 0 || start[d] >= shape[d] || last < 0 || last >= shape[d])
+      return op->emitOpError() << "dimension " << d << " reads indices "
+                               << start[d] << " to " << last << ", outside [0, "
+                               << shape[d] << ")";
+  }
+  return success();
+}
+
 LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
   if (axis < 0 || axis >= rank)
     return op->emitOpError() << "axis " << axis << " is outside [0, " << rank

@@ -742,4 +742,7 @@ def Kiln_NllLossOp : Kiln_ClassificationLossOp<"nll_loss", "log_probs",
   let summary = "negative log-likelihood of class log-probabilities";
 }
 
+include "kiln/Dialect/Kiln/IR/KilnGradientOps.td"
+include "kiln/Dialect/Kiln/IR/KilnOptimizerOps.td"
+
 #endif // KILN_DIALECT_KILN_IR_KILNOPS_TD

@@ -41,6 +41,18 @@ mlir::LogicalResult inferClassificationLossType(
     mlir::Type labelsType, mlir::Type weightType, LossReduction reduction,
     llvm::SmallVectorImpl<mlir::Type> &inferred);
 
+/// Checks the operands of cross_entropy_grad and nll_loss_grad against the
+/// forward op's rules.
+mlir::LogicalResult verifyClassificationLossGrad(mlir::Operation *op);
+
+/// Checks that a strided window (`start`, `stride`, `windowShape`) lies
+/// inside a tensor of `shape` (slice and insert_slice).
+mlir::LogicalResult verifySliceWindow(mlir::Operation *op,
+                                      llvm::ArrayRef<int64_t> shape,
+                                      llvm::ArrayRef<int64_t> start,
+                                      llvm::ArrayRef<int64_t> stride,
+                                      llvm::ArrayRef<int64_t> windowShape);
+
 /// Checks that `axis` names a dimension of a tensor of rank `rank`.
 mlir::LogicalResult verifyAxis(mlir::Operation *op, int64_t axis, int64_t rank);
 

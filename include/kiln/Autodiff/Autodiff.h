@@ -1,0 +1,40 @@
+//===- Autodiff.h - reverse-mode differentiation of kiln functions -*- C++ -*-===//
+//
+// Builds, from a forward function that computes a loss, a gradient function
+// that also returns d(loss)/d(parameter) for every trainable parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_AUTODIFF_AUTODIFF_H
+#define KILN_AUTODIFF_AUTODIFF_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+
+namespace kiln {
+
+struct AutodiffOptions {
+  /// The result that is the loss, by its `kiln.name`; empty: the first
+  /// scalar floating-point result.
+  std::string loss;
+  /// Parameters whose name matches `train` (empty: all) and not `freeze`
+  /// (empty: none) are trained, if they reach the loss differentiably.
+  std::string train, freeze;
+};
+
+/// Adds `@<forward>_grad` next to `forward`: the same arguments, the forward
+/// results, then one gradient per trainable parameter, in order of first
+/// use, each with a `kiln.gradient_of` attribute naming its parameter. Uses
+/// of one parameter (tied weights) add up. Frozen parameters and values that
+/// do not reach the loss get no gradient work. Errors (no loss, an op
+/// without a gradient rule on the path to the loss) are emitted and fail.
+mlir::FailureOr<mlir::func::FuncOp>
+buildGradientFunction(mlir::func::FuncOp forward, const AutodiffOptions &options);
+
+/// The attribute naming the parameter a gradient result belongs to.
+constexpr const char *kGradientOfAttr = "kiln.gradient_of";
+
+} // namespace kiln
+
+#endif // KILN_AUTODIFF_AUTODIFF_H
