@@ -186,11 +186,12 @@ TEST_P(FixtureGradients, MatchPyTorchAutograd) {
     ++compared;
   }
   std::error_code error;
-  int references = 0;
+  int referenceFiles = 0;
   for (llvm::sys::fs::directory_iterator it(fixture(directory + "ref/grad"), error), end;
        it != end && !error; it.increment(error))
-    ++references;
-  EXPECT_EQ(compared, references) << "every parameter PyTorch trains gets a gradient";
+    ++referenceFiles;
+  EXPECT_EQ(compared, referenceFiles)
+      << "every parameter PyTorch trains gets a gradient";
 }
 
 INSTANTIATE_TEST_SUITE_P(HuggingFace, FixtureGradients,
