@@ -183,6 +183,7 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp forward,
   unsigned numForward = forward.getNumResults();
   function.setType(builder.getFunctionType(
       function.getArgumentTypes(), ValueRange(results).getTypes()));
+  function->setAttr(kLossIndexAttr, builder.getI64IntegerAttr(*lossIndex));
   for (auto [i, entry] : llvm::enumerate(byName))
     function.setResultAttr(numForward + i, kGradientOfAttr,
                            builder.getStringAttr(entry.first));

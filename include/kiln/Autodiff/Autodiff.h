@@ -34,6 +34,8 @@ buildGradientFunction(mlir::func::FuncOp forward, const AutodiffOptions &options
 
 /// The attribute naming the parameter a gradient result belongs to.
 constexpr const char *kGradientOfAttr = "kiln.gradient_of";
+/// The gradient function's attribute holding the index of the loss result.
+constexpr const char *kLossIndexAttr = "kiln.loss_index";
 
 } // namespace kiln
 

@@ -1,0 +1,62 @@
+//===- TrainingStep.h - a whole training step as one function ----*- C++ -*-===//
+//
+// Builds, from a gradient function (see Autodiff.h), the function that runs
+// one optimizer step: forward, backward, optional gradient clipping and
+// accumulation over micro-batches, and the optimizer update of every
+// trainable parameter, as kiln ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_AUTODIFF_TRAININGSTEP_H
+#define KILN_AUTODIFF_TRAININGSTEP_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+enum class OptimizerKind { AdamW, SGD, Adagrad };
+
+/// Hyperparameters with torch.optim's defaults.
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::AdamW;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  /// torch.optim.AdamW's default; SGD and Adagrad default to 0 in PyTorch,
+  /// which the command line applies.
+  double weightDecay = 0.01;
+  double momentum = 0.0, dampening = 0.0;
+  bool nesterov = false;
+  double lrDecay = 0.0;
+  /// Exempt parameters of rank 0 or 1 (biases, norm weights) from weight
+  /// decay, as GPT-2 and BERT recipes do.
+  bool exemptBiasesAndNorms = false;
+  /// Clip gradients to this global L2 norm (0: no clipping).
+  double clipGradNorm = 0.0;
+  /// Accumulate gradients over this many micro-batches per step: inputs
+  /// are split along their first dimension.
+  int64_t microBatches = 1;
+};
+
+/// The optimizer state slots of `kind`, e.g. {"exp_avg", "exp_avg_sq"}.
+std::vector<std::string> optimizerSlots(OptimizerKind kind);
+
+/// Adds `@<forward>_step` next to the gradient function `gradient`.
+/// Arguments: the model inputs (micro-batches concatenated along dimension
+/// 0), then `lr` (tensor<f32>) and `step` (tensor<i64>, 1 for the first
+/// update), then the optimizer state: for each trainable parameter, one
+/// tensor per slot, marked `kiln.state_of` and `kiln.slot`. Results: the loss
+/// (mean over micro-batches), the global gradient norm before clipping
+/// (`grad_norm`), the updated parameters (`kiln.update_of`), then the new
+/// state in the order of the arguments.
+mlir::FailureOr<mlir::func::FuncOp>
+buildTrainingStep(mlir::func::FuncOp gradient, const OptimizerOptions &options);
+
+constexpr const char *kUpdateOfAttr = "kiln.update_of";
+constexpr const char *kStateOfAttr = "kiln.state_of";
+constexpr const char *kSlotAttr = "kiln.slot";
+
+} // namespace kiln
+
+#endif // KILN_AUTODIFF_TRAININGSTEP_H

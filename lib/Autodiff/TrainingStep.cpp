@@ -1,0 +1,287 @@
+//===- TrainingStep.cpp - a whole training step as one function -----------===//
+//
+// The step inlines the gradient function once per micro-batch (each reads
+// its slice of the inputs), averages losses and gradients, computes the
+// global gradient norm, optionally clips, and updates every parameter with
+// one optimizer op. Learning rate and step number are arguments, so a
+// schedule runs on the host without recompiling.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Autodiff/TrainingStep.h"
+
+#include "kiln/Autodiff/Autodiff.h"
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include <numeric>
+
+using namespace mlir;
+
+namespace kiln {
+
+std::vector<std::string> optimizerSlots(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::AdamW: return {"exp_avg", "exp_avg_sq"};
+  case OptimizerKind::SGD: return {"momentum_buffer"};
+  case OptimizerKind::Adagrad: return {"sum"};
+  }
+  return {};
+}
+
+namespace {
+/// The gradient function's results by role.
+struct GradientResults {
+  unsigned loss;
+  /// (parameter name, result index) in result order.
+  SmallVector<std::pair<StringRef, unsigned>> gradients;
+};
+
+class StepBuilder {
+public:
+  StepBuilder(func::FuncOp gradient, const OptimizerOptions &options)
+      : gradient(gradient), options(options), builder(gradient) {}
+
+  FailureOr<func::FuncOp> build();
+
+private:
+  Value scalar(double value, Type elementType) {
+    auto type = RankedTensorType::get({}, elementType);
+    return builder.create<ConstantOp>(
+        loc, DenseElementsAttr::get(type, builder.getFloatAttr(elementType, value)));
+  }
+  /// Inlines the gradient function for micro-batch `index` and returns its
+  /// return values.
+  SmallVector<Value> inlineGradient(ArrayRef<Value> inputs, int64_t index);
+  Value sumOfSquares(Value grad);
+  void update(StringRef name, Value grad, Value lr, Value step,
+              ArrayRef<Value> state, SmallVectorImpl<Value> &newParams,
+              SmallVectorImpl<Value> &newState);
+
+  func::FuncOp gradient;
+  const OptimizerOptions &options;
+  OpBuilder builder;
+  Location loc = UnknownLoc::get(gradient.getContext());
+  GradientResults roles;
+  llvm::StringMap<ParameterOp> parameters;
+};
+} // namespace
+
+SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
+                                               int64_t index) {
+  IRMapping mapping;
+  Block &body = gradient.getBody().front();
+  int64_t k = options.microBatches;
+  for (auto [argument, input] : llvm::zip(body.getArguments(), inputs)) {
+    if (k == 1) {
+      mapping.map(argument, input);
+      continue;
+    }
+    auto type = cast<RankedTensorType>(argument.getType());
+    SmallVector<int64_t> start(type.getRank(), 0), stride(type.getRank(), 1);
+    start[0] = index * type.getDimSize(0);
+    mapping.map(argument,
+                builder.create<SliceOp>(loc, type, input, start, stride));
+  }
+  for (Operation &op : body.without_terminator())
+    builder.clone(op, mapping);
+  SmallVector<Value> results;
+  for (Value value : body.getTerminator()->getOperands())
+    results.push_back(mapping.lookup(value));
+  return results;
+}
+
+Value StepBuilder::sumOfSquares(Value grad) {
+  auto type = cast<RankedTensorType>(grad.getType());
+  SmallVector<int64_t> axes(type.getRank());
+  std::iota(axes.begin(), axes.end(), 0);
+  Value squares = builder.create<MulOp>(loc, grad, grad);
+  return builder.create<ReduceSumOp>(loc, squares, axes, /*keep_dims=*/false);
+}
+
+void StepBuilder::update(StringRef name, Value grad, Value lr, Value step,
+                         ArrayRef<Value> state,
+                         SmallVectorImpl<Value> &newParams,
+                         SmallVectorImpl<Value> &newState) {
+  ParameterOp original = parameters.lookup(name);
+  Value param = builder.create<ParameterOp>(loc, original.getType(),
+                                            original.getNameAttr(),
+                                            original.getInitialValueAttr());
+  Type type = param.getType();
+  bool exempt = options.exemptBiasesAndNorms &&
+                cast<RankedTensorType>(type).getRank() <= 1;
+  double decay = exempt ? 0.0 : options.weightDecay;
+  auto f64 = [&](double v) { return builder.getF64FloatAttr(v); };
+  switch (options.kind) {
+  case OptimizerKind::AdamW: {
+    auto op = builder.create<AdamWOp>(
+        loc, TypeRange{type, type, type}, param, grad, state[0], state[1], lr,
+        step, f64(options.beta1),
+        f64(options.beta2), f64(options.epsilon), f64(decay));
+    newParams.push_back(op.getNewParam());
+    newState.append({op.getNewExpAvg(), op.getNewExpAvgSq()});
+    return;
+  }
+  case OptimizerKind::SGD: {
+    auto op = builder.create<SgdOp>(
+        loc, TypeRange{type, type}, param, grad, state[0], lr, step,
+        f64(options.momentum), f64(options.dampening), f64(decay),
+        options.nesterov ? builder.getUnitAttr() : UnitAttr());
+    newParams.push_back(op.getNewParam());
+    newState.push_back(op.getNewMomentumBuffer());
+    return;
+  }
+  case OptimizerKind::Adagrad: {
+    auto op = builder.create<AdagradOp>(
+        loc, TypeRange{type, type}, param, grad, state[0], lr, step,
+        f64(options.lrDecay), f64(decay), f64(options.epsilon));
+    newParams.push_back(op.getNewParam());
+    newState.push_back(op.getNewSum());
+    return;
+  }
+  }
+}
+
+FailureOr<func::FuncOp> StepBuilder::build() {
+  auto lossIndex = gradient->getAttrOfType<IntegerAttr>(kLossIndexAttr);
+  if (!lossIndex)
+    return gradient.emitError("is not a gradient function (no ")
+           << kLossIndexAttr << " attribute)";
+  roles.loss = lossIndex.getInt();
+  for (unsigned i = 0; i < gradient.getNumResults(); ++i)
+    if (auto name = gradient.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
+      roles.gradients.push_back({name.getValue(), i});
+  gradient.walk([&](ParameterOp op) {
+    parameters.try_emplace(op.getName(), op);
+  });
+  int64_t k = options.microBatches;
+  if (k < 1)
+    return gradient.emitError("micro-batches must be at least 1");
+
+  // The signature.
+  Type f32 = builder.getF32Type(), i64 = builder.getI64Type();
+  SmallVector<Type> argumentTypes;
+  for (Type type : gradient.getArgumentTypes()) {
+    auto tensor = cast<RankedTensorType>(type);
+    if (k > 1 && tensor.getRank() == 0)
+      return gradient.emitError("micro-batches need inputs with a batch "
+                                "dimension");
+    SmallVector<int64_t> shape(tensor.getShape());
+    if (k > 1)
+      shape[0] *= k;
+    argumentTypes.push_back(tensor.clone(shape));
+  }
+  unsigned numInputs = argumentTypes.size();
+  argumentTypes.append({RankedTensorType::get({}, f32),
+                        RankedTensorType::get({}, i64)});
+  std::vector<std::string> slots = optimizerSlots(options.kind);
+  for (auto &[name, index] : roles.gradients)
+    for (size_t s = 0; s < slots.size(); ++s)
+      argumentTypes.push_back(gradient.getResultTypes()[index]);
+
+  builder.setInsertionPointAfter(gradient);
+  std::string base = gradient.getSymName().str();
+  if (StringRef(base).ends_with("_grad"))
+    base.resize(base.size() - 5);
+  auto step = builder.create<func::FuncOp>(
+      loc, base + "_step", builder.getFunctionType(argumentTypes, {}));
+  Block *entry = step.addEntryBlock();
+  builder.setInsertionPointToEnd(entry);
+  for (unsigned i = 0; i < numInputs; ++i)
+    if (auto name = gradient.getArgAttr(i, "kiln.name"))
+      step.setArgAttr(i, "kiln.name", name);
+  step.setArgAttr(numInputs, "kiln.name", builder.getStringAttr("lr"));
+  step.setArgAttr(numInputs + 1, "kiln.name", builder.getStringAttr("step"));
+  unsigned stateIndex = numInputs + 2;
+  for (auto &[name, index] : roles.gradients)
+    for (const std::string &slot : slots) {
+      step.setArgAttr(stateIndex, kStateOfAttr, builder.getStringAttr(name));
+      step.setArgAttr(stateIndex++, kSlotAttr, builder.getStringAttr(slot));
+    }
+
+  // Forward and backward per micro-batch, averaged.
+  SmallVector<Value> inputs(entry->getArguments().take_front(numInputs));
+  Value loss;
+  SmallVector<Value> grads(roles.gradients.size());
+  for (int64_t m = 0; m < k; ++m) {
+    SmallVector<Value> results = inlineGradient(inputs, m);
+    Value microLoss = results[roles.loss];
+    loss = loss ? builder.create<AddOp>(loc, loss, microLoss) : microLoss;
+    for (auto [i, role] : llvm::enumerate(roles.gradients)) {
+      Value g = results[role.second];
+      grads[i] = grads[i] ? builder.create<AddOp>(loc, grads[i], g) : g;
+    }
+  }
+  if (k > 1) {
+    Type lossElement = cast<RankedTensorType>(loss.getType()).getElementType();
+    loss = builder.create<DivOp>(loc, loss, scalar(k, lossElement));
+    for (Value &g : grads)
+      g = builder.create<DivOp>(
+          loc, g,
+          scalar(k, cast<RankedTensorType>(g.getType()).getElementType()));
+  }
+
+  // The global norm, in f32, and clipping as torch.nn.utils.clip_grad_norm_.
+  Value squares;
+  for (Value g : grads) {
+    Value s = sumOfSquares(g);
+    if (cast<RankedTensorType>(s.getType()).getElementType() != f32)
+      s = builder.create<CastOp>(loc, RankedTensorType::get({}, f32), s);
+    squares = squares ? builder.create<AddOp>(loc, squares, s) : s;
+  }
+  Value norm = squares ? Value(builder.create<SqrtOp>(loc, squares))
+                       : scalar(0.0, f32);
+  if (options.clipGradNorm > 0.0 && squares) {
+    Value coefficient = builder.create<MinOp>(
+        loc, scalar(1.0, f32),
+        builder.create<DivOp>(
+            loc, scalar(options.clipGradNorm, f32),
+            builder.create<AddOp>(loc, norm, scalar(1e-6, f32))));
+    for (Value &g : grads) {
+      auto type = cast<RankedTensorType>(g.getType());
+      Value c = type.getElementType() == f32
+                    ? coefficient
+                    : builder.create<CastOp>(
+                          loc, RankedTensorType::get({}, type.getElementType()),
+                          coefficient);
+      g = builder.create<MulOp>(loc, g, c);
+    }
+  }
+
+  // The updates.
+  Value lr = entry->getArgument(numInputs), stepNumber = entry->getArgument(numInputs + 1);
+  SmallVector<Value> newParams, newState;
+  unsigned stateArgument = numInputs + 2;
+  for (auto [i, role] : llvm::enumerate(roles.gradients)) {
+    ArrayRef<BlockArgument> state =
+        entry->getArguments().slice(stateArgument, slots.size());
+    stateArgument += slots.size();
+    update(role.first, grads[i], lr, stepNumber,
+           SmallVector<Value>(state.begin(), state.end()), newParams, newState);
+  }
+  SmallVector<Value> results{loss, norm};
+  llvm::append_range(results, newParams);
+  llvm::append_range(results, newState);
+  builder.create<func::ReturnOp>(loc, results);
+  step.setType(builder.getFunctionType(argumentTypes,
+                                       ValueRange(results).getTypes()));
+  step.setResultAttr(0, "kiln.name", builder.getStringAttr("loss"));
+  step.setResultAttr(1, "kiln.name", builder.getStringAttr("grad_norm"));
+  unsigned resultIndex = 2;
+  for (auto &[name, index] : roles.gradients)
+    step.setResultAttr(resultIndex++, kUpdateOfAttr, builder.getStringAttr(name));
+  for (auto &[name, index] : roles.gradients)
+    for (const std::string &slot : slots) {
+      step.setResultAttr(resultIndex, kStateOfAttr, builder.getStringAttr(name));
+      step.setResultAttr(resultIndex++, kSlotAttr, builder.getStringAttr(slot));
+    }
+  return step;
+}
+
+FailureOr<func::FuncOp> buildTrainingStep(func::FuncOp gradient,
+                                          const OptimizerOptions &options) {
+  return StepBuilder(gradient, options).build();
+}
+
+} // namespace kiln

@@ -1,0 +1,170 @@
+//===- Trainer.cpp - training on the reference interpreter ----------------===//
+//
+// Parameters start from the model's initializers; parameters declared
+// without values (graph-only exports) are initialized GPT-2 style: matrices
+// from N(0, 0.02), vectors to 1 when their name says they belong to a norm,
+// else to 0. A step whose loss is not finite is refused before it changes
+// anything.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Training/Trainer.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/Interpreter/TensorAttr.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+#include <random>
+
+using namespace mlir;
+
+namespace kiln {
+
+double LearningRateSchedule::at(int64_t step, int64_t totalSteps) const {
+  if (warmup > 0 && step <= warmup)
+    return lr * static_cast<double>(step) / warmup;
+  if (kind == ScheduleKind::Constant || totalSteps <= warmup)
+    return lr;
+  double progress = static_cast<double>(step - warmup) / (totalSteps - warmup);
+  progress = std::clamp(progress, 0.0, 1.0);
+  double factor = kind == ScheduleKind::Linear
+                      ? 1.0 - progress
+                      : 0.5 * (1.0 + std::cos(M_PI * progress));
+  return minLr + (lr - minLr) * factor;
+}
+
+static bool belongsToNorm(StringRef name) {
+  std::string lower = name.lower();
+  StringRef text(lower);
+  return text.contains("norm") || text.contains("ln_") ||
+         text.contains(".ln") || text.contains("layernorm");
+}
+
+static Tensor initialValue(ParameterOp op, std::mt19937_64 &generator) {
+  RankedTensorType type = op.getType();
+  Tensor tensor(*dtypeOf(type.getElementType()), type.getShape());
+  if (type.getRank() >= 2) {
+    std::normal_distribution<double> normal(0.0, 0.02);
+    for (int64_t i = 0; i < tensor.getNumElements(); ++i)
+      tensor.setFromDouble(i, normal(generator));
+  } else if (belongsToNorm(op.getName())) {
+    for (int64_t i = 0; i < tensor.getNumElements(); ++i)
+      tensor.setFromDouble(i, 1.0);
+  }
+  return tensor;
+}
+
+LogicalResult Trainer::initialize(func::FuncOp forward) {
+  std::mt19937_64 generator(trainingSpec.seed);
+  WalkResult walk = forward.walk([&](ParameterOp op) {
+    std::string name = op.getName().str();
+    if (parameterValues.count(name))
+      return WalkResult::advance();
+    Tensor value;
+    if (std::optional<ElementsAttr> initial = op.getInitialValue()) {
+      FailureOr<Tensor> decoded = tensorFromAttr(*initial);
+      if (failed(decoded)) {
+        op.emitOpError() << "cannot read the value of parameter '" << name << "'";
+        return WalkResult::interrupt();
+      }
+      value = std::move(*decoded);
+    } else {
+      value = initialValue(op, generator);
+    }
+    parameterOrder.push_back(name);
+    parameterValues[name] = std::move(value);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  for (unsigned i = 0; i < gradientFn.getNumResults(); ++i)
+    if (auto name = gradientFn.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
+      trained.push_back(name.str());
+  double fill = trainingSpec.optimizer.kind == OptimizerKind::Adagrad
+                    ? trainingSpec.initialAccumulator
+                    : 0.0;
+  for (const std::string &name : trained) {
+    const Tensor &param = parameterValues[name];
+    for (const std::string &slot : optimizerSlots(trainingSpec.optimizer.kind)) {
+      Tensor tensor(param.getDType(), param.getShape());
+      for (int64_t i = 0; i < tensor.getNumElements(); ++i)
+        tensor.setFromDouble(i, fill);
+      stateValues.emplace_back(name + "." + slot, std::move(tensor));
+    }
+  }
+  return success();
+}
+
+FailureOr<std::unique_ptr<Trainer>> Trainer::create(ModuleOp module,
+                                                    func::FuncOp forward,
+                                                    const TrainingSpec &spec) {
+  std::unique_ptr<Trainer> trainer(new Trainer(spec));
+  FailureOr<func::FuncOp> gradient =
+      buildGradientFunction(forward, spec.autodiff);
+  if (failed(gradient))
+    return failure();
+  if (gradient->getNumResults() == forward.getNumResults())
+    return forward.emitError("no parameter is trained: none reaches the loss "
+                             "or all are frozen");
+  FailureOr<func::FuncOp> step = buildTrainingStep(*gradient, spec.optimizer);
+  if (failed(step))
+    return failure();
+  trainer->gradientFn = *gradient;
+  trainer->stepFn = *step;
+  if (failed(trainer->initialize(forward)))
+    return failure();
+  return trainer;
+}
+
+FailureOr<StepReport> Trainer::step(ArrayRef<Tensor> inputs) {
+  int64_t number = stepsDone + 1;
+  double lr = trainingSpec.schedule.at(number, trainingSpec.totalSteps);
+  SmallVector<Tensor> arguments(inputs.begin(), inputs.end());
+  Tensor lrTensor(DType::F32, {}), stepTensor(DType::I64, {});
+  lrTensor.setFromDouble(0, lr);
+  stepTensor.ints()[0] = number;
+  arguments.push_back(std::move(lrTensor));
+  arguments.push_back(std::move(stepTensor));
+  for (auto &entry : stateValues)
+    arguments.push_back(entry.second);
+
+  InterpreterOptions options;
+  options.parameters = &parameterValues;
+  FailureOr<SmallVector<Tensor>> results = interpret(stepFn, arguments, options);
+  if (failed(results))
+    return failure();
+  double loss = (*results)[0].getAsDouble(0);
+  double gradNorm = (*results)[1].getAsDouble(0);
+  if (!std::isfinite(loss) || !std::isfinite(gradNorm))
+    return stepFn.emitError() << "step " << number << ": the "
+                              << (std::isfinite(loss) ? "gradient norm" : "loss")
+                              << " is " << (std::isfinite(loss) ? gradNorm : loss)
+                              << "; the parameters keep their values from step "
+                              << stepsDone;
+  unsigned next = 2;
+  for (const std::string &name : trained)
+    parameterValues[name] = std::move((*results)[next++]);
+  for (auto &entry : stateValues)
+    entry.second = std::move((*results)[next++]);
+  stepsDone = number;
+  return StepReport{loss, gradNorm, lr};
+}
+
+FailureOr<NamedTensors>
+Trainer::gradients(ArrayRef<Tensor> inputs) {
+  InterpreterOptions options;
+  options.parameters = &parameterValues;
+  FailureOr<SmallVector<Tensor>> results = interpret(gradientFn, inputs, options);
+  if (failed(results))
+    return failure();
+  NamedTensors byName;
+  for (unsigned i = 0; i < gradientFn.getNumResults(); ++i)
+    if (auto name = gradientFn.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
+      byName.emplace_back(name.str(), std::move((*results)[i]));
+  return byName;
+}
+
+} // namespace kiln
