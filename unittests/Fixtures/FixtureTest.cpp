@@ -262,12 +262,15 @@ TEST_P(FixtureGradients, AdamWOnPyTorchGradientsMatches) {
 }
 
 // The whole training step (kiln's gradients, then AdamW) matches PyTorch's
-// step within 1e-5 relative, except where PyTorch's gradient is roundoff
-// (below 1e-6 of the model's largest gradient element): Adam's first step
-// moves such an
-// element by lr * g / (|g| + eps), so its value is decided by which noise
-// each implementation's rounding produced (BERT's key biases, GPT-2's fused
-// key bias block). Those elements must still move by at most lr.
+// step within 1e-5 relative, except where the first Adam step is
+// ill-conditioned: it moves an element by lr * g / (|g| + eps), whose
+// sensitivity to g, lr * eps / (|g| + eps)^2, makes a gradient below
+// 100 * eps = 1e-6 amplify fp32 roundoff of the backward pass (which differs
+// between any two implementations) into the update. That covers the
+// analytically zero gradients of attention key biases (BERT's, GPT-2's fused
+// block), which are pure roundoff. Those elements must still move by at most
+// lr; kiln.adamw itself is checked on every element by
+// AdamWOnPyTorchGradientsMatches.
 TEST_P(FixtureGradients, AdamWStepMatchesPyTorch) {
   std::string directory = "hf/" + GetParam() + "/";
   mlir::MLIRContext context;
@@ -287,23 +290,16 @@ TEST_P(FixtureGradients, AdamWStepMatchesPyTorch) {
       readOrDie(fixture(directory + "ref/input_ids.pb")),
       readOrDie(fixture(directory + "ref/labels.pb"))};
   ASSERT_TRUE(mlir::succeeded((*trainer)->step(inputs)));
-  double largest = 0.0;
-  llvm::StringMap<Tensor> grads;
-  for (const std::string &name : (*trainer)->parameterNames()) {
-    Tensor &grad = grads[name] =
-        readOrDie(fixture(directory + "ref/grad/" + name + ".pb"));
-    for (int64_t i = 0; i < grad.getNumElements(); ++i)
-      largest = std::max(largest, std::fabs(grad.getAsDouble(i)));
-  }
+  const double illConditioned = 100 * 1e-8; // 100 * eps
   int compared = 0;
   for (const std::string &name : (*trainer)->parameterNames()) {
     Tensor expected =
         readOrDie(fixture(directory + "ref/adamw_step1/" + name + ".pb"));
-    const Tensor &grad = grads[name];
+    Tensor grad = readOrDie(fixture(directory + "ref/grad/" + name + ".pb"));
     Tensor actual = (*trainer)->parameters()[name];
-    // Replace the roundoff elements by PyTorch's after checking their bound.
+    // Replace those elements by PyTorch's after checking their bound.
     for (int64_t i = 0; i < grad.getNumElements(); ++i)
-      if (std::fabs(grad.getAsDouble(i)) < 1e-6 * largest) {
+      if (std::fabs(grad.getAsDouble(i)) < illConditioned) {
         EXPECT_LE(std::fabs(actual.getAsDouble(i) - expected.getAsDouble(i)),
                   2e-3 + 1e-7)
             << name << "[" << i << "]";
