@@ -3,9 +3,11 @@
 // `kiln-run --device=cpu MODEL.onnx|MODEL.mlir --input NAME=FILE ...
 // [--output-dir DIR]` runs the forward function on the reference
 // interpreter, prints every output and optionally writes them as
-// TensorProto files.
+// TensorProto files. With --train it trains the model instead (Training.cpp).
 //
 //===----------------------------------------------------------------------===//
+
+#include "Training.h"
 
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/TensorIO/TensorFiles.h"
@@ -101,40 +103,45 @@ int main(int argc, char **argv) {
   if (mlir::failed(function))
     return 1;
 
-  // Match --input NAME=FILE to the function's arguments by name.
+  // Read --input NAME=FILE, matching the function's arguments by name.
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < function->getNumArguments(); ++i)
+    names.push_back(kiln::argumentName(*function, i));
   StringMap<std::string> files;
+  StringMap<kiln::Tensor> tensors;
   for (const std::string &entry : inputs) {
     auto [name, file] = StringRef(entry).split('=');
     if (name.empty() || file.empty())
       return fail("--input expects NAME=FILE, got '" + entry + "'");
-    files[name] = file.str();
-  }
-  std::vector<std::string> names;
-  for (unsigned i = 0; i < function->getNumArguments(); ++i)
-    names.push_back(kiln::argumentName(*function, i));
-  for (const auto &entry : files)
-    if (!is_contained(names, entry.getKey()))
-      return fail("the model has no input named '" + entry.getKey() +
+    if (!is_contained(names, name))
+      return fail("the model has no input named '" + name +
                   "'; its inputs are: " + join(names, ", "));
-  SmallVector<kiln::Tensor> arguments;
-  for (auto [i, name] : enumerate(names)) {
-    auto it = files.find(name);
-    if (it == files.end())
-      return fail("input '" + name + "' is missing; give it with --input " +
-                  name + "=FILE");
-    Expected<kiln::Tensor> tensor = kiln::readTensorFile(it->second);
+    Expected<kiln::Tensor> tensor = kiln::readTensorFile(file);
     if (!tensor)
       return fail(toString(tensor.takeError()));
+    files[name] = file.str();
+    tensors[name] = std::move(*tensor);
+  }
+  if (kiln::trainingRequested())
+    return kiln::runTraining(*module, *function, modelPath, join(dims, ","),
+                             tensors);
+
+  SmallVector<kiln::Tensor> arguments;
+  for (auto [i, name] : enumerate(names)) {
+    auto it = tensors.find(name);
+    if (it == tensors.end())
+      return fail("input '" + name + "' is missing; give it with --input " +
+                  name + "=FILE");
     mlir::Type expected = function->getArgumentTypes()[i];
-    mlir::Type actual = tensor->getType(&context);
+    mlir::Type actual = it->second.getType(&context);
     if (expected != actual) {
       std::string text;
       raw_string_ostream os(text);
       os << "input '" << name << "' must be " << expected << ", but "
-         << it->second << " holds " << actual;
+         << files[name] << " holds " << actual;
       return fail(text);
     }
-    arguments.push_back(std::move(*tensor));
+    arguments.push_back(std::move(it->second));
   }
 
   mlir::FailureOr<SmallVector<kiln::Tensor>> results =

@@ -12,6 +12,7 @@
 #include "kiln/Autodiff/Autodiff.h"
 #include "kiln/Autodiff/TrainingStep.h"
 #include "kiln/Interpreter/Tensor.h"
+#include "kiln/Training/Safetensors.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -45,9 +46,6 @@ struct TrainingSpec {
   /// Adagrad's initial accumulator value.
   double initialAccumulator = 0.0;
 };
-
-/// Tensors with names, in a meaningful order.
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 struct StepReport {
   double loss, gradNorm, lr;

@@ -1,0 +1,43 @@
+//===- Checkpoint.h - training checkpoints -----------------------*- C++ -*-===//
+//
+// A checkpoint is a directory: `model.safetensors` (every parameter under its
+// original name), `optimizer.safetensors` (state as "<parameter>.<slot>") and
+// `meta.json` (format version, kiln's version, the step, the hashes of the
+// model and of the training spec, and a checksum of each tensor file).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TRAINING_CHECKPOINT_H
+#define KILN_TRAINING_CHECKPOINT_H
+
+#include "kiln/Training/Trainer.h"
+
+#include "llvm/Support/Error.h"
+
+namespace kiln {
+
+/// What a checkpoint must agree with to be resumed.
+struct CheckpointIdentity {
+  std::string modelHash;
+  std::string specHash;
+};
+
+/// Writes the trainer's state to `directory`. Everything is written into a
+/// sibling directory first and renamed over `directory` only when complete,
+/// so an existing checkpoint is never replaced by a partial one.
+llvm::Error saveCheckpoint(llvm::StringRef directory, Trainer &trainer,
+                           const CheckpointIdentity &identity);
+
+/// Restores the trainer from `directory`, refusing a checkpoint of another
+/// format, model or training spec, or one whose files fail their checksums.
+llvm::Error loadCheckpoint(llvm::StringRef directory, Trainer &trainer,
+                           const CheckpointIdentity &identity);
+
+/// A hex digest of `bytes` (xxh3, 64 bits).
+std::string digest(llvm::StringRef bytes);
+
+constexpr const char *kKilnVersion = "0.1.0";
+
+} // namespace kiln
+
+#endif // KILN_TRAINING_CHECKPOINT_H

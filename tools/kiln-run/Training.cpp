@@ -1,0 +1,490 @@
+//===- Training.cpp - kiln-run --train ------------------------------------===//
+//
+// Trains a model on the reference interpreter: options, data, the step loop
+// with its progress line and JSON log, checkpoints and exports.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Training.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/TensorIO/ModelExport.h"
+#include "kiln/TensorIO/TensorFiles.h"
+#include "kiln/Training/Checkpoint.h"
+#include "kiln/Training/TokenData.h"
+#include "kiln/Training/Trainer.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace llvm;
+
+namespace kiln {
+
+static cl::OptionCategory category("Training (with --train)");
+
+// `--train` alone trains every parameter; `--train=REGEX` only those whose
+// name matches.
+static cl::opt<std::string> train(
+    "train", cl::ValueOptional, cl::cat(category),
+    cl::desc("Train the model; with =REGEX, only the matching parameters"),
+    cl::value_desc("REGEX"));
+static cl::opt<std::string> freeze("freeze", cl::cat(category),
+                                   cl::desc("Do not train parameters matching"),
+                                   cl::value_desc("REGEX"));
+static cl::opt<std::string> loss("loss", cl::cat(category),
+                                 cl::desc("The output to minimize (default: "
+                                          "the first scalar output)"));
+static cl::opt<int64_t> steps("steps", cl::init(1), cl::cat(category),
+                              cl::desc("Total number of optimizer steps"));
+static cl::opt<std::string> optimizer("optimizer", cl::init("adamw"),
+                                      cl::cat(category),
+                                      cl::desc("adamw, sgd or adagrad"));
+static cl::opt<double> lr("lr", cl::init(1e-3), cl::cat(category),
+                          cl::desc("Peak learning rate"));
+static cl::opt<double> weightDecay(
+    "weight-decay", cl::init(-1.0), cl::cat(category),
+    cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd and adagrad, "
+             "as in torch.optim)"));
+static cl::opt<std::string> betas("betas", cl::init("0.9,0.999"),
+                                  cl::cat(category),
+                                  cl::desc("AdamW's beta1,beta2"));
+static cl::opt<double> eps("eps", cl::init(-1.0), cl::cat(category),
+                           cl::desc("Epsilon (default: 1e-8 for adamw, 1e-10 "
+                                    "for adagrad)"));
+static cl::opt<double> momentum("momentum", cl::init(0.0), cl::cat(category),
+                                cl::desc("SGD momentum"));
+static cl::opt<double> dampening("dampening", cl::init(0.0), cl::cat(category),
+                                 cl::desc("SGD dampening"));
+static cl::opt<bool> nesterov("nesterov", cl::cat(category),
+                              cl::desc("SGD with Nesterov momentum"));
+static cl::opt<double> lrDecay("lr-decay", cl::init(0.0), cl::cat(category),
+                               cl::desc("Adagrad learning-rate decay"));
+static cl::opt<double> initialAccumulator(
+    "initial-accumulator-value", cl::init(0.0), cl::cat(category),
+    cl::desc("Adagrad's initial accumulator value"));
+static cl::opt<bool> noDecayBiasesNorms(
+    "no-decay-biases-norms", cl::cat(category),
+    cl::desc("Exempt biases and norm weights (parameters of rank 0 or 1) "
+             "from weight decay"));
+static cl::opt<std::string> schedule("schedule", cl::init("constant"),
+                                     cl::cat(category),
+                                     cl::desc("constant, linear or cosine"));
+static cl::opt<int64_t> warmup("warmup", cl::init(0), cl::cat(category),
+                               cl::desc("Linear warmup steps"));
+static cl::opt<double> minLr("min-lr", cl::init(0.0), cl::cat(category),
+                             cl::desc("Learning rate that decay ends at"));
+static cl::opt<double> clipGradNorm("clip-grad-norm", cl::init(0.0),
+                                    cl::cat(category),
+                                    cl::desc("Clip gradients to this global "
+                                             "norm (0: off)"));
+static cl::opt<int64_t> microBatches(
+    "micro-batches", cl::init(1), cl::cat(category),
+    cl::desc("Accumulate gradients over this many micro-batches per step"));
+static cl::opt<uint64_t> seed("seed", cl::init(0), cl::cat(category),
+                              cl::desc("Seed of data sampling and of the "
+                                       "initialization of declared "
+                                       "parameters"));
+static cl::opt<std::string> data("data", cl::cat(category),
+                                 cl::desc("A flat token file (nanoGPT .bin)"),
+                                 cl::value_desc("FILE"));
+static cl::opt<std::string> dataDtype("data-dtype", cl::init("uint16"),
+                                      cl::cat(category),
+                                      cl::desc("uint16 or uint32"));
+static cl::opt<std::string> labels(
+    "labels", cl::init("inputs"), cl::cat(category),
+    cl::desc("Labels of token windows: 'inputs' (the model shifts them, as "
+             "Hugging Face models do) or 'next' (the following tokens)"));
+static cl::opt<int64_t> batch("batch", cl::init(0), cl::cat(category),
+                              cl::desc("Windows per micro-batch (default: the "
+                                       "model's batch size)"));
+static cl::opt<int64_t> seq("seq", cl::init(0), cl::cat(category),
+                            cl::desc("Tokens per window (default: the "
+                                     "model's sequence length)"));
+static cl::opt<std::string> saveGradients(
+    "save-gradients", cl::cat(category), cl::value_desc("DIR"),
+    cl::desc("Write the last step's gradients as DIR/<parameter>.pb"));
+static cl::opt<std::string> saveParams(
+    "save-params", cl::cat(category), cl::value_desc("DIR"),
+    cl::desc("Write the trained parameters as DIR/<parameter>.pb"));
+static cl::opt<std::string> checkpoint("checkpoint", cl::cat(category),
+                                       cl::value_desc("DIR"),
+                                       cl::desc("Checkpoint directory"));
+static cl::opt<int64_t> saveEvery("save-every", cl::init(0), cl::cat(category),
+                                  cl::desc("Checkpoint every K steps (and at "
+                                           "the end)"));
+static cl::opt<std::string> resume("resume", cl::cat(category),
+                                   cl::value_desc("DIR"),
+                                   cl::desc("Continue from a checkpoint"));
+static cl::opt<std::string> exportSafetensors(
+    "export-safetensors", cl::cat(category), cl::value_desc("FILE"),
+    cl::desc("Write the trained parameters as safetensors"));
+static cl::opt<std::string> exportOnnx(
+    "export-onnx", cl::cat(category), cl::value_desc("FILE"),
+    cl::desc("Write the model with its trained initializers"));
+static cl::opt<std::string> logFile("log", cl::cat(category),
+                                    cl::value_desc("FILE.jsonl"),
+                                    cl::desc("One JSON object per step"));
+
+bool trainingRequested() { return train.getNumOccurrences() > 0; }
+
+static int fail(const Twine &message) {
+  errs() << "kiln-run: error: " << message << "\n";
+  return 1;
+}
+
+/// The training spec from the options; an error message on bad values.
+static Expected<TrainingSpec> readSpec() {
+  auto bad = [](const Twine &message) {
+    return createStringError(inconvertibleErrorCode(), message);
+  };
+  TrainingSpec spec;
+  OptimizerOptions &o = spec.optimizer;
+  if (optimizer == "adamw")
+    o.kind = OptimizerKind::AdamW;
+  else if (optimizer == "sgd")
+    o.kind = OptimizerKind::SGD;
+  else if (optimizer == "adagrad")
+    o.kind = OptimizerKind::Adagrad;
+  else
+    return bad("unknown --optimizer '" + optimizer +
+               "' (adamw, sgd or adagrad)");
+  SmallVector<StringRef> parts;
+  StringRef(betas).split(parts, ',');
+  if (parts.size() != 2 || parts[0].trim().getAsDouble(o.beta1) ||
+      parts[1].trim().getAsDouble(o.beta2) || o.beta1 < 0 || o.beta1 >= 1 ||
+      o.beta2 < 0 || o.beta2 >= 1)
+    return bad("--betas expects two numbers in [0, 1), got '" + betas + "'");
+  o.weightDecay = weightDecay >= 0 ? weightDecay
+                  : o.kind == OptimizerKind::AdamW ? 0.01
+                                                   : 0.0;
+  o.epsilon = eps >= 0 ? eps : o.kind == OptimizerKind::Adagrad ? 1e-10 : 1e-8;
+  o.momentum = momentum;
+  o.dampening = dampening;
+  o.nesterov = nesterov;
+  if (nesterov && (momentum <= 0 || dampening != 0))
+    return bad("--nesterov needs --momentum > 0 and no --dampening");
+  o.lrDecay = lrDecay;
+  o.exemptBiasesAndNorms = noDecayBiasesNorms;
+  o.clipGradNorm = clipGradNorm;
+  if (clipGradNorm < 0)
+    return bad("--clip-grad-norm must not be negative");
+  o.microBatches = microBatches;
+  if (microBatches < 1)
+    return bad("--micro-batches must be at least 1");
+  spec.initialAccumulator = initialAccumulator;
+  LearningRateSchedule &s = spec.schedule;
+  if (schedule == "constant")
+    s.kind = ScheduleKind::Constant;
+  else if (schedule == "linear")
+    s.kind = ScheduleKind::Linear;
+  else if (schedule == "cosine")
+    s.kind = ScheduleKind::Cosine;
+  else
+    return bad("unknown --schedule '" + schedule + "' (constant, linear or "
+               "cosine)");
+  if (lr <= 0 || warmup < 0 || minLr < 0)
+    return bad("--lr must be positive, --warmup and --min-lr not negative");
+  s.lr = lr;
+  s.warmup = warmup;
+  s.minLr = minLr;
+  if (steps < 1)
+    return bad("--steps must be at least 1");
+  spec.totalSteps = steps;
+  spec.seed = seed;
+  spec.autodiff.loss = loss;
+  spec.autodiff.train = train;
+  spec.autodiff.freeze = freeze;
+  return spec;
+}
+
+/// Everything that must match for a checkpoint to resume: all options that
+/// change the numbers, except the total number of steps.
+static std::string specIdentity() {
+  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
+                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}|{21}|{22}",
+                 optimizer, lr, weightDecay, betas, eps, momentum, dampening,
+                 nesterov, lrDecay, initialAccumulator, noDecayBiasesNorms,
+                 schedule, warmup, minLr, clipGradNorm, microBatches, seed,
+                 data, labels, batch, seq, train + "/" + freeze, loss)
+      .str();
+}
+
+/// The vocabulary of the token input: the table its first lookup reads.
+static int64_t vocabularyOf(mlir::func::FuncOp forward) {
+  int64_t vocabulary = 0;
+  forward.walk([&](GatherOp op) {
+    if (!vocabulary && op.getIndices() == forward.getArgument(0))
+      vocabulary = op.getData().getType().getDimSize(op.getAxis());
+  });
+  return vocabulary;
+}
+
+namespace {
+/// Where each step's inputs come from.
+class BatchSource {
+public:
+  virtual ~BatchSource() = default;
+  virtual SmallVector<Tensor> batchOf(int64_t step) = 0;
+};
+
+/// Token windows from a file.
+class TokenSource : public BatchSource {
+public:
+  TokenSource(TokenDataset dataset, int64_t windows, int64_t length)
+      : dataset(std::move(dataset)), windows(windows), length(length) {}
+  SmallVector<Tensor> batchOf(int64_t step) override {
+    Tensor inputs, targets;
+    dataset.batch(seed, step, windows, length, labels == "next", inputs,
+                  targets);
+    return {std::move(inputs), std::move(targets)};
+  }
+
+private:
+  TokenDataset dataset;
+  int64_t windows, length;
+};
+
+/// --input tensors: one batch, or several stacked along the first
+/// dimension, used in turn.
+class TensorSource : public BatchSource {
+public:
+  TensorSource(SmallVector<Tensor> tensors, SmallVector<int64_t> rows,
+               int64_t count)
+      : tensors(std::move(tensors)), rows(std::move(rows)), count(count) {}
+  SmallVector<Tensor> batchOf(int64_t step) override {
+    int64_t which = (step - 1) % count;
+    SmallVector<Tensor> batch;
+    for (auto [tensor, size] : llvm::zip(tensors, rows)) {
+      SmallVector<int64_t> shape(tensor.getShape());
+      shape[0] = size;
+      Tensor slice(tensor.getDType(), shape);
+      int64_t n = slice.getNumElements();
+      for (int64_t i = 0; i < n; ++i) {
+        if (slice.isFloat())
+          slice.floats()[i] = tensor.floats()[which * n + i];
+        else
+          slice.ints()[i] = tensor.ints()[which * n + i];
+      }
+      batch.push_back(std::move(slice));
+    }
+    return batch;
+  }
+
+private:
+  SmallVector<Tensor> tensors;
+  SmallVector<int64_t> rows;
+  int64_t count;
+};
+} // namespace
+
+static Expected<std::unique_ptr<BatchSource>>
+makeSource(mlir::func::FuncOp step, mlir::func::FuncOp forward,
+           const StringMap<Tensor> &inputs) {
+  auto bad = [](const Twine &message) {
+    return createStringError(inconvertibleErrorCode(), message);
+  };
+  unsigned numInputs = forward.getNumArguments();
+  auto stepType = [&](unsigned i) {
+    return cast<mlir::RankedTensorType>(step.getArgumentTypes()[i]);
+  };
+  if (!data.empty()) {
+    if (numInputs != 2)
+      return bad("--data feeds models with two inputs (tokens and labels); "
+                 "this one has " + Twine(numInputs));
+    mlir::RankedTensorType tokens = stepType(0);
+    if (tokens.getRank() != 2)
+      return bad("--data needs a [batch, seq] token input");
+    int64_t windows = tokens.getDimSize(0), length = tokens.getDimSize(1);
+    if ((batch && batch * microBatches != windows) || (seq && seq != length))
+      return bad(formatv("--batch {0} --seq {1} do not match the model's "
+                         "compiled input {2}x{3} (use --dim to choose them)",
+                         batch, seq, windows / microBatches, length));
+    if (labels != "inputs" && labels != "next")
+      return bad("--labels must be 'inputs' or 'next'");
+    unsigned width = dataDtype == "uint16" ? 2 : dataDtype == "uint32" ? 4 : 0;
+    if (!width)
+      return bad("--data-dtype must be uint16 or uint32");
+    Expected<TokenDataset> dataset =
+        TokenDataset::open(data, width, length, vocabularyOf(forward));
+    if (!dataset)
+      return dataset.takeError();
+    return std::make_unique<TokenSource>(std::move(*dataset), windows, length);
+  }
+  SmallVector<Tensor> tensors;
+  SmallVector<int64_t> rows;
+  int64_t count = 0;
+  for (unsigned i = 0; i < numInputs; ++i) {
+    auto name = forward.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name");
+    std::string key = name ? name.str() : "arg" + std::to_string(i);
+    auto it = inputs.find(key);
+    if (it == inputs.end())
+      return bad("input '" + key + "' is missing; give it with --input " +
+                 key + "=FILE, or give --data");
+    mlir::RankedTensorType expected = stepType(i);
+    const Tensor &given = it->second;
+    ArrayRef<int64_t> shape = given.getShape();
+    bool fits = mlir::RankedTensorType::get(shape, expected.getElementType()) ==
+                    given.getType(forward.getContext()) &&
+                expected.getRank() >= 1 &&
+                static_cast<int64_t>(shape.size()) == expected.getRank() &&
+                shape.drop_front() == expected.getShape().drop_front() &&
+                shape[0] % expected.getDimSize(0) == 0 && shape[0] > 0;
+    if (!fits)
+      return bad(formatv("input '{0}' must be {1} (or several such batches "
+                         "stacked along the first dimension)",
+                         key, expected));
+    int64_t batches = shape[0] / expected.getDimSize(0);
+    if (count && batches != count)
+      return bad("inputs hold different numbers of batches");
+    count = batches;
+    tensors.push_back(given);
+    rows.push_back(expected.getDimSize(0));
+  }
+  return std::make_unique<TensorSource>(std::move(tensors), std::move(rows),
+                                        count);
+}
+
+static Error writeTensors(StringRef directory, const NamedTensors &tensors) {
+  if (std::error_code error = sys::fs::create_directories(directory))
+    return createStringError(error, "cannot create " + directory);
+  for (const auto &[name, tensor] : tensors) {
+    SmallString<256> path(directory);
+    sys::path::append(path, name + ".pb");
+    if (Error error = writeTensorProtoFile(tensor, name, path))
+      return error;
+  }
+  return Error::success();
+}
+
+static std::string clock(double seconds) {
+  int64_t s = static_cast<int64_t>(seconds);
+  return s >= 3600 ? formatv("{0}:{1:2}:{2:2}", s / 3600, (s / 60) % 60, s % 60)
+                   : formatv("{0}:{1:2}", s / 60, s % 60).str();
+}
+
+int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
+                StringRef modelPath, StringRef importIdentity,
+                const StringMap<Tensor> &inputs) {
+  Expected<TrainingSpec> spec = readSpec();
+  if (!spec)
+    return fail(toString(spec.takeError()));
+  mlir::FailureOr<std::unique_ptr<Trainer>> created =
+      Trainer::create(module, forward, *spec);
+  if (mlir::failed(created))
+    return 1;
+  Trainer &trainer = **created;
+  Expected<std::unique_ptr<BatchSource>> source =
+      makeSource(trainer.stepFunction(), forward, inputs);
+  if (!source)
+    return fail(toString(source.takeError()));
+
+  ErrorOr<std::unique_ptr<MemoryBuffer>> modelBytes = MemoryBuffer::getFile(modelPath);
+  CheckpointIdentity identity{
+      digest((modelBytes ? (*modelBytes)->getBuffer() : StringRef()).str() +
+             "|" + importIdentity.str()),
+      digest(specIdentity())};
+  if (!resume.empty()) {
+    if (Error error = loadCheckpoint(resume, trainer, identity))
+      return fail(toString(std::move(error)));
+    if (trainer.completedSteps() >= steps)
+      return fail(formatv("checkpoint {0} is at step {1}; --steps {2} leaves "
+                          "nothing to run",
+                          resume, trainer.completedSteps(), steps));
+  }
+
+  std::unique_ptr<raw_fd_ostream> log;
+  if (!logFile.empty()) {
+    std::error_code error;
+    log = std::make_unique<raw_fd_ostream>(
+        logFile, error, resume.empty() ? sys::fs::OF_None : sys::fs::OF_Append);
+    if (error)
+      return fail("cannot write " + logFile + ": " + error.message());
+  }
+  bool terminal = sys::Process::StandardOutIsDisplayed();
+  int64_t tokensPerStep =
+      cast<mlir::RankedTensorType>(trainer.stepFunction().getArgumentTypes()[0])
+          .getNumElements();
+  auto start = std::chrono::steady_clock::now();
+  int64_t first = trainer.completedSteps() + 1;
+  int64_t lastCheckpoint = trainer.completedSteps();
+  for (int64_t step = first; step <= steps; ++step) {
+    SmallVector<Tensor> batchInputs = (*source)->batchOf(step);
+    if (step == steps && !saveGradients.empty()) {
+      mlir::FailureOr<NamedTensors> grads = trainer.gradients(batchInputs);
+      if (mlir::failed(grads))
+        return 1;
+      if (Error error = writeTensors(saveGradients, *grads))
+        return fail(toString(std::move(error)));
+    }
+    mlir::FailureOr<StepReport> report = trainer.step(batchInputs);
+    if (mlir::failed(report)) {
+      if (!checkpoint.empty() && lastCheckpoint > 0)
+        errs() << "kiln-run: the last good checkpoint, of step "
+               << lastCheckpoint << ", is in " << checkpoint << "\n";
+      return 1;
+    }
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    int64_t done = step - first + 1;
+    double tokensPerSecond = tokensPerStep * done / std::max(elapsed, 1e-9);
+    double eta = elapsed / done * (steps - step);
+    std::string line = formatv(
+        "step {0}/{1}  loss {2:f4}  lr {3:e2}  {4} tok/s  elapsed {5}  ETA {6}",
+        step, steps, report->loss, report->lr,
+        static_cast<int64_t>(tokensPerSecond), clock(elapsed), clock(eta));
+    if (terminal)
+      outs() << "\r" << line << "\x1b[K" << (step == steps ? "\n" : "");
+    else if (step == first || step == steps ||
+             step % std::max<int64_t>(1, steps / 10) == 0)
+      outs() << line << "\n";
+    outs().flush();
+    if (log) {
+      *log << json::Value(json::Object{{"step", step},
+                                       {"loss", report->loss},
+                                       {"lr", report->lr},
+                                       {"grad_norm", report->gradNorm},
+                                       {"tokens_per_s", tokensPerSecond},
+                                       {"elapsed_s", elapsed}})
+           << "\n";
+      log->flush();
+    }
+    bool periodic = saveEvery > 0 && step % saveEvery == 0;
+    if (!checkpoint.empty() && (periodic || step == steps)) {
+      if (Error error = saveCheckpoint(checkpoint, trainer, identity))
+        return fail(toString(std::move(error)));
+      lastCheckpoint = step;
+    }
+  }
+
+  NamedTensors parameters;
+  for (const std::string &name : trainer.parameterNames())
+    parameters.emplace_back(name, trainer.parameters()[name]);
+  if (!saveParams.empty())
+    if (Error error = writeTensors(saveParams, parameters))
+      return fail(toString(std::move(error)));
+  if (!exportSafetensors.empty())
+    if (Error error = writeSafetensors(exportSafetensors, parameters,
+                                       {{"format", "pt"}}))
+      return fail(toString(std::move(error)));
+  if (!exportOnnx.empty()) {
+    if (!StringRef(modelPath).ends_with(".onnx"))
+      return fail("--export-onnx needs an ONNX model");
+    if (Error error = exportONNXWithInitializers(modelPath, exportOnnx,
+                                                 trainer.parameters()))
+      return fail(toString(std::move(error)));
+  }
+  return 0;
+}
+
+} // namespace kiln

@@ -1,0 +1,30 @@
+//===- Training.h - kiln-run --train -----------------------------*- C++ -*-===//
+//
+// The training mode of kiln-run: its options live in Training.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_KILN_RUN_TRAINING_H
+#define KILN_TOOLS_KILN_RUN_TRAINING_H
+
+#include "kiln/Interpreter/Tensor.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace kiln {
+
+/// True when `--train` was given.
+bool trainingRequested();
+
+/// Trains `forward` of `module` (imported from `modelPath`, with `identity`
+/// describing the import options) on the CPU. `inputs` holds the tensors
+/// given with --input, by input name. Returns the exit code.
+int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
+                llvm::StringRef modelPath, llvm::StringRef importIdentity,
+                const llvm::StringMap<Tensor> &inputs);
+
+} // namespace kiln
+
+#endif // KILN_TOOLS_KILN_RUN_TRAINING_H
