@@ -174,7 +174,7 @@ func.func @broadcast_size(%x: tensor<3x8xf32>) {
 // -----
 
 func.func @slice_rank(%x: tensor<4x8xf32>) {
-  // expected-error @+1 {{start, stride and result must all have the input's rank 2}}
+  // expected-error @+1 {{start, stride and window must all have the tensor's rank 2}}
   %0 = kiln.slice %x {start = array<i64: 0>, stride = array<i64: 1>} : tensor<4x8xf32> to tensor<4x8xf32>
   return
 }
@@ -356,5 +356,61 @@ func.func @scatter_size(%w: tensor<16x4xf32>, %i: tensor<3x5xi64>, %u: tensor<3x
 func.func @cumsum_axis(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{axis -1 is outside [0, 2)}}
   %0 = kiln.cumsum %x {axis = -1 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_grad_axis(%y: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is outside [0, 2)}}
+  %0 = kiln.softmax_grad %y, %y {axis = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_statistics(%x: tensor<4x8xf32>, %s: tensor<4x8xf32>) {
+  // expected-error @+1 {{statistics have type 'tensor<4x8xf32>', expected the input's shape with the normalized dimensions set to 1}}
+  %0, %1, %2 = kiln.layer_norm_grad %x, %s, %s, %x {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_parameters(%x: tensor<4x8xf32>, %s: tensor<4x1xf32>) {
+  // expected-error @+1 {{parameter gradients must have type 'tensor<8xf32>'}}
+  %0, %1, %2 = kiln.layer_norm_grad %x, %s, %s, %x {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_types(%x: tensor<4x8xf32>, %g: tensor<4x4xf32>, %s: tensor<4x1xf32>) {
+  // expected-error @+1 {{grad and input_grad must have the input's type}}
+  %0, %1 = kiln.rms_norm_grad %x, %s, %g {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x4xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_shape(%x: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{grad has type 'tensor<4xf32>' but the loss has type 'tensor<f32>'}}
+  %0 = kiln.cross_entropy_grad %x, %y, %g reduction = mean : (tensor<4x10xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_shape(%g: tensor<3x5xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{grad has type 'tensor<3x5xf32>' but gathering from 'tensor<16x4xf32>' gives results of shape [3, 4]}}
+  %0 = kiln.gather_grad %g, %i {axis = 0 : i64} : (tensor<3x5xf32>, tensor<3xi64>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @insert_slice_bounds(%d: tensor<4x8xf32>, %s: tensor<4x4xf32>) {
+  // expected-error @+1 {{dimension 1 reads indices 6 to 9, outside [0, 8)}}
+  %0 = kiln.insert_slice %d, %s {start = array<i64: 0, 6>, stride = array<i64: 1, 1>} : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<4x8xf32>
   return
 }

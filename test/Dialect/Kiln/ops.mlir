@@ -129,3 +129,31 @@ func.func @losses(%logits: tensor<2x512x32xf32>, %labels: tensor<2x32xi64>, %w: 
   %1 = kiln.nll_loss %logits, %labels weight %w reduction = none : (tensor<2x512x32xf32>, tensor<2x32xi64>, tensor<512xf32>) -> tensor<2x32xf32>
   return
 }
+
+// CHECK-LABEL: func @gradients_and_optimizers
+func.func @gradients_and_optimizers(%x: tensor<2x8xf32>, %s: tensor<2x1xf32>, %g: tensor<8xf32>, %ids: tensor<2xi64>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // CHECK: kiln.softmax_grad %{{.*}}, %{{.*}} {axis = 1 : i64} : tensor<2x8xf32>
+  %0 = kiln.softmax_grad %x, %x {axis = 1 : i64} : tensor<2x8xf32>
+  // CHECK: kiln.log_softmax_grad
+  %1 = kiln.log_softmax_grad %x, %x {axis = 1 : i64} : tensor<2x8xf32>
+  // CHECK: kiln.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale %{{.*}} {axis = 1 : i64}
+  %2:3 = kiln.layer_norm_grad %x, %s, %s, %x scale %g {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: kiln.rms_norm_grad
+  %3:2 = kiln.rms_norm_grad %x, %s, %x {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>)
+  %l = kiln.constant dense<1.0> : tensor<f32>
+  // CHECK: kiln.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} reduction = mean {ignore_index = -100 : i64}
+  %4 = kiln.cross_entropy_grad %x, %ids, %l reduction = mean {ignore_index = -100 : i64} : (tensor<2x8xf32>, tensor<2xi64>, tensor<f32>) -> tensor<2x8xf32>
+  // CHECK: kiln.nll_loss_grad
+  %5 = kiln.nll_loss_grad %x, %ids, %l reduction = sum : (tensor<2x8xf32>, tensor<2xi64>, tensor<f32>) -> tensor<2x8xf32>
+  // CHECK: kiln.gather_grad %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<16x8xf32>
+  %6 = kiln.gather_grad %x, %ids {axis = 0 : i64} : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<16x8xf32>
+  // CHECK: kiln.insert_slice
+  %7 = kiln.insert_slice %6, %x {start = array<i64: 3, 0>, stride = array<i64: 1, 1>} : (tensor<16x8xf32>, tensor<2x8xf32>) -> tensor<16x8xf32>
+  // CHECK: kiln.adamw {{.*}}weight_decay = 1.000000e-02 : f64} : tensor<2x8xf32>, tensor<f32>, tensor<i64>
+  %8:3 = kiln.adamw %x, %x, %x, %x, %lr, %t {beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8, weight_decay = 0.01} : tensor<2x8xf32>, tensor<f32>, tensor<i64>
+  // CHECK: kiln.sgd {{.*}}momentum = 9.000000e-01 : f64, nesterov
+  %9:2 = kiln.sgd %x, %x, %x, %lr, %t {momentum = 0.9, dampening = 0.0, weight_decay = 0.0, nesterov} : tensor<2x8xf32>, tensor<f32>, tensor<i64>
+  // CHECK: kiln.adagrad
+  %10:2 = kiln.adagrad %x, %x, %x, %lr, %t {lr_decay = 0.0, weight_decay = 0.0, epsilon = 1.0e-10} : tensor<2x8xf32>, tensor<f32>, tensor<i64>
+  return
+}
