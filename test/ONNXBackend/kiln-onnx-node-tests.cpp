@@ -77,11 +77,10 @@ static std::optional<std::string> unsupportedReason(const onnx::ModelProto &m) {
   for (const onnx::OperatorSetIdProto &entry : m.opset_import())
     if (entry.domain().empty() || entry.domain() == "ai.onnx")
       opset = entry.version();
-  if (opset < kiln::kMinONNXOpset || opset > kiln::kMaxONNXOpset)
+  if (opset != 0 && (opset < kiln::kMinONNXOpset || opset > kiln::kMaxONNXOpset))
     return "opset " + std::to_string(opset);
   for (const onnx::NodeProto &node : m.graph().node())
-    if ((!node.domain().empty() && node.domain() != "ai.onnx") ||
-        !kiln::isSupportedONNXOp(node.op_type()))
+    if (!kiln::isSupportedONNXOp(node))
       return "op " + node.op_type();
   for (const auto &values : {m.graph().input(), m.graph().output()})
     for (const onnx::ValueInfoProto &value : values)
@@ -212,10 +211,13 @@ static std::optional<std::string> checkDropout(ArrayRef<kiln::Tensor> inputs,
   return std::nullopt;
 }
 
-/// Tests whose expected values follow a convention kiln deliberately does
-/// not: ONNX 1.12's data truncates float to bfloat16, kiln (like PyTorch and
-/// later ONNX releases) rounds to nearest even.
-static const char *const kDeviations[] = {"test_cast_FLOAT_to_BFLOAT16"};
+/// Tests whose expected values disagree with the specification kiln follows:
+/// ONNX 1.12's data truncates float to bfloat16, where kiln (like PyTorch and
+/// later ONNX releases) rounds to nearest even; test_adam_multiple's values
+/// were computed with epsilon 1e-2 while its node leaves epsilon at the
+/// schema's default, 1e-6.
+static const char *const kDeviations[] = {"test_cast_FLOAT_to_BFLOAT16",
+                                          "test_adam_multiple"};
 
 static TestResult runTest(StringRef directory) {
   SmallString<256> modelPath(directory);
@@ -321,7 +323,7 @@ int main(int argc, char **argv) {
     if (result.outcome == Outcome::Fail &&
         llvm::is_contained(kDeviations, sys::path::filename(test)))
       result = {Outcome::Unsupported, result.opType,
-                "deviation (rounding convention): " + result.reason};
+                "deviation (the expected values disagree with the specification): " + result.reason};
     int index = static_cast<int>(result.outcome);
     ++byOp[result.opType][index];
     ++totals[index];

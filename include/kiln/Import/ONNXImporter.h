@@ -12,6 +12,8 @@
 
 #include "kiln/Interpreter/Tensor.h"
 
+#include "onnx/onnx_pb.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
@@ -38,8 +40,8 @@ mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(llvm::StringRef path,
                                                   mlir::MLIRContext *context,
                                                   const ImportOptions &options);
 
-/// True when kiln imports nodes of ONNX op type `opType` (default domain).
-bool isSupportedONNXOp(llvm::StringRef opType);
+/// True when kiln imports `node` (its domain and op type).
+bool isSupportedONNXOp(const onnx::NodeProto &node);
 
 /// The ONNX opsets kiln imports.
 constexpr int64_t kMinONNXOpset = 13, kMaxONNXOpset = 21;

@@ -38,13 +38,23 @@ static const OpImporterTable &opImporters() {
     registerTensorImporters(t);
     registerMathImporters(t);
     registerLossImporters(t);
+    registerTrainingImporters(t);
     return t;
   }();
   return table;
 }
 
-bool isSupportedONNXOp(StringRef opType) {
-  return opImporters().lookup(opType) != nullptr;
+static bool isDefaultDomain(StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+std::string importerKey(const onnx::NodeProto &node) {
+  return isDefaultDomain(node.domain()) ? node.op_type()
+                                        : node.domain() + "." + node.op_type();
+}
+
+bool isSupportedONNXOp(const onnx::NodeProto &node) {
+  return opImporters().lookup(importerKey(node)) != nullptr;
 }
 
 bool parseDimensionOption(StringRef text, ImportOptions &options) {
@@ -113,9 +123,8 @@ LogicalResult ModelImporter::checkOpsets() {
     if (entry.domain().empty() || entry.domain() == "ai.onnx")
       opset = entry.version();
   }
-  if (opset == 0)
-    return error("imports no opset of the default ONNX domain");
-  if (opset < kMinONNXOpset || opset > kMaxONNXOpset)
+  // A model of only ai.onnx.preview.training ops needs no default opset.
+  if (opset != 0 && (opset < kMinONNXOpset || opset > kMaxONNXOpset))
     return error("uses opset ") << opset << "; kiln supports opsets "
                                 << kMinONNXOpset << " to " << kMaxONNXOpset;
   return success();
@@ -218,14 +227,17 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
         return failure();
     return success();
   }
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+  OpImporter importer = opImporters().lookup(importerKey(node));
+  if (!importer && !isDefaultDomain(node.domain()))
     return nodeContext.error("domain '")
-           << node.domain() << "' is not supported (only the default ONNX "
-                               "domain is)";
-  OpImporter importer = opImporters().lookup(node.op_type());
+           << node.domain() << "' is not supported (kiln imports the default "
+                               "ONNX domain and ai.onnx.preview.training)";
   if (!importer)
     return nodeContext.error("op type '")
            << node.op_type() << "' is not supported by kiln";
+  if (isDefaultDomain(node.domain()) && nodeOpset == 0)
+    return nodeContext.error("the model imports no opset of the default ONNX "
+                             "domain");
   for (const std::string &input : node.input())
     if (!input.empty() && !graph.values.count(input))
       return nodeContext.error("input '")

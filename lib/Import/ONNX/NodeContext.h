@@ -46,6 +46,11 @@ void registerShapeImporters(OpImporterTable &table);
 void registerTensorImporters(OpImporterTable &table);
 void registerMathImporters(OpImporterTable &table);
 void registerLossImporters(OpImporterTable &table);
+void registerTrainingImporters(OpImporterTable &table);
+
+/// The key of a node in the OpImporterTable: its op type in the default
+/// domain, "<domain>.<op type>" in others.
+std::string importerKey(const onnx::NodeProto &node);
 
 /// State of one graph import that nodes share.
 struct GraphState {
