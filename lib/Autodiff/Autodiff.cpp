@@ -72,14 +72,15 @@ static FailureOr<unsigned> findLoss(func::FuncOp function, StringRef name) {
 }
 
 /// Values that depend differentiably on `sources` (forward) and on which
-/// `loss` depends differentiably (backward).
-static DenseSet<Value> activeValues(Block &body, ArrayRef<ParameterOp> sources,
-                                    Value loss) {
+/// `loss` depends differentiably (backward), among `ops`.
+static DenseSet<Value> activeValues(ArrayRef<Operation *> ops,
+                                    ArrayRef<Value> sources, Value loss) {
   const GradientRuleTable &rules = gradientRules();
   DenseSet<Value> varied, useful;
-  for (ParameterOp op : sources)
-    varied.insert(op.getResult());
-  for (Operation &op : body) {
+  for (Value source : sources)
+    varied.insert(source);
+  for (Operation *opPointer : ops) {
+    Operation &op = *opPointer;
     if (!rules.lookup(&op))
       continue;
     if (llvm::any_of(op.getOperands(), [&](Value v) { return varied.count(v); }))
@@ -88,7 +89,8 @@ static DenseSet<Value> activeValues(Block &body, ArrayRef<ParameterOp> sources,
           varied.insert(result);
   }
   useful.insert(loss);
-  for (Operation &op : llvm::reverse(body)) {
+  for (Operation *opPointer : llvm::reverse(ops)) {
+    Operation &op = *opPointer;
     if (!rules.lookup(&op) ||
         llvm::none_of(op.getResults(), [&](Value v) { return useful.count(v); }))
       continue;
@@ -103,39 +105,22 @@ static DenseSet<Value> activeValues(Block &body, ArrayRef<ParameterOp> sources,
   return active;
 }
 
-FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp forward,
-                                              const AutodiffOptions &options) {
-  if (!forward.getBody().hasOneBlock())
-    return forward.emitError("autodiff needs a single-block function");
-  FailureOr<unsigned> lossIndex = findLoss(forward, options.loss);
-  if (failed(lossIndex))
-    return failure();
+FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Value y,
+                                            ArrayRef<Value> xs) {
+  Block *block = builder.getInsertionBlock();
+  // The ops that can lie between the xs and y: those before the insertion
+  // point.
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : *block) {
+    if (&op == &*builder.getInsertionPoint())
+      break;
+    forwardOps.push_back(&op);
+  }
+  DenseSet<Value> active = activeValues(forwardOps, xs, y);
 
-  OpBuilder builder(forward);
-  builder.setInsertionPointAfter(forward);
-  auto function = cast<func::FuncOp>(builder.clone(*forward));
-  function.setSymName((forward.getSymName() + "_grad").str());
-  SymbolTable::setSymbolVisibility(function, SymbolTable::Visibility::Public);
-  Block &body = function.getBody().front();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  Value loss = ret.getOperand(*lossIndex);
-
-  FailureOr<SmallVector<ParameterOp>> selected = selectParameters(function, options);
-  if (failed(selected))
-    return failure();
-  DenseSet<Value> active = activeValues(body, *selected, loss);
-
-  // The reverse sweep.
   const GradientRuleTable &rules = gradientRules();
   DenseMap<Value, Value> grads;
-  builder.setInsertionPoint(ret);
-  {
-    GradientBuilder seed(builder, loss.getLoc());
-    grads[loss] = seed.splat(1.0, loss.getType());
-  }
-  SmallVector<Operation *> forwardOps;
-  for (Operation &op : body.without_terminator())
-    forwardOps.push_back(&op);
+  grads[y] = GradientBuilder(builder, y.getLoc()).splat(1.0, y.getType());
   for (Operation *op : llvm::reverse(forwardOps)) {
     SmallVector<Value> resultGrads;
     bool any = false;
@@ -165,11 +150,44 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp forward,
       sum = sum ? gradientBuilder.add(sum, grad) : grad;
     }
   }
+  SmallVector<Value> result;
+  for (Value x : xs)
+    result.push_back(grads.lookup(x));
+  return result;
+}
+
+FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp forward,
+                                              const AutodiffOptions &options) {
+  if (!forward.getBody().hasOneBlock())
+    return forward.emitError("autodiff needs a single-block function");
+  FailureOr<unsigned> lossIndex = findLoss(forward, options.loss);
+  if (failed(lossIndex))
+    return failure();
+
+  OpBuilder builder(forward);
+  builder.setInsertionPointAfter(forward);
+  auto function = cast<func::FuncOp>(builder.clone(*forward));
+  function.setSymName((forward.getSymName() + "_grad").str());
+  SymbolTable::setSymbolVisibility(function, SymbolTable::Visibility::Public);
+  Block &body = function.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value loss = ret.getOperand(*lossIndex);
+
+  FailureOr<SmallVector<ParameterOp>> selected = selectParameters(function, options);
+  if (failed(selected))
+    return failure();
+  SmallVector<Value> parameterValues;
+  for (ParameterOp op : *selected)
+    parameterValues.push_back(op.getResult());
+  builder.setInsertionPoint(ret);
+  FailureOr<SmallVector<Value>> parameterGrads =
+      differentiate(builder, loss, parameterValues);
+  if (failed(parameterGrads))
+    return failure();
 
   // One gradient per parameter name, summing parameters imported twice.
   llvm::MapVector<StringRef, Value> byName;
-  for (ParameterOp op : *selected) {
-    Value grad = grads.lookup(op.getResult());
+  for (auto [op, grad] : llvm::zip(*selected, *parameterGrads)) {
     if (!grad)
       continue; // does not reach the loss: not trainable
     Value &sum = byName[op.getName()];

@@ -32,6 +32,14 @@ struct AutodiffOptions {
 mlir::FailureOr<mlir::func::FuncOp>
 buildGradientFunction(mlir::func::FuncOp forward, const AutodiffOptions &options);
 
+/// Builds, at `builder`'s insertion point, d(y)/d(x) for each of `xs`: y is
+/// a scalar computed before the insertion point in its block, from the xs
+/// (values of that block). A null entry means y does not depend on that x
+/// differentiably.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+differentiate(mlir::OpBuilder &builder, mlir::Value y,
+              llvm::ArrayRef<mlir::Value> xs);
+
 /// The attribute naming the parameter a gradient result belongs to.
 constexpr const char *kGradientOfAttr = "kiln.gradient_of";
 /// The gradient function's attribute holding the index of the loss result.

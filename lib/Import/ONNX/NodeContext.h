@@ -83,6 +83,10 @@ public:
   /// minimum number of inputs, see `requireInputs`).
   mlir::Value input(unsigned i) const;
   mlir::RankedTensorType inputType(unsigned i) const;
+  /// The graph value named `name`, or null.
+  mlir::Value valueNamed(llvm::StringRef name) const {
+    return graph.values.lookup(name);
+  }
   int64_t inputRank(unsigned i) const { return inputType(i).getRank(); }
   /// Checks that inputs [0, count) are given.
   mlir::LogicalResult requireInputs(unsigned count);

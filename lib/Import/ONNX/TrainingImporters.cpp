@@ -1,7 +1,8 @@
 //===- TrainingImporters.cpp - ai.onnx.preview.training optimizers --------===//
 //
-// ONNX's own optimizer ops (Adagrad, Momentum, Adam of the domain
-// ai.onnx.preview.training), imported as the elementwise kiln ops their
+// ONNX's training ops of the domain ai.onnx.preview.training: Gradient, by
+// kiln's autodiff, and the optimizers Adagrad, Momentum and Adam, as the
+// elementwise kiln ops their
 // specification spells out. They differ from PyTorch's optimizers (an L2
 // `norm_coefficient` instead of decoupled decay; Adam's step size folded in
 // differently), so they are not mapped to kiln.adamw and friends. Each takes
@@ -11,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
+
+#include "kiln/Autodiff/Autodiff.h"
 
 using namespace mlir;
 
@@ -156,7 +159,42 @@ static LogicalResult importAdam(NodeContext &node) {
   return success();
 }
 
+/// Gradient: d(y)/d(x) for the graph values named by `xs`, where `y` names a
+/// value computed before the node (a tensor y is seeded with ones, i.e. the
+/// gradient of the sum of its elements). Built by kiln's autodiff rules.
+static LogicalResult importGradient(NodeContext &node) {
+  const onnx::AttributeProto *xs = node.attribute("xs");
+  FailureOr<std::string> y = node.stringAttr("y", std::nullopt);
+  if (failed(y))
+    return failure();
+  if (!xs || xs->type() != onnx::AttributeProto::STRINGS)
+    return node.error("needs the attribute 'xs', a list of value names");
+  Value target = node.valueNamed(*y);
+  if (!target)
+    return node.error("y names '") << *y << "', which no earlier node "
+                                            "computes";
+  if (!isa<FloatType>(cast<RankedTensorType>(target.getType()).getElementType()))
+    return node.error("y must be floating-point");
+  SmallVector<Value> sources;
+  for (const std::string &name : xs->strings()) {
+    Value x = node.valueNamed(name);
+    if (!x)
+      return node.error("xs names '") << name << "', which is not a value";
+    sources.push_back(x);
+  }
+  FailureOr<SmallVector<Value>> grads =
+      differentiate(node.builder, target, sources);
+  if (failed(grads))
+    return node.error("cannot differentiate '") << *y << "'";
+  for (auto [i, grad] : llvm::enumerate(*grads))
+    node.setOutput(i, grad ? grad
+                           : node.splat(0.0, cast<RankedTensorType>(
+                                                 sources[i].getType())));
+  return success();
+}
+
 void registerTrainingImporters(OpImporterTable &table) {
+  table.add("ai.onnx.preview.training.Gradient", importGradient);
   table.add("ai.onnx.preview.training.Adagrad", importAdagrad);
   table.add("ai.onnx.preview.training.Momentum", importMomentum);
   table.add("ai.onnx.preview.training.Adam", importAdam);

@@ -170,12 +170,27 @@ def local_function():
     return m
 
 
+def gradient():
+    # d = sin(a * b) + a; Gradient of d's sum with respect to a and b.
+    nodes = [
+        helper.make_node("Mul", ["a", "b"], ["c"]),
+        helper.make_node("Sin", ["c"], ["s"]),
+        helper.make_node("Add", ["s", "a"], ["d"]),
+        helper.make_node("Gradient", ["a", "b"], ["da", "db"], name="grad",
+                         domain="ai.onnx.preview.training", xs=["a", "b"], y="d"),
+    ]
+    return model(nodes, [tensor("a", F, [3]), tensor("b", F, [3])],
+                 [tensor("da", F, [3]), tensor("db", F, [3])],
+                 domain_opsets=[("ai.onnx.preview.training", 1)])
+
+
 def einsum_diagonal():
     node = helper.make_node("Einsum", ["x"], ["y"], name="trace", equation="ii->")
     return model([node], [tensor("x", F, [3, 3])], [tensor("y", F, [])])
 
 
 BUILDERS = {
+    "gradient": gradient,
     "local_function": local_function,
     "einsum_diagonal": einsum_diagonal,
     "gemm": gemm,
