@@ -85,6 +85,14 @@ private:
   LogicalResult checkOpsets();
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &input);
   LogicalResult importInitializers();
+  /// Imports the algorithm graphs of the model's TrainingInfoProtos into
+  /// `function` after the inference graph: their new inputs become
+  /// arguments (appended to `argumentTypes` and `argumentNames`), and each
+  /// update binding a result `kiln.update_of` the initializer it updates.
+  LogicalResult
+  importTrainingAlgorithms(Block *entry, SmallVectorImpl<Type> &argumentTypes,
+                           SmallVectorImpl<std::string> &argumentNames,
+                           SmallVectorImpl<std::pair<std::string, Value>> &updates);
   LogicalResult importNode(const onnx::NodeProto &node, int64_t nodeOpset,
                            unsigned depth = 0);
 
@@ -96,6 +104,8 @@ private:
   int64_t opset = 0;
   GraphState graph;
   std::optional<LocalFunctions> functions;
+  /// Names of the algorithm outputs that update bindings return.
+  SmallVector<std::string> updateOutputs;
   unsigned calls = 0;
 };
 } // namespace
@@ -253,6 +263,45 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
   return success();
 }
 
+LogicalResult ModelImporter::importTrainingAlgorithms(
+    Block *entry, SmallVectorImpl<Type> &argumentTypes,
+    SmallVectorImpl<std::string> &argumentNames,
+    SmallVectorImpl<std::pair<std::string, Value>> &updates) {
+  for (const onnx::TrainingInfoProto &info : model.training_info()) {
+    if (info.initialization().node_size() || info.initialization_binding_size())
+      return error("training_info: initialization graphs are not supported; "
+                   "kiln initializes parameters from the initializers");
+    const onnx::GraphProto &algorithm = info.algorithm();
+    if (algorithm.initializer_size())
+      return error("training_info: the algorithm graph's own initializers "
+                   "are not supported");
+    for (const onnx::ValueInfoProto &input : algorithm.input()) {
+      if (graph.values.count(input.name()))
+        continue; // a value of the inference graph
+      FailureOr<RankedTensorType> type = inputType(input);
+      if (failed(type))
+        return failure();
+      graph.values[input.name()] =
+          entry->addArgument(*type, NameLoc::get(builder.getStringAttr(input.name())));
+      argumentTypes.push_back(*type);
+      argumentNames.push_back(input.name());
+    }
+    for (const onnx::NodeProto &node : algorithm.node())
+      if (failed(importNode(node, opset)))
+        return failure();
+    for (const onnx::StringStringEntryProto &binding : info.update_binding()) {
+      Value value = graph.values.lookup(binding.value());
+      if (!value)
+        return error("training_info: update binding of '")
+               << binding.key() << "' names '" << binding.value()
+               << "', which the algorithm does not compute";
+      updates.emplace_back(binding.key(), value);
+      updateOutputs.push_back(binding.value());
+    }
+  }
+  return success();
+}
+
 /// Removes what folding left dead (shape constants, unused initializers) and
 /// applies the kiln canonicalizations, so that the function holds only the
 /// model's tensor work.
@@ -308,10 +357,8 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
       builder.getFunctionType(argumentTypes, {}));
   Block *entry = function.addEntryBlock();
   builder.setInsertionPointToEnd(entry);
-  for (auto [i, name] : llvm::enumerate(argumentNames)) {
+  for (auto [i, name] : llvm::enumerate(argumentNames))
     graph.values[name] = entry->getArgument(i);
-    function.setArgAttr(i, "kiln.name", builder.getStringAttr(name));
-  }
   for (auto [name, tensor] : boundValues) {
     Value constant = builder.create<ConstantOp>(
         NameLoc::get(builder.getStringAttr(name)),
@@ -325,6 +372,10 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   for (const onnx::NodeProto &node : onnxGraph.node())
     if (failed(importNode(node, opset)))
       return nullptr;
+  SmallVector<std::pair<std::string, Value>> updates;
+  if (failed(importTrainingAlgorithms(entry, argumentTypes, argumentNames,
+                                      updates)))
+    return nullptr;
 
   SmallVector<Value> results;
   for (const onnx::ValueInfoProto &output : onnxGraph.output()) {
@@ -335,11 +386,22 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
     }
     results.push_back(value);
   }
+  for (auto &[name, value] : updates)
+    results.push_back(value);
   builder.create<func::ReturnOp>(UnknownLoc::get(context), results);
   function.setType(builder.getFunctionType(argumentTypes,
                                            ValueRange(results).getTypes()));
+  for (auto [i, name] : llvm::enumerate(argumentNames))
+    function.setArgAttr(i, "kiln.name", builder.getStringAttr(name));
   for (auto [i, output] : llvm::enumerate(onnxGraph.output()))
     function.setResultAttr(i, "kiln.name", builder.getStringAttr(output.name()));
+  for (auto [i, update] : llvm::enumerate(updates)) {
+    unsigned index = onnxGraph.output_size() + i;
+    function.setResultAttr(index, "kiln.name",
+                           builder.getStringAttr(updateOutputs[i]));
+    function.setResultAttr(index, "kiln.update_of",
+                           builder.getStringAttr(update.first));
+  }
   if (failed(verify(*module)) || failed(simplify(*module)))
     return nullptr;
   return module;

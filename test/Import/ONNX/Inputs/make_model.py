@@ -184,12 +184,40 @@ def gradient():
                  domain_opsets=[("ai.onnx.preview.training", 1)])
 
 
+def training_info():
+    # Inference: loss = mean((x W - t)^2). Algorithm: W_new = W - R dloss/dW,
+    # bound to update W.
+    w = numpy_helper.from_array(np.array([[1.0, -1.0], [0.5, 2.0]], np.float32), "W")
+    inference = [
+        helper.make_node("MatMul", ["x", "W"], ["y"]),
+        helper.make_node("Sub", ["y", "t"], ["e"]),
+        helper.make_node("Mul", ["e", "e"], ["e2"]),
+        helper.make_node("ReduceMean", ["e2"], ["loss"], keepdims=0),
+    ]
+    m = model(inference, [tensor("x", F, [3, 2]), tensor("t", F, [3, 2])],
+              [tensor("loss", F, [])], [w],
+              domain_opsets=[("ai.onnx.preview.training", 1)])
+    algorithm = helper.make_graph(
+        [helper.make_node("Gradient", ["W"], ["dW"], domain="ai.onnx.preview.training",
+                          xs=["W"], y="loss"),
+         helper.make_node("Mul", ["R", "dW"], ["step"]),
+         helper.make_node("Sub", ["W", "step"], ["W_new"])],
+        "algorithm", [tensor("R", F, [])], [tensor("W_new", F, [2, 2])])
+    info = onnx.TrainingInfoProto()
+    info.algorithm.CopyFrom(algorithm)
+    binding = info.update_binding.add()
+    binding.key, binding.value = "W", "W_new"
+    m.training_info.append(info)
+    return m
+
+
 def einsum_diagonal():
     node = helper.make_node("Einsum", ["x"], ["y"], name="trace", equation="ii->")
     return model([node], [tensor("x", F, [3, 3])], [tensor("y", F, [])])
 
 
 BUILDERS = {
+    "training_info": training_info,
     "gradient": gradient,
     "local_function": local_function,
     "einsum_diagonal": einsum_diagonal,
