@@ -8,6 +8,9 @@
 #include "Training.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/Interpreter/TensorAttr.h"
+#include "kiln/Tools/ModelLoading.h"
 #include "kiln/TensorIO/ModelExport.h"
 #include "kiln/TensorIO/TensorFiles.h"
 #include "kiln/Training/Checkpoint.h"
@@ -372,9 +375,79 @@ static std::string clock(double seconds) {
                    : formatv("{0}:{1:2}", s / 60, s % 60).str();
 }
 
+/// Writes the parameters and exports asked for after training.
+static int writeResults(StringRef modelPath, ArrayRef<std::string> order,
+                        StringMap<Tensor> &values) {
+  NamedTensors parameters;
+  for (const std::string &name : order)
+    parameters.emplace_back(name, values[name]);
+  if (!saveParams.empty())
+    if (Error error = writeTensors(saveParams, parameters))
+      return fail(toString(std::move(error)));
+  if (!exportSafetensors.empty())
+    if (Error error = writeSafetensors(exportSafetensors, parameters,
+                                       {{"format", "pt"}}))
+      return fail(toString(std::move(error)));
+  if (!exportOnnx.empty()) {
+    if (!StringRef(modelPath).ends_with(".onnx"))
+      return fail("--export-onnx needs an ONNX model");
+    if (Error error = exportONNXWithInitializers(modelPath, exportOnnx, values))
+      return fail(toString(std::move(error)));
+  }
+  return 0;
+}
+
+/// A model whose TrainingInfoProto defines its own step: the imported
+/// function returns the updated initializers (`kiln.update_of`); each step
+/// runs it on the --input tensors and feeds the updates back.
+static int runONNXTrainingGraph(mlir::func::FuncOp function,
+                                StringRef modelPath,
+                                const StringMap<Tensor> &inputs) {
+  StringMap<Tensor> parameters;
+  std::vector<std::string> order;
+  function.walk([&](ParameterOp op) {
+    if (parameters.count(op.getName()) || !op.getInitialValue())
+      return;
+    parameters[op.getName()] = *tensorFromAttr(*op.getInitialValue());
+    order.push_back(op.getName().str());
+  });
+  SmallVector<Tensor> arguments;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    auto name = function.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name");
+    auto it = name ? inputs.find(name.getValue()) : inputs.end();
+    if (it == inputs.end())
+      return fail("input '" + (name ? name.str() : std::to_string(i)) +
+                  "' is missing; give it with --input");
+    arguments.push_back(it->second);
+  }
+  InterpreterOptions options;
+  options.parameters = &parameters;
+  for (int64_t step = 1; step <= steps; ++step) {
+    mlir::FailureOr<SmallVector<Tensor>> results =
+        interpret(function, arguments, options);
+    if (mlir::failed(results))
+      return 1;
+    std::string line = formatv("step {0}/{1}", step, steps).str();
+    for (unsigned r = 0; r < function.getNumResults(); ++r) {
+      if (auto target =
+              function.getResultAttrOfType<mlir::StringAttr>(r, kUpdateOfAttr)) {
+        parameters[target.getValue()] = std::move((*results)[r]);
+      } else if ((*results)[r].getNumElements() == 1) {
+        line += formatv("  {0} {1:f4}", resultName(function, r),
+                        (*results)[r].getAsDouble(0));
+      }
+    }
+    outs() << line << "\n";
+  }
+  return writeResults(modelPath, order, parameters);
+}
+
 int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
                 StringRef modelPath, StringRef importIdentity,
                 const StringMap<Tensor> &inputs) {
+  for (unsigned r = 0; r < forward.getNumResults(); ++r)
+    if (forward.getResultAttr(r, kUpdateOfAttr))
+      return runONNXTrainingGraph(forward, modelPath, inputs);
   Expected<TrainingSpec> spec = readSpec();
   if (!spec)
     return fail(toString(spec.takeError()));
@@ -467,24 +540,7 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
     }
   }
 
-  NamedTensors parameters;
-  for (const std::string &name : trainer.parameterNames())
-    parameters.emplace_back(name, trainer.parameters()[name]);
-  if (!saveParams.empty())
-    if (Error error = writeTensors(saveParams, parameters))
-      return fail(toString(std::move(error)));
-  if (!exportSafetensors.empty())
-    if (Error error = writeSafetensors(exportSafetensors, parameters,
-                                       {{"format", "pt"}}))
-      return fail(toString(std::move(error)));
-  if (!exportOnnx.empty()) {
-    if (!StringRef(modelPath).ends_with(".onnx"))
-      return fail("--export-onnx needs an ONNX model");
-    if (Error error = exportONNXWithInitializers(modelPath, exportOnnx,
-                                                 trainer.parameters()))
-      return fail(toString(std::move(error)));
-  }
-  return 0;
+  return writeResults(modelPath, trainer.parameterNames(), trainer.parameters());
 }
 
 } // namespace kiln
