@@ -171,27 +171,40 @@ static std::optional<int64_t> resolveIndex(int64_t index, int64_t size) {
   return index;
 }
 
-static LogicalResult evaluateGather(GatherOp op,
-                                    const EvaluationContext &context,
-                                    SmallVectorImpl<Tensor> &results) {
-  const Tensor &data = context.operand(0), &indices = context.operand(1);
-  Tensor result = makeTensor(op.getResult());
-  int64_t axis = op.getAxis();
-  int64_t outer = product(data.getShape().take_front(axis));
-  int64_t size = data.getShape()[axis];
-  int64_t inner = product(data.getShape().drop_front(axis + 1));
+/// Calls `fn(dataOffset, gatheredOffset)` for every element that a gather of
+/// `indices` along `axis` of a tensor of `dataShape` takes; reports an index
+/// out of range on `op`.
+template <typename Fn>
+static LogicalResult forEachGathered(Operation *op, const Tensor &indices,
+                                     ArrayRef<int64_t> dataShape, int64_t axis,
+                                     Fn &&fn) {
+  int64_t outer = product(dataShape.take_front(axis));
+  int64_t size = dataShape[axis];
+  int64_t inner = product(dataShape.drop_front(axis + 1));
   int64_t count = indices.getNumElements();
   for (int64_t n = 0; n < count; ++n) {
     std::optional<int64_t> index = resolveIndex(indices.ints()[n], size);
     if (!index)
-      return op.emitOpError() << "index " << indices.ints()[n]
-                              << " is out of range for axis " << axis
-                              << " of size " << size;
+      return op->emitOpError() << "index " << indices.ints()[n]
+                               << " is out of range for axis " << axis
+                               << " of size " << size;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i)
-        copyElement(data, (o * size + *index) * inner + i, result,
-                    (o * count + n) * inner + i);
+        fn((o * size + *index) * inner + i, (o * count + n) * inner + i);
   }
+  return success();
+}
+
+static LogicalResult evaluateGather(GatherOp op,
+                                    const EvaluationContext &context,
+                                    SmallVectorImpl<Tensor> &results) {
+  const Tensor &data = context.operand(0);
+  Tensor result = makeTensor(op.getResult());
+  if (failed(forEachGathered(op, context.operand(1), data.getShape(),
+                             op.getAxis(), [&](int64_t from, int64_t to) {
+                               copyElement(data, from, result, to);
+                             })))
+    return failure();
   results.push_back(std::move(result));
   return success();
 }
@@ -245,26 +258,15 @@ static LogicalResult evaluateGatherElements(GatherElementsOp op,
 static LogicalResult evaluateGatherGrad(GatherGradOp op,
                                         const EvaluationContext &context,
                                         SmallVectorImpl<Tensor> &results) {
-  const Tensor &grad = context.operand(0), &indices = context.operand(1);
+  const Tensor &grad = context.operand(0);
   Tensor result = makeTensor(op.getResult());
-  int64_t axis = op.getAxis();
-  int64_t outer = product(result.getShape().take_front(axis));
-  int64_t size = result.getShape()[axis];
-  int64_t inner = product(result.getShape().drop_front(axis + 1));
-  int64_t count = indices.getNumElements();
   // Accumulate in fp64 and round once, as a reduction does.
   std::vector<double> sums(result.getNumElements(), 0.0);
-  for (int64_t n = 0; n < count; ++n) {
-    std::optional<int64_t> index = resolveIndex(indices.ints()[n], size);
-    if (!index)
-      return op.emitOpError() << "index " << indices.ints()[n]
-                              << " is out of range for axis " << axis
-                              << " of size " << size;
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i)
-        sums[(o * size + *index) * inner + i] +=
-            grad.floats()[(o * count + n) * inner + i];
-  }
+  if (failed(forEachGathered(op, context.operand(1), result.getShape(),
+                             op.getAxis(), [&](int64_t to, int64_t from) {
+                               sums[to] += grad.floats()[from];
+                             })))
+    return failure();
   for (int64_t i = 0; i < result.getNumElements(); ++i)
     result.setFromDouble(i, sums[i]);
   results.push_back(std::move(result));

@@ -47,15 +47,21 @@ Tensor readOrDie(const std::string &path) {
   return std::move(*tensor);
 }
 
+/// Reports every diagnostic of `context` as a test failure while it lives.
+struct FailOnDiagnostics : mlir::ScopedDiagnosticHandler {
+  explicit FailOnDiagnostics(mlir::MLIRContext &context)
+      : ScopedDiagnosticHandler(&context, [](mlir::Diagnostic &d) {
+          ADD_FAILURE() << d.str();
+          return mlir::success();
+        }) {}
+};
+
 /// Imports a model, reporting any diagnostic as a test failure.
 mlir::OwningOpRef<mlir::ModuleOp> import(mlir::MLIRContext &context,
                                          const std::string &path,
                                          const ImportOptions &options = {}) {
   registerKilnDialects(context);
-  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &d) {
-    ADD_FAILURE() << d.str();
-    return mlir::success();
-  });
+  FailOnDiagnostics failures(context);
   return importONNXModel(path, &context, options);
 }
 
@@ -76,10 +82,7 @@ TEST_P(FixtureForward, MatchesPyTorch) {
   llvm::SmallVector<Tensor> inputs{
       readOrDie(fixture(directory + "ref/input_ids.pb")),
       readOrDie(fixture(directory + "ref/labels.pb"))};
-  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &d) {
-    ADD_FAILURE() << d.str();
-    return mlir::success();
-  });
+  FailOnDiagnostics failures(context);
   mlir::FailureOr<llvm::SmallVector<Tensor>> results =
       interpret(function, inputs);
   ASSERT_TRUE(mlir::succeeded(results));
@@ -166,10 +169,7 @@ TEST_P(FixtureGradients, MatchPyTorchAutograd) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       import(context, fixture(directory + "model.onnx"));
   ASSERT_TRUE(module);
-  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &d) {
-    ADD_FAILURE() << d.str();
-    return mlir::success();
-  });
+  FailOnDiagnostics failures(context);
   auto forward = *module->getOps<mlir::func::FuncOp>().begin();
   mlir::FailureOr<mlir::func::FuncOp> gradient =
       buildGradientFunction(forward, {});
@@ -277,10 +277,7 @@ TEST_P(FixtureGradients, AdamWStepMatchesPyTorch) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       import(context, fixture(directory + "model.onnx"));
   ASSERT_TRUE(module);
-  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &d) {
-    ADD_FAILURE() << d.str();
-    return mlir::success();
-  });
+  FailOnDiagnostics failures(context);
   TrainingSpec spec; // PyTorch's AdamW defaults, lr 1e-3, constant
   auto forward = *module->getOps<mlir::func::FuncOp>().begin();
   mlir::FailureOr<std::unique_ptr<Trainer>> trainer =
