@@ -140,6 +140,8 @@ static cl::opt<std::string> logFile("log", cl::cat(category),
 
 bool trainingRequested() { return train.getNumOccurrences() > 0; }
 
+cl::OptionCategory &trainingOptions() { return category; }
+
 static int fail(const Twine &message) {
   errs() << "kiln-run: error: " << message << "\n";
   return 1;

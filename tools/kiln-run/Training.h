@@ -12,8 +12,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/CommandLine.h"
 
 namespace kiln {
+
+/// The training options, for --help.
+llvm::cl::OptionCategory &trainingOptions();
 
 /// True when `--train` was given.
 bool trainingRequested();

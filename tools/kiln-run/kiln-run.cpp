@@ -25,24 +25,27 @@
 
 using namespace llvm;
 
-static cl::opt<std::string> modelPath(cl::Positional,
+static cl::OptionCategory category("kiln-run options");
+
+static cl::opt<std::string> modelPath(cl::Positional, cl::cat(category),
                                       cl::desc("<model.onnx|model.mlir>"),
                                       cl::Required);
-static cl::opt<std::string> device("device",
+static cl::opt<std::string> device(cl::cat(category), "device",
                                    cl::desc("Where to run: cpu (the reference "
                                             "interpreter)"),
                                    cl::init("cpu"));
-static cl::list<std::string> inputs("input",
+static cl::list<std::string> inputs(cl::cat(category), "input",
                                     cl::desc("A model input from a .pb or .npy "
                                              "file"),
                                     cl::value_desc("NAME=FILE"));
-static cl::list<std::string> dims("dim",
+static cl::list<std::string> dims(cl::cat(category), "dim",
                                   cl::desc("Size of a symbolic dimension"),
                                   cl::value_desc("NAME=SIZE"));
-static cl::opt<std::string> outputDirectory(
-    "output-dir", cl::desc("Write each output as DIR/<name>.pb"),
-    cl::value_desc("DIR"));
-static cl::opt<std::string> functionName("function",
+static cl::opt<std::string>
+    outputDirectory(cl::cat(category), "output-dir",
+                    cl::desc("Write each output as DIR/<name>.pb"),
+                    cl::value_desc("DIR"));
+static cl::opt<std::string> functionName(cl::cat(category), "function",
                                          cl::desc("The function to run"));
 
 static int fail(const Twine &message) {
@@ -80,6 +83,7 @@ static void printOutput(StringRef name, const kiln::Tensor &tensor) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions({&category, &kiln::trainingOptions()});
   cl::ParseCommandLineOptions(argc, argv, "kiln model runner\n");
   if (device != "cpu")
     return fail("--device=" + device +
@@ -151,7 +155,8 @@ int main(int argc, char **argv) {
 
   if (!outputDirectory.empty())
     if (std::error_code error = sys::fs::create_directories(outputDirectory))
-      return fail("cannot create '" + outputDirectory + "': " + error.message());
+      return fail("cannot create '" + outputDirectory +
+                  "': " + error.message());
   for (auto [i, tensor] : enumerate(*results)) {
     std::string name = kiln::resultName(*function, i);
     printOutput(name, tensor);

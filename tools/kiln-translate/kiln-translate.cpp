@@ -16,23 +16,28 @@
 
 using namespace llvm;
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
-                                      cl::Required);
-static cl::opt<bool> importOnnx("import-onnx",
+static cl::OptionCategory category("kiln-translate options");
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::cat(category),
+                                      cl::desc("<model.onnx>"), cl::Required);
+static cl::opt<bool> importOnnx(cl::cat(category), "import-onnx",
                                 cl::desc("Import an ONNX model as kiln IR"));
 static cl::list<std::string>
-    dims("dim", cl::desc("Size of a symbolic dimension, NAME=SIZE"),
+    dims(cl::cat(category), "dim",
+         cl::desc("Size of a symbolic dimension, NAME=SIZE"),
          cl::value_desc("NAME=SIZE"));
-static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
+static cl::opt<std::string> outputPath(cl::cat(category), "o",
+                                       cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"));
 static cl::opt<bool> elideWeights(
-    "elide-weights",
+    cl::cat(category), "elide-weights",
     cl::desc("Print parameter values as dense_resource handles only"));
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "kiln translation driver\n");
   if (!importOnnx) {
     errs() << "kiln-translate: error: choose a translation (--import-onnx)\n";
