@@ -53,7 +53,8 @@ private:
   }
   /// Inlines the gradient function for micro-batch `index` and returns its
   /// return values.
-  SmallVector<Value> inlineGradient(ArrayRef<Value> inputs, int64_t index);
+  SmallVector<Value> inlineGradient(ArrayRef<Value> inputs, Value stepNumber,
+                                    int64_t index);
   Value sumOfSquares(Value grad);
   void update(StringRef name, Value grad, Value lr, Value step,
               ArrayRef<Value> state, SmallVectorImpl<Value> &newParams,
@@ -69,6 +70,7 @@ private:
 } // namespace
 
 SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
+                                               Value stepNumber,
                                                int64_t index) {
   IRMapping mapping;
   Block &body = gradient.getBody().front();
@@ -84,8 +86,29 @@ SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
     mapping.map(argument,
                 builder.create<SliceOp>(loc, type, input, start, stride));
   }
-  for (Operation &op : body.without_terminator())
-    builder.clone(op, mapping);
+  // Every step (and micro-batch) draws new dropout masks: the offset of a
+  // dropout is step * micro-batches + index.
+  Value offset;
+  for (Operation &op : body.without_terminator()) {
+    Operation *clone = builder.clone(op, mapping);
+    auto dropout = dyn_cast<DropoutOp>(clone);
+    if (!dropout || dropout.getOffset())
+      continue;
+    if (!offset) {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPoint(clone);
+      Type i64 = builder.getI64Type();
+      auto type = RankedTensorType::get({}, i64);
+      auto constant = [&](int64_t v) -> Value {
+        return builder.create<ConstantOp>(
+            loc, DenseElementsAttr::get(type, builder.getI64IntegerAttr(v)));
+      };
+      offset = builder.create<AddOp>(
+          loc, builder.create<MulOp>(loc, stepNumber, constant(k)),
+          constant(index));
+    }
+    dropout.getOffsetMutable().assign(offset);
+  }
   SmallVector<Value> results;
   for (Value value : body.getTerminator()->getOperands())
     results.push_back(mapping.lookup(value));
@@ -205,7 +228,8 @@ FailureOr<func::FuncOp> StepBuilder::build() {
   Value loss;
   SmallVector<Value> grads(roles.gradients.size());
   for (int64_t m = 0; m < k; ++m) {
-    SmallVector<Value> results = inlineGradient(inputs, m);
+    SmallVector<Value> results =
+        inlineGradient(inputs, entry->getArgument(numInputs + 1), m);
     Value microLoss = results[roles.loss];
     loss = loss ? builder.create<AddOp>(loc, loss, microLoss) : microLoss;
     for (auto [i, role] : llvm::enumerate(roles.gradients)) {

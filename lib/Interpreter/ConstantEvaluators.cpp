@@ -79,6 +79,8 @@ static LogicalResult evaluateDropout(DropoutOp op,
   double ratio = op.getRatio().convertToDouble();
   double scale = 1.0 / (1.0 - ratio);
   uint64_t seed = mix(static_cast<uint64_t>(op.getSeed()));
+  if (op.getOffset())
+    seed = mix(seed ^ static_cast<uint64_t>(context.operand(1).ints()[0]));
   for (int64_t i = 0; i < input.getNumElements(); ++i) {
     double uniform = (mix(seed ^ static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
     bool keep = uniform >= ratio;

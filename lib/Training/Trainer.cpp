@@ -14,6 +14,7 @@
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Interpreter/TensorAttr.h"
 
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
@@ -110,7 +111,7 @@ FailureOr<std::unique_ptr<Trainer>> Trainer::create(ModuleOp module,
     return forward.emitError("no parameter is trained: none reaches the loss "
                              "or all are frozen");
   FailureOr<func::FuncOp> step = buildTrainingStep(*gradient, spec.optimizer);
-  if (failed(step))
+  if (failed(step) || failed(verify(*step)))
     return failure();
   trainer->gradientFn = *gradient;
   trainer->stepFn = *step;

@@ -486,9 +486,13 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
       return fail("cannot write " + logFile + ": " + error.message());
   }
   bool terminal = sys::Process::StandardOutIsDisplayed();
+  // The elements of the first input (tokens of a language model) per step.
   int64_t tokensPerStep =
-      cast<mlir::RankedTensorType>(trainer.stepFunction().getArgumentTypes()[0])
-          .getNumElements();
+      forward.getNumArguments() == 0
+          ? 0
+          : cast<mlir::RankedTensorType>(
+                trainer.stepFunction().getArgumentTypes()[0])
+                .getNumElements();
   auto start = std::chrono::steady_clock::now();
   int64_t first = trainer.completedSteps() + 1;
   int64_t lastCheckpoint = trainer.completedSteps();
@@ -514,10 +518,14 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
     int64_t done = step - first + 1;
     double tokensPerSecond = tokensPerStep * done / std::max(elapsed, 1e-9);
     double eta = elapsed / done * (steps - step);
-    std::string line = formatv(
-        "step {0}/{1}  loss {2:f4}  lr {3:e2}  {4} tok/s  elapsed {5}  ETA {6}",
-        step, steps, report->loss, report->lr,
-        static_cast<int64_t>(tokensPerSecond), clock(elapsed), clock(eta));
+    std::string speed =
+        tokensPerStep
+            ? formatv("  {0} tok/s", static_cast<int64_t>(tokensPerSecond)).str()
+            : std::string();
+    std::string line =
+        formatv("step {0}/{1}  loss {2:f4}  lr {3:e2}{4}  elapsed {5}  ETA {6}",
+                step, steps, report->loss, report->lr, speed, clock(elapsed),
+                clock(eta));
     if (terminal)
       outs() << "\r" << line << "\x1b[K" << (step == steps ? "\n" : "");
     else if (step == first || step == steps ||

@@ -174,17 +174,23 @@ def Kiln_DropoutOp : Kiln_Op<"dropout", [Pure, InferTypeOpAdaptor]> {
   let description = [{
     Zeroes each element with probability `ratio` and scales the kept ones by
     `1 / (1 - ratio)`. `mask` is true where an element was kept. The draw is a
-    pure function of `seed` and the element's linear index, so the op has no
-    hidden state and the same seed reproduces the same mask. `ratio` is in
-    [0, 1).
+    pure function of `seed`, the optional scalar `offset` and the element's
+    linear index, so the op has no hidden state and the same seed and offset
+    reproduce the same mask. A training step passes its step number as the
+    offset, so that every step draws a new mask. `ratio` is in [0, 1).
 
     ```mlir
     %y, %mask = kiln.dropout %x {ratio = 0.1, seed = 7} : tensor<2x8xf32>
+    %z, %m2 = kiln.dropout %x offset %step : tensor<i64> {ratio = 0.1, seed = 7} : tensor<2x8xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$input, F64Attr:$ratio, I64Attr:$seed);
+  let arguments = (ins Kiln_FloatTensor:$input,
+                       Optional<0DTensorOf<[I64]>>:$offset, F64Attr:$ratio,
+                       I64Attr:$seed);
   let results = (outs Kiln_FloatTensor:$output, Kiln_BoolTensor:$mask);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input (`offset` $offset^ `:` type($offset))? attr-dict `:` type($input)
+  }];
   let hasVerifier = 1;
 }
 
