@@ -1,7 +1,7 @@
 //===- TensorImporters.cpp - ONNX ops that move tensor elements -----------===//
 //
-// Concat, Split, Slice, Transpose, Tile, Gather, GatherElements, Pad and
-// Trilu.
+// Concat, Split, Slice, Transpose, Tile, Gather, GatherElements, GatherND,
+// ScatterElements, Pad, Trilu and CumSum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -223,6 +223,98 @@ template <typename OpTy> static LogicalResult importGatherLike(NodeContext &node
       {node.input(0), node.input(1)}, {i64Attr(node, "axis", *normalized)}));
 }
 
+static Tensor int64Tensor(ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
+  Tensor tensor(DType::I64, shape);
+  llvm::copy(values, tensor.ints().begin());
+  return tensor;
+}
+
+/// GatherND as a gather along one flattened axis: each index tuple (with the
+/// position of its batch, for batch_dims > 0) becomes a linear index into
+/// the data viewed as [batch * indexed dims, remaining dims...].
+static LogicalResult importGatherND(NodeContext &node) {
+  FailureOr<int64_t> batchDims = node.intAttr("batch_dims", 0);
+  if (failed(node.requireInputs(2)) || failed(batchDims))
+    return failure();
+  RankedTensorType data = node.inputType(0), indices = node.inputType(1);
+  int64_t b = *batchDims, q = indices.getRank(), r = data.getRank();
+  if (q < 1 || b < 0 || b >= std::min(q, r))
+    return node.error("batch_dims ") << b << " does not fit data of rank " << r
+                                     << " and indices of rank " << q;
+  int64_t k = indices.getDimSize(q - 1);
+  if (k < 1 || b + k > r)
+    return node.error("index tuples of length ")
+           << k << " do not fit data of rank " << r << " after " << b
+           << " batch dimensions";
+  for (int64_t d = 0; d < b; ++d)
+    if (indices.getDimSize(d) != data.getDimSize(d))
+      return node.error("batch dimension ") << d << " differs between data and "
+                                               "indices";
+  MLIRContext *context = node.builder.getContext();
+  Type i64 = IntegerType::get(context, 64);
+  Value index = node.input(1);
+  if (indices.getElementType() != i64) {
+    FailureOr<Value> wide =
+        node.create1<CastOp>({index}, {}, {indices.clone(i64)});
+    if (failed(wide))
+      return failure();
+    index = *wide;
+  }
+  // Negative indices count from the end of their dimension.
+  ArrayRef<int64_t> indexed = data.getShape().slice(b, k);
+  Value sizes = node.constant(int64Tensor({k}, indexed));
+  Value zero = node.scalar(0.0, i64);
+  auto compare = node.builder.getNamedAttr(
+      "predicate", ComparePredicateAttr::get(context, ComparePredicate::LT));
+  FailureOr<Value> negative = node.create1<CompareOp>({index, zero}, {compare});
+  if (failed(negative))
+    return failure();
+  FailureOr<Value> wrapped = node.create1<AddOp>({index, sizes});
+  if (failed(wrapped))
+    return failure();
+  FailureOr<Value> resolved = node.create1<WhereOp>({*negative, *wrapped, index});
+  if (failed(resolved))
+    return failure();
+  // The linear position of each tuple among the indexed dimensions.
+  SmallVector<int64_t> strides(k, 1);
+  for (int64_t j = k - 2; j >= 0; --j)
+    strides[j] = strides[j + 1] * indexed[j + 1];
+  FailureOr<Value> weighted = node.create1<MulOp>(
+      {*resolved, node.constant(int64Tensor({k}, strides))});
+  if (failed(weighted))
+    return failure();
+  FailureOr<Value> linear = node.create1<ReduceSumOp>(
+      {*weighted},
+      {node.builder.getNamedAttr("axes",
+                                 node.builder.getDenseI64ArrayAttr({q - 1}))});
+  if (failed(linear))
+    return failure();
+  Value flat = *linear;
+  if (b > 0) {
+    // Offsets of the batch positions: iota over the batch, broadcast.
+    ArrayRef<int64_t> batchShape = indices.getShape().take_front(b);
+    int64_t batch = product(batchShape), block = product(indexed);
+    SmallVector<int64_t> offsets;
+    for (int64_t i = 0; i < batch; ++i)
+      offsets.push_back(i * block);
+    SmallVector<int64_t> shape(batchShape);
+    shape.append(q - 1 - b, 1);
+    FailureOr<Value> sum =
+        node.create1<AddOp>({flat, node.constant(int64Tensor(shape, offsets))});
+    if (failed(sum))
+      return failure();
+    flat = *sum;
+  }
+  SmallVector<int64_t> viewShape{product(data.getShape().take_front(b + k))};
+  llvm::append_range(viewShape, data.getShape().drop_front(b + k));
+  FailureOr<Value> view =
+      node.create1<ReshapeOp>({node.input(0)}, {}, {data.clone(viewShape)});
+  if (failed(view))
+    return failure();
+  return node.setResult(node.create1<GatherOp>(
+      {*view, flat}, {i64Attr(node, "axis", 0)}));
+}
+
 static LogicalResult importPad(NodeContext &node) {
   FailureOr<std::string> modeName = node.stringAttr("mode", "constant");
   if (failed(node.requireInputs(2)) || failed(modeName))
@@ -352,6 +444,7 @@ void registerTensorImporters(OpImporterTable &table) {
   table.add("Tile", importTile);
   table.add("Gather", importGatherLike<GatherOp>);
   table.add("GatherElements", importGatherLike<GatherElementsOp>);
+  table.add("GatherND", importGatherND);
   table.add("Pad", importPad);
   table.add("Trilu", importTrilu);
 }

@@ -28,7 +28,7 @@ def Kiln_AdamWOp : Kiln_Op<"adamw", [Pure,
   }];
   let arguments = (ins Kiln_FloatTensor:$param, Kiln_FloatTensor:$grad,
                        Kiln_FloatTensor:$exp_avg, Kiln_FloatTensor:$exp_avg_sq,
-                       RankedTensorOf<[F32]>:$lr, RankedTensorOf<[I64]>:$step,
+                       0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,
                        F64Attr:$beta1, F64Attr:$beta2, F64Attr:$epsilon,
                        F64Attr:$weight_decay);
   let results = (outs Kiln_FloatTensor:$new_param,
@@ -54,7 +54,7 @@ def Kiln_SgdOp : Kiln_Op<"sgd", [Pure,
   }];
   let arguments = (ins Kiln_FloatTensor:$param, Kiln_FloatTensor:$grad,
                        Kiln_FloatTensor:$momentum_buffer,
-                       RankedTensorOf<[F32]>:$lr, RankedTensorOf<[I64]>:$step,
+                       0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,
                        F64Attr:$momentum, F64Attr:$dampening,
                        F64Attr:$weight_decay, UnitAttr:$nesterov);
   let results = (outs Kiln_FloatTensor:$new_param,
@@ -78,8 +78,8 @@ def Kiln_AdagradOp : Kiln_Op<"adagrad", [Pure,
     caller chooses.
   }];
   let arguments = (ins Kiln_FloatTensor:$param, Kiln_FloatTensor:$grad,
-                       Kiln_FloatTensor:$sum, RankedTensorOf<[F32]>:$lr,
-                       RankedTensorOf<[I64]>:$step, F64Attr:$lr_decay,
+                       Kiln_FloatTensor:$sum, 0DTensorOf<[F32]>:$lr,
+                       0DTensorOf<[I64]>:$step, F64Attr:$lr_decay,
                        F64Attr:$weight_decay, F64Attr:$epsilon);
   let results = (outs Kiln_FloatTensor:$new_param, Kiln_FloatTensor:$new_sum);
   let assemblyFormat = [{
