@@ -520,7 +520,10 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
     double eta = elapsed / done * (steps - step);
     std::string speed =
         tokensPerStep
-            ? formatv("  {0} tok/s", static_cast<int64_t>(tokensPerSecond)).str()
+            ? (tokensPerSecond >= 100
+                   ? formatv("  {0} tok/s", static_cast<int64_t>(tokensPerSecond))
+                   : formatv("  {0:f2} tok/s", tokensPerSecond))
+                  .str()
             : std::string();
     std::string line =
         formatv("step {0}/{1}  loss {2:f4}  lr {3:e2}{4}  elapsed {5}  ETA {6}",
