@@ -520,9 +520,8 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
     double eta = elapsed / done * (steps - step);
     std::string speed =
         tokensPerStep
-            ? (tokensPerSecond >= 100
-                   ? formatv("  {0} tok/s", static_cast<int64_t>(tokensPerSecond))
-                   : formatv("  {0:f2} tok/s", tokensPerSecond))
+            ? formatv(tokensPerSecond >= 100 ? "  {0:f0} tok/s" : "  {0:f2} tok/s",
+                      tokensPerSecond)
                   .str()
             : std::string();
     std::string line =
