@@ -41,7 +41,10 @@ selectParameters(func::FuncOp function, const AutodiffOptions &options) {
   SmallVector<ParameterOp> selected;
   function.walk([&](ParameterOp op) {
     StringRef name = op.getName();
-    if (isFloatTensor(op) && train.match(name) &&
+    // Exporters lift literals (0.5, an exponent of 3) into scalar
+    // initializers; they are trained only when named explicitly.
+    bool literal = op.getType().getRank() == 0 && options.train.empty();
+    if (isFloatTensor(op) && !literal && train.match(name) &&
         (options.freeze.empty() || !freeze.match(name)))
       selected.push_back(op);
   });

@@ -18,8 +18,9 @@ struct AutodiffOptions {
   /// The result that is the loss, by its `kiln.name`; empty: the first
   /// scalar floating-point result.
   std::string loss;
-  /// Parameters whose name matches `train` (empty: all) and not `freeze`
-  /// (empty: none) are trained, if they reach the loss differentiably.
+  /// Parameters whose name matches `train` (empty: all but scalars, which
+  /// exporters use for lifted literals) and not `freeze` (empty: none) are
+  /// trained, if they reach the loss differentiably.
   std::string train, freeze;
 };
 
