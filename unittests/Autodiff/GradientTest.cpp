@@ -80,8 +80,11 @@ TEST_P(GradientRuleTest, MatchesFiniteDifferences) {
       mlir::parseSourceString<mlir::ModuleOp>(text, &context);
   ASSERT_TRUE(module) << errors << text;
   auto forward = *module->getOps<mlir::func::FuncOp>().begin();
+  // Train every parameter, scalars included.
+  AutodiffOptions autodiff;
+  autodiff.train = ".*";
   mlir::FailureOr<mlir::func::FuncOp> gradient =
-      buildGradientFunction(forward, {});
+      buildGradientFunction(forward, autodiff);
   ASSERT_TRUE(mlir::succeeded(gradient)) << errors;
 
   std::mt19937_64 generator(42);
