@@ -22,21 +22,25 @@ static ArrayRef<int64_t> shapeOf(Value value) {
 static LogicalResult matmulGradient(MatmulOp op, ArrayRef<Value> grads,
                                     GradientBuilder &b,
                                     SmallVectorImpl<Value> &g) {
+  // Autodiff runs before precision assignment, on same-type products.
+  if (op.getAccumulate())
+    return op.emitOpError("gradients of mixed-precision products are not "
+                          "supported; assign precision after autodiff");
   Value lhs = op.getLhs(), rhs = op.getRhs(), grad = grads[0];
   bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
   Value lhsGrad =
       ta ? b.create<MatmulOp>(rhs, grad, /*transpose_lhs=*/tb,
-                              /*transpose_rhs=*/true)
+                              /*transpose_rhs=*/true, TypeAttr())
                .getResult()
          : b.create<MatmulOp>(grad, rhs, /*transpose_lhs=*/false,
-                              /*transpose_rhs=*/!tb)
+                              /*transpose_rhs=*/!tb, TypeAttr())
                .getResult();
   Value rhsGrad =
       tb ? b.create<MatmulOp>(grad, lhs, /*transpose_lhs=*/true,
-                              /*transpose_rhs=*/ta)
+                              /*transpose_rhs=*/ta, TypeAttr())
                .getResult()
          : b.create<MatmulOp>(lhs, grad, /*transpose_lhs=*/!ta,
-                              /*transpose_rhs=*/false)
+                              /*transpose_rhs=*/false, TypeAttr())
                .getResult();
   g.push_back(b.unbroadcast(lhsGrad, lhs.getType()));
   g.push_back(b.unbroadcast(rhsGrad, rhs.getType()));

@@ -111,7 +111,10 @@ FailureOr<std::unique_ptr<Trainer>> Trainer::create(ModuleOp module,
     return forward.emitError("no parameter is trained: none reaches the loss "
                              "or all are frozen");
   FailureOr<func::FuncOp> step = buildTrainingStep(*gradient, spec.optimizer);
-  if (failed(step) || failed(verify(*step)))
+  if (failed(step))
+    return failure();
+  assignPrecision(*step, spec.precision);
+  if (failed(verify(*step)))
     return failure();
   trainer->gradientFn = *gradient;
   trainer->stepFn = *step;

@@ -49,6 +49,10 @@ static cl::opt<std::string> loss("loss", cl::cat(category),
                                           "the first scalar output)"));
 static cl::opt<int64_t> steps("steps", cl::init(1), cl::cat(category),
                               cl::desc("Total number of optimizer steps"));
+static cl::opt<std::string> precision(
+    "precision", cl::init("fp32"), cl::cat(category),
+    cl::desc("fp32, or bf16: GEMMs in bf16 with fp32 accumulation, the rest "
+             "and the master weights in fp32"));
 static cl::opt<std::string> optimizer("optimizer", cl::init("adamw"),
                                       cl::cat(category),
                                       cl::desc("adamw, sgd or adagrad"));
@@ -187,6 +191,10 @@ static Expected<TrainingSpec> readSpec() {
   if (microBatches < 1)
     return bad("--micro-batches must be at least 1");
   spec.initialAccumulator = initialAccumulator;
+  std::optional<Precision> parsed = parsePrecision(precision);
+  if (!parsed)
+    return bad("unknown --precision '" + precision + "' (fp32 or bf16)");
+  spec.precision = *parsed;
   LearningRateSchedule &s = spec.schedule;
   if (schedule == "constant")
     s.kind = ScheduleKind::Constant;
@@ -216,11 +224,12 @@ static Expected<TrainingSpec> readSpec() {
 /// change the numbers, except the total number of steps.
 static std::string specIdentity() {
   return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
-                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}|{21}|{22}",
+                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}|{21}|{22}|{23}",
                  optimizer, lr, weightDecay, betas, eps, momentum, dampening,
                  nesterov, lrDecay, initialAccumulator, noDecayBiasesNorms,
                  schedule, warmup, minLr, clipGradNorm, microBatches, seed,
-                 data, labels, batch, seq, train + "/" + freeze, loss)
+                 data, labels, batch, seq, train + "/" + freeze, loss,
+                 precision)
       .str();
 }
 

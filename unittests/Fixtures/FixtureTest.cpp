@@ -17,6 +17,7 @@
 #include "kiln/Interpreter/TensorAttr.h"
 #include "kiln/TensorIO/TensorFiles.h"
 #include "kiln/Training/Trainer.h"
+#include "kiln/Transforms/AssignPrecision.h"
 #include "kiln/Tools/ModelLoading.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -251,6 +252,53 @@ TEST_P(FixtureGradients, DynamoGradientsMatchWhereUnambiguous) {
     ++compared;
   }
   EXPECT_GE(compared, 4) << "too few unambiguous parameters to compare";
+}
+
+// With GEMMs in bf16 (fp32 accumulation, everything else fp32), the loss and
+// gradients stay close to fp32's. bf16 keeps 8 significant bits, so each GEMM
+// operand is rounded by at most 2^-9 (2e-3) relative; a gradient crosses up
+// to a dozen GEMMs of the forward and backward passes, where such errors
+// partly cancel. The gradients are compared as one vector (error norm over
+// reference norm, all parameters together): a single tensor can be a sum
+// that cancels (BERT's pooler bias adds two examples of opposite labels) and
+// then carries bf16 roundoff of its terms, not of its small result. Observed:
+// loss within 1e-4, gradients within 1e-2. The bounds, 1e-3 and 3e-2, leave
+// a margin yet fail if a GEMM ran in bf16 without fp32 accumulation or a
+// reduction dropped to bf16 (errors of 1e-1 and more).
+TEST_P(FixtureGradients, Bf16GradientsStayNearFp32) {
+  std::string directory = "hf/" + GetParam() + "/";
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      import(context, fixture(directory + "model.onnx"));
+  ASSERT_TRUE(module);
+  FailOnDiagnostics failures(context);
+  auto forward = *module->getOps<mlir::func::FuncOp>().begin();
+  mlir::FailureOr<mlir::func::FuncOp> fp32 = buildGradientFunction(forward, {});
+  ASSERT_TRUE(mlir::succeeded(fp32));
+  mlir::func::FuncOp bf16 = fp32->clone();
+  module->push_back(bf16);
+  bf16.setSymName("bf16");
+  assignPrecision(bf16, Precision::BF16);
+  int products = 0;
+  bf16.walk([&](MatmulOp op) { products += bool(op.getAccumulate()); });
+  EXPECT_GT(products, 0);
+  llvm::SmallVector<Tensor> inputs{
+      readOrDie(fixture(directory + "ref/input_ids.pb")),
+      readOrDie(fixture(directory + "ref/labels.pb"))};
+  auto reference = interpret(*fp32, inputs);
+  auto mixed = interpret(bf16, inputs);
+  ASSERT_TRUE(mlir::succeeded(reference) && mlir::succeeded(mixed));
+  EXPECT_LE(relativeError((*mixed)[0], (*reference)[0]), 1e-3) << "loss";
+  double error = 0.0, total = 0.0;
+  for (unsigned i = 0; i < fp32->getNumResults(); ++i) {
+    if (!fp32->getResultAttrOfType<mlir::StringAttr>(i, kGradientOfAttr))
+      continue;
+    double n = norm((*reference)[i]);
+    double e = relativeError((*mixed)[i], (*reference)[i]) * n;
+    error += e * e;
+    total += n * n;
+  }
+  EXPECT_LE(std::sqrt(error / total), 3e-2) << "all gradients together";
 }
 
 /// Runs kiln.adamw (lr 1e-3, step 1, PyTorch's defaults) on `param` and

@@ -13,6 +13,7 @@
 #include "kiln/Autodiff/TrainingStep.h"
 #include "kiln/Interpreter/Tensor.h"
 #include "kiln/Training/Safetensors.h"
+#include "kiln/Transforms/AssignPrecision.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -45,6 +46,8 @@ struct TrainingSpec {
   uint64_t seed = 0;
   /// Adagrad's initial accumulator value.
   double initialAccumulator = 0.0;
+  /// The type GEMMs compute in (see AssignPrecision.h).
+  Precision precision = Precision::FP32;
 };
 
 struct StepReport {

@@ -1,8 +1,9 @@
 //===- Passes.td - kiln passes -----------------------------*- tablegen -*-===//
 //
 // Ordering: kiln-autodiff runs on the imported forward function and adds its
-// gradient function; kiln-build-training-step then adds the optimizer
-// update. Later passes (precision, fusion, memory) run on the step.
+// gradient function; the training step (buildTrainingStep) adds the
+// optimizer update; kiln-assign-precision then runs on the step, so that
+// backward GEMMs follow the policy too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,22 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
            "Do not train parameters whose name matches this regex">,
   ];
   let dependentDialects = ["kiln::KilnDialect", "mlir::func::FuncDialect"];
+}
+
+def KilnAssignPrecision : Pass<"kiln-assign-precision", "mlir::ModuleOp"> {
+  let summary = "Compute GEMMs in bf16 with fp32 accumulation";
+  let description = [{
+    Applies the mixed-precision policy (lib/Transforms/AssignPrecision.cpp)
+    to every function: with `precision=bf16`, each kiln.matmul of f32
+    operands reads them cast to bf16 and accumulates in f32
+    (`accumulate = f32`); all other ops, the parameters and the optimizer
+    state stay f32. Run it on a training step, after autodiff.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "fp32 or bf16">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
 }
 
 #endif // KILN_TRANSFORMS_PASSES_TD

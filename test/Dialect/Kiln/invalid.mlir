@@ -414,3 +414,12 @@ func.func @insert_slice_bounds(%d: tensor<4x8xf32>, %s: tensor<4x4xf32>) {
   %0 = kiln.insert_slice %d, %s {start = array<i64: 0, 6>, stride = array<i64: 1, 1>} : (tensor<4x8xf32>, tensor<4x4xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+func.func @matmul_accumulate_narrower(%x: tensor<4x4xf32>) {
+  // expected-error @+2 {{matmul cannot accumulate 'f32' operands in 'bf16'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %x, %x {accumulate = bf16} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xbf16>
+  return
+}

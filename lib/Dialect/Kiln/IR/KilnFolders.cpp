@@ -17,9 +17,22 @@ using namespace kiln;
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+/// True when every value of float type `narrow` is exactly a value of
+/// `wide`: bf16 and f16 in f32, all three in f64.
+static bool holdsExactly(Type wide, Type narrow) {
+  auto w = dyn_cast<FloatType>(wide), n = dyn_cast<FloatType>(narrow);
+  return w && n && (w.isF32() || w.isF64()) && w.getWidth() > n.getWidth();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // Widening and narrowing back restores the value exactly.
+  if (auto producer = getInput().getDefiningOp<CastOp>())
+    if (producer.getInput().getType() == getType() &&
+        holdsExactly(producer.getType().getElementType(),
+                     getType().getElementType()))
+      return producer.getInput();
   return {};
 }
 

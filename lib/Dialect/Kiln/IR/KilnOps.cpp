@@ -171,7 +171,16 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   if (failed(batch))
     return failure();
   batch->append({m, n});
-  inferred.push_back(RankedTensorType::get(*batch, lhs.getElementType()));
+  Type elementType = lhs.getElementType();
+  if (std::optional<Type> accumulate = adaptor.getAccumulate()) {
+    auto from = dyn_cast<FloatType>(elementType);
+    auto to = cast<FloatType>(*accumulate);
+    if (!from || from.getWidth() > to.getWidth())
+      return emitOptionalError(location, "matmul cannot accumulate ",
+                               elementType, " operands in ", *accumulate);
+    elementType = *accumulate;
+  }
+  inferred.push_back(RankedTensorType::get(*batch, elementType));
   return success();
 }
 

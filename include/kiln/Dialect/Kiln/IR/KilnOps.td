@@ -367,15 +367,21 @@ def Kiln_MatmulOp : Kiln_Op<"matmul",
     Both operands have rank 2 or more. The last two dimensions are matrices,
     transposed first when `transpose_lhs` / `transpose_rhs` is set; the
     leading dimensions are batch dimensions and broadcast like NumPy's. The
-    result is `[batch..., M, N]`. The interpreter accumulates in fp64.
+    result is `[batch..., M, N]`, of the operands' element type or, with
+    `accumulate`, of that wider float type: the tensor-core form, where bf16
+    or f16 operands accumulate and store in f32. The interpreter accumulates
+    in fp64 and rounds once to the result type.
 
     ```mlir
     %s = kiln.matmul %q, %k {transpose_rhs}
         : (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) -> tensor<2x4x32x32xf32>
+    %t = kiln.matmul %a, %b {accumulate = f32}
+        : (tensor<64x64xbf16>, tensor<64x256xbf16>) -> tensor<64x256xf32>
     ```
   }];
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       OptionalAttr<TypeAttrOf<AnyFloat>>:$accumulate);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat =
     "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";

@@ -1,0 +1,44 @@
+// RUN: kiln-opt %s -split-input-file --kiln-assign-precision | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-assign-precision="precision=fp32" | FileCheck %s --check-prefix=FP32
+// RUN: not kiln-opt %s --kiln-assign-precision="precision=fp8" -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+
+// Tests that products read bf16 operands and accumulate in f32, that a value
+// read by two products is cast once, and that the other ops stay f32.
+// CHECK-LABEL: func @mlp
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK: %[[W:.*]] = kiln.parameter "w"
+// CHECK-DAG: %[[XB:.*]] = kiln.cast %[[X]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-DAG: %[[WB:.*]] = kiln.cast %[[W]] : tensor<8x8xf32> to tensor<8x8xbf16>
+// CHECK: %[[H:.*]] = kiln.matmul %[[XB]], %[[WB]] {accumulate = f32} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+// CHECK: %[[T:.*]] = kiln.tanh %[[H]] : tensor<4x8xf32>
+// CHECK: kiln.matmul %{{.*}}, %[[WB]] {accumulate = f32}
+// CHECK: kiln.softmax %{{.*}} : tensor<4x8xf32>
+// FP32-LABEL: func @mlp
+// FP32-NOT: bf16
+func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %w = kiln.parameter "w" : tensor<8x8xf32>
+  %h = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %t = kiln.tanh %h : tensor<4x8xf32>
+  %o = kiln.matmul %t, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s = kiln.softmax %o {axis = 1 : i64} : tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that widening and narrowing back folds away, while narrowing and
+// widening back (which rounds) stays.
+// FP32-LABEL: func @casts
+// CHECK-LABEL: func @casts
+// CHECK-SAME: (%[[B:.*]]: tensor<4xbf16>, %[[F:.*]]: tensor<4xf32>)
+// CHECK: %[[N:.*]] = kiln.cast %[[F]] : tensor<4xf32> to tensor<4xbf16>
+// CHECK: %[[W:.*]] = kiln.cast %[[N]] : tensor<4xbf16> to tensor<4xf32>
+// CHECK: return %[[B]], %[[W]]
+func.func @casts(%b: tensor<4xbf16>, %f: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xf32>) {
+  %0 = kiln.cast %b : tensor<4xbf16> to tensor<4xf32>
+  %1 = kiln.cast %0 : tensor<4xf32> to tensor<4xbf16>
+  %2 = kiln.cast %f : tensor<4xf32> to tensor<4xbf16>
+  %3 = kiln.cast %2 : tensor<4xbf16> to tensor<4xf32>
+  return %1, %3 : tensor<4xbf16>, tensor<4xf32>
+}
+// UNKNOWN: error: kiln-assign-precision: unknown precision 'fp8' (fp32 or bf16)
