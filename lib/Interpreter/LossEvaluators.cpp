@@ -25,6 +25,20 @@ struct ClassView {
 };
 } // namespace
 
+/// Which labels count toward the loss: all but `ignore_index`, if set.
+struct CountedLabels {
+  explicit CountedLabels(Operation *op) {
+    if (auto attr = op->getAttrOfType<IntegerAttr>("ignore_index")) {
+      hasIgnored = true;
+      ignored = attr.getInt();
+    }
+  }
+  bool operator()(int64_t label) const { return !hasIgnored || label != ignored; }
+
+  bool hasIgnored = false;
+  int64_t ignored = 0;
+};
+
 /// log_softmax(input[n, :, d])[label], computed in fp64.
 static double logSoftmaxAt(const Tensor &input, const ClassView &view,
                            int64_t n, int64_t d, int64_t label) {
@@ -45,7 +59,7 @@ static void addClassificationLoss(EvaluatorTable &table, bool fromLogits) {
     const Tensor *weight = op.getWeight() ? &context.operand(2) : nullptr;
     ArrayRef<int64_t> shape = input.getShape();
     ClassView view{shape[0], shape[1], product(shape.drop_front(2))};
-    std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
+    CountedLabels counted(op);
 
     Tensor result = makeTensor(op.getResult());
     double total = 0.0, totalWeight = 0.0;
@@ -54,7 +68,7 @@ static void addClassificationLoss(EvaluatorTable &table, bool fromLogits) {
         int64_t position = n * view.inner + d;
         int64_t label = labels.ints()[position];
         double loss = 0.0;
-        if (!ignoreIndex || label != *ignoreIndex) {
+        if (counted(label)) {
           if (label < 0 || label >= view.classes)
             return op.emitOpError()
                    << "label " << label << " at position " << position
@@ -91,12 +105,8 @@ static void addClassificationLossGrad(EvaluatorTable &table, bool fromLogits) {
     const Tensor *weight = op.getWeight() ? &context.operand(3) : nullptr;
     ArrayRef<int64_t> shape = input.getShape();
     ClassView view{shape[0], shape[1], product(shape.drop_front(2))};
-    std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
+    CountedLabels counted(op);
     LossReduction reduction = op.getReduction();
-
-    auto counted = [&](int64_t label) {
-      return !ignoreIndex || label != *ignoreIndex;
-    };
     double totalWeight = 0.0;
     for (int64_t p = 0; p < labels.getNumElements(); ++p) {
       int64_t label = labels.ints()[p];

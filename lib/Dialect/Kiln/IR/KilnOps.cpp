@@ -333,7 +333,8 @@ LogicalResult ScatterElementsOp::verify() {
     return emitOpError() << "indices have rank " << indices.getRank()
                          << " but data has rank " << data.getRank();
   for (int64_t d = 0; d < data.getRank(); ++d)
-    if (d != getAxis() && indices.getDimSize(d) > data.getDimSize(d))
+    if (d != static_cast<int64_t>(getAxis()) &&
+        indices.getDimSize(d) > data.getDimSize(d))
       return emitOpError() << "indices dimension " << d << " ("
                            << indices.getDimSize(d) << ") exceeds the data's ("
                            << data.getDimSize(d) << ")";
