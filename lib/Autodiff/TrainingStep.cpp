@@ -21,6 +21,16 @@ using namespace mlir;
 
 namespace kiln {
 
+std::optional<OptimizerKind> parseOptimizerKind(StringRef name) {
+  if (name == "adamw")
+    return OptimizerKind::AdamW;
+  if (name == "sgd")
+    return OptimizerKind::SGD;
+  if (name == "adagrad")
+    return OptimizerKind::Adagrad;
+  return std::nullopt;
+}
+
 std::vector<std::string> optimizerSlots(OptimizerKind kind) {
   switch (kind) {
   case OptimizerKind::AdamW: return {"exp_avg", "exp_avg_sq"};

@@ -158,15 +158,11 @@ static Expected<TrainingSpec> readSpec() {
   };
   TrainingSpec spec;
   OptimizerOptions &o = spec.optimizer;
-  if (optimizer == "adamw")
-    o.kind = OptimizerKind::AdamW;
-  else if (optimizer == "sgd")
-    o.kind = OptimizerKind::SGD;
-  else if (optimizer == "adagrad")
-    o.kind = OptimizerKind::Adagrad;
-  else
+  std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
+  if (!kind)
     return bad("unknown --optimizer '" + optimizer +
                "' (adamw, sgd or adagrad)");
+  o.kind = *kind;
   SmallVector<StringRef> parts;
   StringRef(betas).split(parts, ',');
   if (parts.size() != 2 || parts[0].trim().getAsDouble(o.beta1) ||

@@ -182,6 +182,10 @@ std::vector<GradientCase> cases() {
                  {{"a", "2x3x4"}, {"b", "5x4"}},
                  "  %y = kiln.matmul %a, %b {transpose_rhs} : (tensor<2x3x4xf64>, tensor<5x4xf64>) -> tensor<2x3x5xf64>",
                  "2x3x5"});
+  all.push_back({"matmul_shared_weight",
+                 {{"a", "2x3x4"}, {"b", "4x5"}},
+                 "  %y = kiln.matmul %a, %b : (tensor<2x3x4xf64>, tensor<4x5xf64>) -> tensor<2x3x5xf64>",
+                 "2x3x5"});
   all.push_back({"matmul_transposed_lhs",
                  {{"a", "4x3"}, {"b", "2x4x5"}},
                  "  %y = kiln.matmul %a, %b {transpose_lhs} : (tensor<4x3xf64>, tensor<2x4x5xf64>) -> tensor<2x3x5xf64>",

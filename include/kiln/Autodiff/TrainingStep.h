@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct OptimizerOptions {
   /// are split along their first dimension.
   int64_t microBatches = 1;
 };
+
+/// Parses "adamw", "sgd" or "adagrad".
+std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef name);
 
 /// The optimizer state slots of `kind`, e.g. {"exp_avg", "exp_avg_sq"}.
 std::vector<std::string> optimizerSlots(OptimizerKind kind);

@@ -1,0 +1,67 @@
+//===- MemoryPlan.h - static memory planning of a step ----------*- C++ -*-===//
+//
+// Gives every tensor a training step holds an offset in one arena, from the
+// live range of each value in the step's op order, so that peak memory is
+// known before anything is allocated.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TRANSFORMS_MEMORYPLAN_H
+#define KILN_TRANSFORMS_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <vector>
+
+namespace kiln {
+
+/// What a buffer holds, for the breakdown of the plan.
+enum class BufferKind {
+  Parameter,      // master weights, updated in place
+  OptimizerState, // moments and accumulators, updated in place
+  Input,          // the batch
+  Gradient,       // gradients an optimizer op reads
+  Activation,     // everything else the step computes
+};
+
+struct Buffer {
+  mlir::Value value;
+  BufferKind kind;
+  int64_t bytes;
+  /// The ops (by position in the step) from the one that defines the value
+  /// to its last user; persistent buffers span the whole step.
+  int64_t start, end;
+  int64_t offset = 0;
+};
+
+struct MemoryPlan {
+  std::vector<Buffer> buffers;
+  /// The buffer (index into `buffers`) of every planned value, views
+  /// (reshapes) and every read of a parameter included.
+  llvm::DenseMap<mlir::Value, size_t> bufferOf;
+  /// The arena: the end of the highest buffer.
+  int64_t arenaBytes = 0;
+  /// The largest sum of the bytes of the buffers live at one op.
+  int64_t peakLiveBytes = 0;
+  /// The same, over transient buffers only (gradients and activations).
+  int64_t peakTransientBytes = 0;
+  /// Bytes by kind: persistent kinds in full, transient kinds at their own
+  /// peak.
+  int64_t bytesByKind[5] = {};
+};
+
+/// Plans the buffers of `step`, a single-block function. Constants are not
+/// planned (they live with the code); a result that updates a parameter or
+/// an optimizer state shares that buffer, and a reshape is a view of its
+/// input's buffer.
+MemoryPlan planMemory(mlir::func::FuncOp step);
+
+/// Bytes of one element of `type` in memory (i1 as one byte).
+int64_t elementBytes(mlir::Type type);
+
+llvm::StringRef bufferKindName(BufferKind kind);
+
+} // namespace kiln
+
+#endif // KILN_TRANSFORMS_MEMORYPLAN_H

@@ -1,0 +1,193 @@
+//===- MemoryPlan.cpp - static memory planning of a step ------------------===//
+//
+// Live ranges come from the step's op order (the order every executor of
+// the step follows); buffers are placed first-fit by decreasing size, the
+// classic offline heuristic, at 256-byte alignment. Parameters and optimizer
+// state persist and are updated in place, so their updated values share
+// their buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/MemoryPlan.h"
+
+#include "kiln/Autodiff/TrainingStep.h"
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace kiln {
+
+static constexpr int64_t kAlignment = 256;
+
+int64_t elementBytes(Type type) {
+  if (type.isInteger(1))
+    return 1;
+  return (type.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+StringRef bufferKindName(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Parameter: return "parameters";
+  case BufferKind::OptimizerState: return "optimizer state";
+  case BufferKind::Input: return "inputs";
+  case BufferKind::Gradient: return "gradients";
+  case BufferKind::Activation: return "activations and temporaries";
+  }
+  return "";
+}
+
+static int64_t bytesOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return type.getNumElements() * elementBytes(type.getElementType());
+}
+
+static bool isTransient(BufferKind kind) {
+  return kind == BufferKind::Gradient || kind == BufferKind::Activation;
+}
+
+/// Places `buffers` first-fit by decreasing size and returns the arena size.
+static int64_t placeBuffers(std::vector<Buffer> &buffers) {
+  std::vector<size_t> order(buffers.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return buffers[a].bytes > buffers[b].bytes;
+  });
+  std::vector<size_t> placed;
+  int64_t arena = 0;
+  for (size_t i : order) {
+    Buffer &buffer = buffers[i];
+    // Ranges taken by placed buffers whose lifetimes overlap this one.
+    std::vector<std::pair<int64_t, int64_t>> taken;
+    for (size_t j : placed)
+      if (buffers[j].start <= buffer.end && buffer.start <= buffers[j].end)
+        taken.emplace_back(buffers[j].offset,
+                           buffers[j].offset + buffers[j].bytes);
+    std::sort(taken.begin(), taken.end());
+    int64_t offset = 0;
+    for (auto [begin, end] : taken) {
+      if (offset + buffer.bytes <= begin)
+        break;
+      offset = std::max(offset, (end + kAlignment - 1) / kAlignment * kAlignment);
+    }
+    buffer.offset = offset;
+    arena = std::max(arena, offset + buffer.bytes);
+    placed.push_back(i);
+  }
+  return arena;
+}
+
+MemoryPlan planMemory(func::FuncOp step) {
+  MemoryPlan plan;
+  Block &body = step.getBody().front();
+  DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : body)
+    position[&op] = index++;
+  int64_t last = index - 1;
+
+  // Values an optimizer reads as gradients.
+  DenseSet<Value> gradients;
+  step.walk([&](Operation *op) {
+    if (isa<AdamWOp, SgdOp, AdagradOp>(op))
+      gradients.insert(op->getOperand(1));
+  });
+  // Values the step returns as updated parameters or state share those
+  // buffers.
+  DenseSet<Value> updates;
+  auto terminator = body.getTerminator();
+  for (auto [i, value] : llvm::enumerate(terminator->getOperands()))
+    if (step.getResultAttr(i, kUpdateOfAttr) || step.getResultAttr(i, kStateOfAttr))
+      updates.insert(value);
+
+  auto lastUse = [&](Value value, int64_t from) {
+    int64_t end = from;
+    for (Operation *user : value.getUsers())
+      end = std::max(end, position.lookup(user));
+    return end;
+  };
+  for (BlockArgument argument : body.getArguments()) {
+    bool state = step.getArgAttr(argument.getArgNumber(), kStateOfAttr) != nullptr;
+    plan.buffers.push_back({argument,
+                            state ? BufferKind::OptimizerState : BufferKind::Input,
+                            bytesOf(argument), 0, last});
+  }
+  llvm::StringMap<size_t> parameters;
+  // A reshape is a view: its result is its input's buffer, which then lives
+  // until the view's last use.
+  DenseMap<Value, size_t> &bufferOf = plan.bufferOf;
+  for (auto [i, buffer] : llvm::enumerate(plan.buffers))
+    bufferOf[buffer.value] = i;
+  for (Operation &op : body.without_terminator()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      auto it = bufferOf.find(reshape.getInput());
+      if (it != bufferOf.end() && !updates.contains(reshape.getResult())) {
+        Buffer &buffer = plan.buffers[it->second];
+        buffer.end = std::max(buffer.end,
+                              lastUse(reshape.getResult(), position.lookup(&op)));
+        bufferOf[reshape.getResult()] = it->second;
+        continue;
+      }
+    }
+    if (auto parameter = dyn_cast<ParameterOp>(op)) {
+      // Every read of one parameter is the same persistent buffer.
+      auto [it, added] =
+          parameters.try_emplace(parameter.getName(), plan.buffers.size());
+      if (added)
+        plan.buffers.push_back({parameter, BufferKind::Parameter,
+                                bytesOf(parameter), 0, last});
+      bufferOf[parameter] = it->second;
+      continue;
+    }
+    for (Value result : op.getResults()) {
+      if (updates.contains(result))
+        continue;
+      BufferKind kind = gradients.contains(result) ? BufferKind::Gradient
+                                                   : BufferKind::Activation;
+      int64_t start = position.lookup(&op);
+      bufferOf[result] = plan.buffers.size();
+      plan.buffers.push_back(
+          {result, kind, bytesOf(result), start, lastUse(result, start)});
+    }
+  }
+  plan.arenaBytes = placeBuffers(plan.buffers);
+
+  // Peaks by sweeping starts and ends.
+  std::map<int64_t, int64_t> all, transient;
+  std::map<int64_t, int64_t> byKind[5];
+  for (const Buffer &buffer : plan.buffers) {
+    int kind = static_cast<int>(buffer.kind);
+    if (!isTransient(buffer.kind)) {
+      plan.bytesByKind[kind] += buffer.bytes;
+    } else {
+      transient[buffer.start] += buffer.bytes;
+      transient[buffer.end + 1] -= buffer.bytes;
+      byKind[kind][buffer.start] += buffer.bytes;
+      byKind[kind][buffer.end + 1] -= buffer.bytes;
+    }
+    all[buffer.start] += buffer.bytes;
+    all[buffer.end + 1] -= buffer.bytes;
+  }
+  auto peak = [](const std::map<int64_t, int64_t> &events) {
+    int64_t live = 0, highest = 0;
+    for (auto &[at, delta] : events) {
+      live += delta;
+      highest = std::max(highest, live);
+    }
+    return highest;
+  };
+  plan.peakLiveBytes = peak(all);
+  plan.peakTransientBytes = peak(transient);
+  for (int kind = 0; kind < 5; ++kind)
+    if (isTransient(static_cast<BufferKind>(kind)))
+      plan.bytesByKind[kind] = peak(byKind[kind]);
+  return plan;
+}
+
+} // namespace kiln
