@@ -12,6 +12,12 @@
 
 #include "kiln/Autodiff/TrainingStep.h"
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Transforms/Passes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPLANMEMORY
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
 
 #include "llvm/ADT/StringMap.h"
 
@@ -191,3 +197,31 @@ MemoryPlan planMemory(func::FuncOp step) {
 }
 
 } // namespace kiln
+
+namespace {
+struct PlanMemoryPass : kiln::impl::KilnPlanMemoryBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    if (!function.getBody().hasOneBlock())
+      return;
+    kiln::MemoryPlan plan = kiln::planMemory(function);
+    Builder builder(function.getContext());
+    function->setAttr("kiln.arena_bytes",
+                      builder.getI64IntegerAttr(plan.arenaBytes));
+    function->setAttr("kiln.peak_live_bytes",
+                      builder.getI64IntegerAttr(plan.peakLiveBytes));
+    function.walk([&](Operation *op) {
+      if (op->getNumResults() == 0 || isa<func::FuncOp>(op))
+        return;
+      SmallVector<int64_t> offsets;
+      for (Value result : op->getResults()) {
+        auto it = plan.bufferOf.find(result);
+        offsets.push_back(it == plan.bufferOf.end()
+                              ? -1
+                              : plan.buffers[it->second].offset);
+      }
+      op->setAttr("kiln.offsets", builder.getDenseI64ArrayAttr(offsets));
+    });
+  }
+};
+} // namespace

@@ -52,4 +52,17 @@ def KilnAssignPrecision : Pass<"kiln-assign-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Give every tensor of a step a static offset in one arena";
+  let description = [{
+    Plans the function's buffers (lib/Transforms/MemoryPlan.cpp): live ranges
+    in op order, first-fit placement, in-place parameter and state updates,
+    reshapes as views. Records the arena size (`kiln.arena_bytes`) and the
+    largest live set (`kiln.peak_live_bytes`) on the function and, on every
+    op, the offset of each result (`kiln.offsets`; -1 for constants and
+    parameters' reads, which live elsewhere or in their own buffer).
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 #endif // KILN_TRANSFORMS_PASSES_TD
