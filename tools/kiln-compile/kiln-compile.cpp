@@ -3,7 +3,8 @@
 // `kiln-compile MODEL.onnx|MODEL.mlir [--dim NAME=SIZE ...] [--precision bf16]
 // [--optimizer adamw] [--micro-batches K] --report-memory` builds the
 // training step (autodiff, optimizer, precision) and reports its static
-// memory plan. Code generation for GPUs (--target) is not built yet.
+// memory plan; `--max-memory SIZE` first picks the largest batch whose plan
+// fits. Code generation for GPUs (--target) is not built yet.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "kiln/Transforms/MemoryPlan.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -42,6 +44,13 @@ static cl::opt<std::string> loss("loss", cl::desc("The output to minimize"),
 static cl::opt<bool> reportMemory(
     "report-memory", cl::desc("Print the step's memory plan and its breakdown"),
     cl::cat(category));
+static cl::opt<std::string> maxMemory(
+    "max-memory", cl::value_desc("SIZE"),
+    cl::desc("Choose the largest batch whose step fits in SIZE (e.g. 80GiB)"),
+    cl::cat(category));
+static cl::opt<std::string> batchDim(
+    "batch-dim", cl::init("batch"),
+    cl::desc("The symbolic dimension --max-memory chooses"), cl::cat(category));
 
 static int fail(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
@@ -59,52 +68,65 @@ static std::string size(int64_t bytes) {
   return formatv("{0:f1} {1}", value, units[unit]).str();
 }
 
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv, "kiln training-step compiler\n");
-  kiln::ImportOptions options;
-  for (const std::string &dim : dims)
-    if (!kiln::parseDimensionOption(dim, options))
-      return fail("--dim expects NAME=SIZE with a positive SIZE, got '" + dim +
-                  "'");
-  std::optional<kiln::Precision> mode = kiln::parsePrecision(precision);
-  if (!mode)
-    return fail("unknown --precision '" + precision + "' (fp32 or bf16)");
-  kiln::OptimizerOptions optimizerOptions;
-  std::optional<kiln::OptimizerKind> kind = kiln::parseOptimizerKind(optimizer);
-  if (!kind)
-    return fail("unknown --optimizer '" + optimizer + "' (adamw, sgd or adagrad)");
-  optimizerOptions.kind = *kind;
-  optimizerOptions.microBatches = microBatches;
-  if (!reportMemory)
-    return fail("nothing to do: give --report-memory (GPU code generation is "
-                "not available in this build)");
+/// A model's training step and its memory plan (which refers to the step).
+struct PlannedStep {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp step;
+  kiln::MemoryPlan plan;
+};
 
-  mlir::MLIRContext context;
-  kiln::registerKilnDialects(context);
-  kiln::ToolDiagnostics diagnostics(&context);
+/// Imports the model with `options`, builds its training step and plans it;
+/// errors are emitted on `context`.
+static std::optional<PlannedStep>
+planStep(mlir::MLIRContext &context, const kiln::ImportOptions &options,
+         const kiln::OptimizerOptions &optimizerOptions,
+         kiln::Precision mode) {
+  PlannedStep planned;
   SourceMgr sourceManager;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      kiln::loadModel(modelPath, &context, options, sourceManager);
-  if (!module)
-    return 1;
-  mlir::FailureOr<mlir::func::FuncOp> forward = kiln::findFunction(*module, "");
+  planned.module = kiln::loadModel(modelPath, &context, options, sourceManager);
+  if (!planned.module)
+    return std::nullopt;
+  mlir::FailureOr<mlir::func::FuncOp> forward =
+      kiln::findFunction(*planned.module, "");
   if (mlir::failed(forward))
-    return 1;
+    return std::nullopt;
   kiln::AutodiffOptions autodiff;
   autodiff.loss = loss;
   auto gradient = kiln::buildGradientFunction(*forward, autodiff);
   if (mlir::failed(gradient))
-    return 1;
+    return std::nullopt;
   auto step = kiln::buildTrainingStep(*gradient, optimizerOptions);
   if (mlir::failed(step))
-    return 1;
-  kiln::assignPrecision(*step, *mode);
+    return std::nullopt;
+  kiln::assignPrecision(*step, mode);
+  planned.step = *step;
+  planned.plan = kiln::planMemory(*step);
+  return planned;
+}
 
-  kiln::MemoryPlan plan = kiln::planMemory(*step);
-  outs() << "memory plan of @" << step->getSymName() << " (" << precision
-         << " GEMMs, " << optimizer << ", " << plan.buffers.size()
+/// Parses "40GiB", "512MiB", "2.5GB" or a number of bytes.
+static std::optional<int64_t> parseBytes(StringRef text) {
+  StringRef number = text.take_while(
+      [](char c) { return isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+  StringRef unit = text.drop_front(number.size()).trim();
+  double value;
+  if (number.empty() || number.getAsDouble(value))
+    return std::nullopt;
+  double scale = StringSwitch<double>(unit.lower())
+                     .Cases("", "b", 1.0)
+                     .Case("kib", 1024.0).Case("kb", 1e3)
+                     .Case("mib", 1024.0 * 1024).Case("mb", 1e6)
+                     .Case("gib", 1024.0 * 1024 * 1024).Case("gb", 1e9)
+                     .Default(0.0);
+  if (scale == 0.0)
+    return std::nullopt;
+  return static_cast<int64_t>(value * scale);
+}
+
+static void report(PlannedStep &planned) {
+  const kiln::MemoryPlan &plan = planned.plan;
+  outs() << "memory plan of @" << planned.step.getSymName() << " ("
+         << precision << " GEMMs, " << optimizer << ", " << plan.buffers.size()
          << " buffers)\n";
   outs() << formatv("  {0,-30} {1,12}\n", "arena (peak memory)",
                     size(plan.arenaBytes));
@@ -135,5 +157,86 @@ int main(int argc, char **argv) {
     outs() << formatv("  {0,12}  {1,-24} {2}\n", size(buffer->bytes), producer,
                       os.str());
   }
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "kiln training-step compiler\n");
+  kiln::ImportOptions options;
+  for (const std::string &dim : dims)
+    if (!kiln::parseDimensionOption(dim, options))
+      return fail("--dim expects NAME=SIZE with a positive SIZE, got '" + dim +
+                  "'");
+  std::optional<kiln::Precision> mode = kiln::parsePrecision(precision);
+  if (!mode)
+    return fail("unknown --precision '" + precision + "' (fp32 or bf16)");
+  kiln::OptimizerOptions optimizerOptions;
+  std::optional<kiln::OptimizerKind> kind = kiln::parseOptimizerKind(optimizer);
+  if (!kind)
+    return fail("unknown --optimizer '" + optimizer + "' (adamw, sgd or adagrad)");
+  optimizerOptions.kind = *kind;
+  optimizerOptions.microBatches = microBatches;
+  if (!reportMemory && maxMemory.empty())
+    return fail("nothing to do: give --report-memory or --max-memory (GPU code "
+                "generation is not available in this build)");
+
+  mlir::MLIRContext context;
+  kiln::registerKilnDialects(context);
+  kiln::ToolDiagnostics diagnostics(&context);
+  if (maxMemory.empty()) {
+    std::optional<PlannedStep> planned =
+        planStep(context, options, optimizerOptions, *mode);
+    if (!planned)
+      return 1;
+    report(*planned);
+    return 0;
+  }
+
+  // The largest batch that fits: double, then bisect, planning each size.
+  std::optional<int64_t> budget = parseBytes(maxMemory);
+  if (!budget || *budget <= 0)
+    return fail("--max-memory expects a size such as 40GiB, got '" + maxMemory +
+                "'");
+  auto fits = [&](int64_t batch) -> std::optional<bool> {
+    options.dimensions[batchDim] = batch;
+    std::optional<PlannedStep> planned =
+        planStep(context, options, optimizerOptions, *mode);
+    if (!planned)
+      return std::nullopt;
+    return planned->plan.arenaBytes <= *budget;
+  };
+  std::optional<bool> one = fits(1);
+  if (!one)
+    return 1;
+  if (!*one)
+    return fail("the step does not fit in " + maxMemory + " even with " +
+                batchDim + "=1");
+  int64_t good = 1, bad = 0;
+  for (int64_t batch = 2; batch <= (int64_t(1) << 20); batch *= 2) {
+    std::optional<bool> result = fits(batch);
+    if (!result)
+      return 1;
+    if (!*result) {
+      bad = batch;
+      break;
+    }
+    good = batch;
+  }
+  while (bad && bad - good > 1) {
+    int64_t middle = good + (bad - good) / 2;
+    std::optional<bool> result = fits(middle);
+    if (!result)
+      return 1;
+    (*result ? good : bad) = middle;
+  }
+  outs() << "largest " << batchDim << " that fits in " << maxMemory << ": "
+         << good << "\n";
+  options.dimensions[batchDim] = good;
+  std::optional<PlannedStep> planned =
+      planStep(context, options, optimizerOptions, *mode);
+  if (!planned)
+    return 1;
+  report(*planned);
   return 0;
 }

@@ -104,6 +104,8 @@ private:
   int64_t opset = 0;
   GraphState graph;
   std::optional<LocalFunctions> functions;
+  /// The symbolic dimensions of the inputs.
+  llvm::StringSet<> dimensionNames;
   /// Names of the algorithm outputs that update bindings return.
   SmallVector<std::string> updateOutputs;
   unsigned calls = 0;
@@ -161,6 +163,7 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
       continue;
     }
     if (dim.has_dim_param()) {
+      dimensionNames.insert(dim.dim_param());
       auto it = options.dimensions.find(dim.dim_param());
       if (it != options.dimensions.end()) {
         shape.push_back(it->second);
@@ -350,6 +353,20 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
     argumentTypes.push_back(*type);
     argumentNames.push_back(input.name());
   }
+
+  // A --dim that names no dimension is a typo or the wrong model.
+  for (const auto &entry : options.dimensions)
+    if (!dimensionNames.contains(entry.getKey())) {
+      std::string known;
+      for (const auto &name : dimensionNames)
+        known += (known.empty() ? "" : ", ") + name.getKey().str();
+      error("has no dynamic dimension named '")
+          << entry.getKey() << "' ("
+          << (known.empty() ? "its inputs have static shapes"
+                            : "its dynamic dimensions are: " + known)
+          << ")";
+      return nullptr;
+    }
 
   builder.setInsertionPointToEnd(module->getBody());
   auto function = builder.create<func::FuncOp>(
