@@ -7,6 +7,7 @@
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -16,6 +17,7 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   kiln::registerKilnPasses();
+  kiln::registerTrainingPipeline();
 
   mlir::DialectRegistry registry;
   registry.insert<kiln::KilnDialect, mlir::func::FuncDialect>();

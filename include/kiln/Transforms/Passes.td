@@ -36,6 +36,25 @@ def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["kiln::KilnDialect", "mlir::func::FuncDialect"];
 }
 
+def KilnBuildTrainingStep : Pass<"kiln-build-training-step", "mlir::ModuleOp"> {
+  let summary = "Add the training step of a gradient function";
+  let description = [{
+    Adds `@<function>_step` (lib/Autodiff/TrainingStep.cpp) next to the
+    gradient function `@<function>_grad`: forward and backward per
+    micro-batch, averaged, the global gradient norm, and one optimizer op
+    per trainable parameter with torch.optim's defaults.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", "\"main\"",
+           "The forward function whose _grad function to use">,
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "adamw, sgd or adagrad">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "Micro-batches per step">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnAssignPrecision : Pass<"kiln-assign-precision", "mlir::ModuleOp"> {
   let summary = "Compute GEMMs in bf16 with fp32 accumulation";
   let description = [{
