@@ -31,6 +31,14 @@ std::optional<OptimizerKind> parseOptimizerKind(StringRef name) {
   return std::nullopt;
 }
 
+OptimizerOptions torchDefaults(OptimizerKind kind) {
+  OptimizerOptions options;
+  options.kind = kind;
+  options.weightDecay = kind == OptimizerKind::AdamW ? 0.01 : 0.0;
+  options.epsilon = kind == OptimizerKind::Adagrad ? 1e-10 : 1e-8;
+  return options;
+}
+
 std::vector<std::string> optimizerSlots(OptimizerKind kind) {
   switch (kind) {
   case OptimizerKind::AdamW: return {"exp_avg", "exp_avg_sq"};

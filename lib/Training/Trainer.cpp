@@ -13,8 +13,8 @@
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Interpreter/TensorAttr.h"
+#include "kiln/Transforms/Pipeline.h"
 
-#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
@@ -103,21 +103,20 @@ FailureOr<std::unique_ptr<Trainer>> Trainer::create(ModuleOp module,
                                                     func::FuncOp forward,
                                                     const TrainingSpec &spec) {
   std::unique_ptr<Trainer> trainer(new Trainer(spec));
-  FailureOr<func::FuncOp> gradient =
-      buildGradientFunction(forward, spec.autodiff);
-  if (failed(gradient))
+  TrainingPipelineConfig config;
+  config.function = forward.getSymName().str();
+  config.autodiff = spec.autodiff;
+  config.optimizer = spec.optimizer;
+  config.precision = spec.precision;
+  FailureOr<TrainingFunctions> functions = runTrainingPipeline(module, config);
+  if (failed(functions))
     return failure();
-  if (gradient->getNumResults() == forward.getNumResults())
+  func::FuncOp gradient = functions->gradient, step = functions->step;
+  if (gradient.getNumResults() == forward.getNumResults())
     return forward.emitError("no parameter is trained: none reaches the loss "
                              "or all are frozen");
-  FailureOr<func::FuncOp> step = buildTrainingStep(*gradient, spec.optimizer);
-  if (failed(step))
-    return failure();
-  assignPrecision(*step, spec.precision);
-  if (failed(verify(*step)))
-    return failure();
-  trainer->gradientFn = *gradient;
-  trainer->stepFn = *step;
+  trainer->gradientFn = gradient;
+  trainer->stepFn = step;
   if (failed(trainer->initialize(forward)))
     return failure();
   return trainer;

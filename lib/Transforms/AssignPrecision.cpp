@@ -34,6 +34,9 @@ std::optional<Precision> parsePrecision(StringRef text) {
   return std::nullopt;
 }
 
+StringRef precisionName(Precision precision) {
+  return precision == Precision::BF16 ? "bf16" : "fp32";
+}
 
 void assignPrecision(func::FuncOp function, Precision precision) {
   if (precision == Precision::FP32)

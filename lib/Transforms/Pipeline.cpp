@@ -12,27 +12,85 @@
 
 #include "kiln/Transforms/Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
 
 namespace kiln {
 
-void buildTrainingPipeline(mlir::OpPassManager &manager,
-                           const TrainingPipelineOptions &options) {
-  manager.addPass(createKilnAutodiff(
-      KilnAutodiffOptions{options.function, options.loss, "", ""}));
-  manager.addPass(createKilnBuildTrainingStep(KilnBuildTrainingStepOptions{
-      options.function, options.optimizer, options.microBatches}));
-  manager.addPass(
-      createKilnAssignPrecision(KilnAssignPrecisionOptions{options.precision}));
-  manager.addNestedPass<mlir::func::FuncOp>(createKilnPlanMemory());
+void buildTrainingPipeline(OpPassManager &manager,
+                           const TrainingPipelineConfig &config) {
+  manager.addPass(createKilnAutodiff(KilnAutodiffOptions{
+      config.function, config.autodiff.loss, config.autodiff.train,
+      config.autodiff.freeze}));
+  manager.addPass(createKilnBuildTrainingStep(config.function, config.optimizer));
+  manager.addPass(createKilnAssignPrecision(KilnAssignPrecisionOptions{
+      precisionName(config.precision).str()}));
+  manager.addNestedPass<func::FuncOp>(createKilnPlanMemory());
 }
 
+FailureOr<TrainingFunctions>
+runTrainingPipeline(ModuleOp module, const TrainingPipelineConfig &config) {
+  PassManager manager(module.getContext());
+  buildTrainingPipeline(manager, config);
+  if (failed(manager.run(module)))
+    return failure();
+  TrainingFunctions functions;
+  functions.gradient = module.lookupSymbol<func::FuncOp>(config.function + "_grad");
+  functions.step = module.lookupSymbol<func::FuncOp>(config.function + "_step");
+  return functions;
+}
+
+namespace {
+/// The textual options; the optimizer gets torch.optim's defaults.
+struct TrainingPipelineOptions
+    : PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> function{*this, "function",
+                               llvm::cl::desc("The forward function"),
+                               llvm::cl::init("main")};
+  Option<std::string> loss{*this, "loss",
+                           llvm::cl::desc("The result that is the loss")};
+  Option<std::string> train{*this, "train",
+                            llvm::cl::desc("Train only parameters matching")};
+  Option<std::string> freeze{*this, "freeze",
+                             llvm::cl::desc("Freeze parameters matching")};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("adamw, sgd or adagrad"),
+                                llvm::cl::init("adamw")};
+  Option<int64_t> microBatches{*this, "micro-batches",
+                               llvm::cl::desc("Micro-batches per step"),
+                               llvm::cl::init(1)};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("fp32 or bf16"),
+                                llvm::cl::init("fp32")};
+};
+} // namespace
+
 void registerTrainingPipeline() {
-  mlir::PassPipelineRegistration<TrainingPipelineOptions>(
+  PassPipelineRegistration<TrainingPipelineOptions>(
       "kiln-training-pipeline",
       "autodiff, training step, precision and memory plan, in order",
-      buildTrainingPipeline);
+      [](OpPassManager &manager, const TrainingPipelineOptions &options) {
+        // A name that does not parse: run only the pass that reports it.
+        std::optional<OptimizerKind> kind =
+            parseOptimizerKind(options.optimizer);
+        if (!kind)
+          return manager.addPass(
+              createKilnBuildTrainingStep(KilnBuildTrainingStepOptions{
+                  options.function, options.optimizer, options.microBatches}));
+        std::optional<Precision> precision = parsePrecision(options.precision);
+        if (!precision)
+          return manager.addPass(createKilnAssignPrecision(
+              KilnAssignPrecisionOptions{options.precision}));
+        TrainingPipelineConfig config;
+        config.function = options.function;
+        config.autodiff = {options.loss, options.train, options.freeze};
+        config.optimizer = torchDefaults(*kind);
+        config.optimizer.microBatches = options.microBatches;
+        config.precision = *precision;
+        buildTrainingPipeline(manager, config);
+      });
 }
 
 } // namespace kiln

@@ -2,17 +2,15 @@
 //
 // `kiln-compile MODEL.onnx|MODEL.mlir [--dim NAME=SIZE ...] [--precision bf16]
 // [--optimizer adamw] [--micro-batches K] --report-memory` builds the
-// training step (autodiff, optimizer, precision) and reports its static
+// training step (kiln's training pipeline) and reports its static
 // memory plan; `--max-memory SIZE` first picks the largest batch whose plan
 // fits. Code generation for GPUs (--target) is not built yet.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Autodiff/Autodiff.h"
-#include "kiln/Autodiff/TrainingStep.h"
 #include "kiln/Tools/ModelLoading.h"
-#include "kiln/Transforms/AssignPrecision.h"
 #include "kiln/Transforms/MemoryPlan.h"
+#include "kiln/Transforms/Pipeline.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -75,12 +73,11 @@ struct PlannedStep {
   kiln::MemoryPlan plan;
 };
 
-/// Imports the model with `options`, builds its training step and plans it;
-/// errors are emitted on `context`.
+/// Imports the model with `options`, runs the training pipeline on it and
+/// plans the step; errors are emitted on `context`.
 static std::optional<PlannedStep>
 planStep(mlir::MLIRContext &context, const kiln::ImportOptions &options,
-         const kiln::OptimizerOptions &optimizerOptions,
-         kiln::Precision mode) {
+         kiln::TrainingPipelineConfig config) {
   PlannedStep planned;
   SourceMgr sourceManager;
   planned.module = kiln::loadModel(modelPath, &context, options, sourceManager);
@@ -90,17 +87,13 @@ planStep(mlir::MLIRContext &context, const kiln::ImportOptions &options,
       kiln::findFunction(*planned.module, "");
   if (mlir::failed(forward))
     return std::nullopt;
-  kiln::AutodiffOptions autodiff;
-  autodiff.loss = loss;
-  auto gradient = kiln::buildGradientFunction(*forward, autodiff);
-  if (mlir::failed(gradient))
+  config.function = forward->getSymName().str();
+  auto functions = kiln::runTrainingPipeline(*planned.module, config);
+  if (mlir::failed(functions))
     return std::nullopt;
-  auto step = kiln::buildTrainingStep(*gradient, optimizerOptions);
-  if (mlir::failed(step))
-    return std::nullopt;
-  kiln::assignPrecision(*step, mode);
-  planned.step = *step;
-  planned.plan = kiln::planMemory(*step);
+  planned.step = functions->step;
+  // The pass recorded offsets; the report needs the buffers themselves.
+  planned.plan = kiln::planMemory(planned.step);
   return planned;
 }
 
@@ -168,15 +161,17 @@ int main(int argc, char **argv) {
     if (!kiln::parseDimensionOption(dim, options))
       return fail("--dim expects NAME=SIZE with a positive SIZE, got '" + dim +
                   "'");
+  kiln::TrainingPipelineConfig config;
   std::optional<kiln::Precision> mode = kiln::parsePrecision(precision);
   if (!mode)
     return fail("unknown --precision '" + precision + "' (fp32 or bf16)");
-  kiln::OptimizerOptions optimizerOptions;
+  config.precision = *mode;
   std::optional<kiln::OptimizerKind> kind = kiln::parseOptimizerKind(optimizer);
   if (!kind)
     return fail("unknown --optimizer '" + optimizer + "' (adamw, sgd or adagrad)");
-  optimizerOptions.kind = *kind;
-  optimizerOptions.microBatches = microBatches;
+  config.optimizer = kiln::torchDefaults(*kind);
+  config.optimizer.microBatches = microBatches;
+  config.autodiff.loss = loss;
   if (!reportMemory && maxMemory.empty())
     return fail("nothing to do: give --report-memory or --max-memory (GPU code "
                 "generation is not available in this build)");
@@ -186,7 +181,7 @@ int main(int argc, char **argv) {
   kiln::ToolDiagnostics diagnostics(&context);
   if (maxMemory.empty()) {
     std::optional<PlannedStep> planned =
-        planStep(context, options, optimizerOptions, *mode);
+        planStep(context, options, config);
     if (!planned)
       return 1;
     report(*planned);
@@ -201,7 +196,7 @@ int main(int argc, char **argv) {
   auto fits = [&](int64_t batch) -> std::optional<bool> {
     options.dimensions[batchDim] = batch;
     std::optional<PlannedStep> planned =
-        planStep(context, options, optimizerOptions, *mode);
+        planStep(context, options, config);
     if (!planned)
       return std::nullopt;
     return planned->plan.arenaBytes <= *budget;
@@ -234,7 +229,7 @@ int main(int argc, char **argv) {
          << good << "\n";
   options.dimensions[batchDim] = good;
   std::optional<PlannedStep> planned =
-      planStep(context, options, optimizerOptions, *mode);
+      planStep(context, options, config);
   if (!planned)
     return 1;
   report(*planned);

@@ -157,22 +157,22 @@ static Expected<TrainingSpec> readSpec() {
     return createStringError(inconvertibleErrorCode(), message);
   };
   TrainingSpec spec;
-  OptimizerOptions &o = spec.optimizer;
   std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
   if (!kind)
     return bad("unknown --optimizer '" + optimizer +
                "' (adamw, sgd or adagrad)");
-  o.kind = *kind;
+  spec.optimizer = torchDefaults(*kind);
+  OptimizerOptions &o = spec.optimizer;
   SmallVector<StringRef> parts;
   StringRef(betas).split(parts, ',');
   if (parts.size() != 2 || parts[0].trim().getAsDouble(o.beta1) ||
       parts[1].trim().getAsDouble(o.beta2) || o.beta1 < 0 || o.beta1 >= 1 ||
       o.beta2 < 0 || o.beta2 >= 1)
     return bad("--betas expects two numbers in [0, 1), got '" + betas + "'");
-  o.weightDecay = weightDecay >= 0 ? weightDecay
-                  : o.kind == OptimizerKind::AdamW ? 0.01
-                                                   : 0.0;
-  o.epsilon = eps >= 0 ? eps : o.kind == OptimizerKind::Adagrad ? 1e-10 : 1e-8;
+  if (weightDecay >= 0)
+    o.weightDecay = weightDecay;
+  if (eps >= 0)
+    o.epsilon = eps;
   o.momentum = momentum;
   o.dampening = dampening;
   o.nesterov = nesterov;

@@ -43,6 +43,10 @@ struct OptimizerOptions {
 /// Parses "adamw", "sgd" or "adagrad".
 std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef name);
 
+/// torch.optim's defaults for `kind` (weight decay 0.01 for AdamW and 0
+/// otherwise; epsilon 1e-10 for Adagrad and 1e-8 otherwise).
+OptimizerOptions torchDefaults(OptimizerKind kind);
+
 /// The optimizer state slots of `kind`, e.g. {"exp_avg", "exp_avg_sq"}.
 std::vector<std::string> optimizerSlots(OptimizerKind kind);
 

@@ -19,6 +19,9 @@ enum class Precision { FP32, BF16 };
 /// Parses "fp32" or "bf16".
 std::optional<Precision> parsePrecision(llvm::StringRef text);
 
+/// "fp32" or "bf16", as parsePrecision reads it.
+llvm::StringRef precisionName(Precision precision);
+
 /// Applies the precision policy to `function`: with bf16, every matrix
 /// product of f32 operands reads them rounded to bf16 and accumulates and
 /// stores in f32 (the tensor-core form); everything else (softmax, norms,

@@ -1,40 +1,43 @@
 //===- Pipeline.h - the training pipeline ------------------------*- C++ -*-===//
 //
-// All of kiln's passes in their order, as one pipeline, for kiln-opt's
-// --kiln-training-pipeline. (kiln-compile calls the same steps on the step
-// function alone, since it needs the MemoryPlan itself, not its attributes.)
+// All of kiln's passes in their order, as one pipeline: kiln-opt's
+// --kiln-training-pipeline, kiln-compile and kiln-run's trainer run it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_TRANSFORMS_PIPELINE_H
 #define KILN_TRANSFORMS_PIPELINE_H
 
+#include "kiln/Autodiff/Autodiff.h"
+#include "kiln/Autodiff/TrainingStep.h"
+#include "kiln/Transforms/AssignPrecision.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassOptions.h"
 
 namespace kiln {
 
-struct TrainingPipelineOptions
-    : mlir::PassPipelineOptions<TrainingPipelineOptions> {
-  Option<std::string> function{*this, "function",
-                               llvm::cl::desc("The forward function"),
-                               llvm::cl::init("main")};
-  Option<std::string> loss{*this, "loss",
-                           llvm::cl::desc("The result that is the loss")};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("adamw, sgd or adagrad"),
-                                llvm::cl::init("adamw")};
-  Option<int64_t> microBatches{*this, "micro-batches",
-                               llvm::cl::desc("Micro-batches per step"),
-                               llvm::cl::init(1)};
-  Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32 or bf16"),
-                                llvm::cl::init("fp32")};
+/// What the pipeline builds: the step of `@function` with these settings.
+struct TrainingPipelineConfig {
+  std::string function = "main";
+  AutodiffOptions autodiff;
+  OptimizerOptions optimizer;
+  Precision precision = Precision::FP32;
 };
 
 /// autodiff -> training step -> precision -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
-                           const TrainingPipelineOptions &options);
+                           const TrainingPipelineConfig &config);
+
+/// The functions the pipeline added to a module.
+struct TrainingFunctions {
+  mlir::func::FuncOp gradient, step;
+};
+
+/// Runs the pipeline on `module`; errors are emitted on its context.
+mlir::FailureOr<TrainingFunctions>
+runTrainingPipeline(mlir::ModuleOp module, const TrainingPipelineConfig &config);
 
 /// Registers --kiln-training-pipeline.
 void registerTrainingPipeline();
