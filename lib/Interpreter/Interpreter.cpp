@@ -111,6 +111,58 @@ LogicalResult evaluateOp(Operation *op, ArrayRef<const Tensor *> operands,
   return (*evaluator)(op, context, results);
 }
 
+/// Runs `block`, whose arguments are bound in `values`, up to its terminator
+/// (func.return or kiln.yield) and returns the terminator's operands. A
+/// kiln.fusion runs its body the same way.
+static FailureOr<SmallVector<Tensor>>
+runBlock(Block &block, DenseMap<Value, Tensor> &values,
+         const InterpreterOptions &options) {
+  // Drop each value after its last use so that peak memory stays close to
+  // what the function really keeps alive.
+  DenseMap<Operation *, SmallVector<Value>> lastUses;
+  for (Operation &op : block)
+    for (Value operand : op.getOperands()) {
+      Operation *last = &op;
+      for (Operation *user : operand.getUsers())
+        if (user->getBlock() == last->getBlock() &&
+            last->isBeforeInBlock(user))
+          last = user;
+      if (last == &op)
+        lastUses[&op].push_back(operand);
+    }
+
+  for (Operation &op : block) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      SmallVector<Tensor> results;
+      for (Value operand : op.getOperands())
+        results.push_back(values.lookup(operand));
+      return results;
+    }
+    SmallVector<const Tensor *> operands;
+    for (Value operand : op.getOperands())
+      operands.push_back(&values[operand]);
+    SmallVector<Tensor> opResults;
+    if (auto fusion = dyn_cast<FusionOp>(op)) {
+      DenseMap<Value, Tensor> inner;
+      for (auto [argument, tensor] :
+           llvm::zip(fusion.getBody().getArguments(), operands))
+        inner[argument] = *tensor;
+      FailureOr<SmallVector<Tensor>> fused =
+          runBlock(fusion.getBody().front(), inner, options);
+      if (failed(fused))
+        return failure();
+      opResults = std::move(*fused);
+    } else if (failed(evaluateOp(&op, operands, opResults, options))) {
+      return failure();
+    }
+    for (auto [result, tensor] : llvm::zip(op.getResults(), opResults))
+      values[result] = std::move(tensor);
+    for (Value dead : lastUses.lookup(&op))
+      values.erase(dead);
+  }
+  return block.getParentOp()->emitError("block has no terminator");
+}
+
 FailureOr<SmallVector<Tensor>> interpret(func::FuncOp function,
                                          ArrayRef<Tensor> arguments,
                                          const InterpreterOptions &options) {
@@ -131,40 +183,7 @@ FailureOr<SmallVector<Tensor>> interpret(func::FuncOp function,
   }
   if (!function.getBody().hasOneBlock())
     return function.emitError("the interpreter runs single-block functions");
-
-  // Drop each value after its last use so that peak memory stays close to
-  // what the function really keeps alive.
-  DenseMap<Operation *, SmallVector<Value>> lastUses;
-  for (Operation &op : function.getBody().front())
-    for (Value operand : op.getOperands()) {
-      Operation *last = &op;
-      for (Operation *user : operand.getUsers())
-        if (user->getBlock() == last->getBlock() &&
-            last->isBeforeInBlock(user))
-          last = user;
-      if (last == &op)
-        lastUses[&op].push_back(operand);
-    }
-
-  SmallVector<Tensor> results;
-  for (Operation &op : function.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (Value operand : ret.getOperands())
-        results.push_back(values.lookup(operand));
-      return results;
-    }
-    SmallVector<const Tensor *> operands;
-    for (Value operand : op.getOperands())
-      operands.push_back(&values[operand]);
-    SmallVector<Tensor> opResults;
-    if (failed(evaluateOp(&op, operands, opResults, options)))
-      return failure();
-    for (auto [result, tensor] : llvm::zip(op.getResults(), opResults))
-      values[result] = std::move(tensor);
-    for (Value dead : lastUses.lookup(&op))
-      values.erase(dead);
-  }
-  return function.emitError("function has no return");
+  return runBlock(function.getBody().front(), values, options);
 }
 
 } // namespace kiln

@@ -210,18 +210,19 @@ struct PlanMemoryPass : kiln::impl::KilnPlanMemoryBase<PlanMemoryPass> {
                       builder.getI64IntegerAttr(plan.arenaBytes));
     function->setAttr("kiln.peak_live_bytes",
                       builder.getI64IntegerAttr(plan.peakLiveBytes));
-    function.walk([&](Operation *op) {
-      if (op->getNumResults() == 0 || isa<func::FuncOp>(op))
-        return;
+    // Ops inside fusions keep their values in registers: no offsets.
+    for (Operation &op : function.getBody().front()) {
+      if (op.getNumResults() == 0)
+        continue;
       SmallVector<int64_t> offsets;
-      for (Value result : op->getResults()) {
+      for (Value result : op.getResults()) {
         auto it = plan.bufferOf.find(result);
         offsets.push_back(it == plan.bufferOf.end()
                               ? -1
                               : plan.buffers[it->second].offset);
       }
-      op->setAttr("kiln.offsets", builder.getDenseI64ArrayAttr(offsets));
-    });
+      op.setAttr("kiln.offsets", builder.getDenseI64ArrayAttr(offsets));
+    }
   }
 };
 } // namespace

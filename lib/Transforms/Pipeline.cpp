@@ -2,9 +2,9 @@
 //
 // The order of kiln's passes. Autodiff differentiates the imported forward
 // function; the step adds the optimizer; precision assignment follows so
-// that backward GEMMs obey the same policy; the memory plan comes last, on
-// the final types. (Attention rewriting, padding and fusion are to come,
-// between the step and precision.)
+// that backward GEMMs obey the same policy; fusion then takes in the casts
+// precision added; the memory plan comes last, on the final ops. (Attention
+// rewriting and padding are to come, between the step and precision.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +27,7 @@ void buildTrainingPipeline(OpPassManager &manager,
   manager.addPass(createKilnBuildTrainingStep(config.function, config.optimizer));
   manager.addPass(createKilnAssignPrecision(KilnAssignPrecisionOptions{
       precisionName(config.precision).str()}));
+  manager.addNestedPass<func::FuncOp>(createKilnFuse());
   manager.addNestedPass<func::FuncOp>(createKilnPlanMemory());
 }
 
@@ -70,7 +71,7 @@ struct TrainingPipelineOptions
 void registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "kiln-training-pipeline",
-      "autodiff, training step, precision and memory plan, in order",
+      "autodiff, training step, precision, fusion and memory plan",
       [](OpPassManager &manager, const TrainingPipelineOptions &options) {
         // A name that does not parse: run only the pass that reports it.
         std::optional<OptimizerKind> kind =

@@ -5,7 +5,8 @@
 
 // Tests that the pipeline runs its passes in order: the step function exists
 // and updates w with AdamW, its products (forward and backward) read bf16
-// and accumulate in f32, and every function carries a memory plan.
+// and accumulate in f32, elementwise chains are fused, and every function
+// carries a memory plan.
 // CHECK-LABEL: func.func @main(
 // CHECK-SAME: kiln.arena_bytes
 // CHECK-LABEL: func.func @main_grad(
@@ -15,6 +16,9 @@
 // CHECK-SAME: {kiln.name = "grad_norm"}, tensor<4x4xf32> {kiln.update_of = "w"}
 // CHECK-SAME: kiln.arena_bytes
 // CHECK: kiln.matmul {{.*}}{accumulate = f32{{.*}} : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xf32>
+// The backward chain tanh' * dloss and its bf16 cast form one fusion.
+// CHECK: kiln.fusion
+// CHECK: kiln.yield %{{.*}} : tensor<2x4xbf16>
 // CHECK: kiln.matmul {{.*}}{accumulate = f32{{.*}}transpose_lhs} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<4x4xf32>
 // CHECK: kiln.adamw
 // SGD-NOT: bf16

@@ -18,10 +18,12 @@
 #include "kiln/TensorIO/TensorFiles.h"
 #include "kiln/Training/Trainer.h"
 #include "kiln/Transforms/AssignPrecision.h"
+#include "kiln/Transforms/Fuse.h"
 #include "kiln/Tools/ModelLoading.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
@@ -299,6 +301,38 @@ TEST_P(FixtureGradients, Bf16GradientsStayNearFp32) {
     total += n * n;
   }
   EXPECT_LE(std::sqrt(error / total), 3e-2) << "all gradients together";
+}
+
+TEST_P(FixtureGradients, FusionKeepsGradientsBitForBit) {
+  // The mixed-precision gradient function, so that casts fuse too.
+  const std::string directory = "hf/" + GetParam() + "/";
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      import(context, fixture(directory + "model.onnx"));
+  ASSERT_TRUE(module);
+  FailOnDiagnostics failures(context);
+  auto forward = *module->getOps<mlir::func::FuncOp>().begin();
+  mlir::FailureOr<mlir::func::FuncOp> unfused =
+      buildGradientFunction(forward, {});
+  ASSERT_TRUE(mlir::succeeded(unfused));
+  assignPrecision(*unfused, Precision::BF16);
+  mlir::func::FuncOp fused = unfused->clone();
+  module->push_back(fused);
+  fused.setSymName("fused");
+  EXPECT_GT(fuseElementwise(fused), 0);
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(fused)));
+  llvm::SmallVector<Tensor> inputs{
+      readOrDie(fixture(directory + "ref/input_ids.pb")),
+      readOrDie(fixture(directory + "ref/labels.pb"))};
+  auto before = interpret(*unfused, inputs);
+  auto after = interpret(fused, inputs);
+  ASSERT_TRUE(mlir::succeeded(before) && mlir::succeeded(after));
+  ASSERT_EQ(before->size(), after->size());
+  for (auto [i, expected, actual] : llvm::enumerate(*before, *after)) {
+    EXPECT_EQ(actual.getShape(), expected.getShape()) << "result " << i;
+    EXPECT_EQ(actual.floats(), expected.floats()) << "result " << i;
+    EXPECT_EQ(actual.ints(), expected.ints()) << "result " << i;
+  }
 }
 
 /// Runs kiln.adamw (lr 1e-3, step 1, PyTorch's defaults) on `param` and

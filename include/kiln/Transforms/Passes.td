@@ -71,6 +71,19 @@ def KilnAssignPrecision : Pass<"kiln-assign-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
+  let summary = "Group elementwise chains into kiln.fusion regions";
+  let description = [{
+    Outlines connected elementwise ops (unary math, casts, broadcasting
+    arithmetic, comparisons, where) into `kiln.fusion` ops, one kernel each,
+    whose intermediate values are never stored (lib/Transforms/Fuse.cpp).
+    An op joins its producer's fusion only where every outside use of the
+    fusion's values follows it, so the rewrite never reorders a use before
+    its definition. The function computes bit for bit what it did before.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Give every tensor of a step a static offset in one arena";
   let description = [{

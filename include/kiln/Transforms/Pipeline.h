@@ -26,7 +26,7 @@ struct TrainingPipelineConfig {
   Precision precision = Precision::FP32;
 };
 
-/// autodiff -> training step -> precision -> memory plan.
+/// autodiff -> training step -> precision -> fusion -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
                            const TrainingPipelineConfig &config);
 

@@ -73,6 +73,19 @@ LogicalResult ParameterOp::verify() {
   return success();
 }
 
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (body.getArgumentTypes() != getInputs().getTypes())
+    return emitOpError("body arguments must have the types of the inputs");
+  auto yield = body.empty() ? nullptr : dyn_cast<YieldOp>(body.back());
+  if (!yield)
+    return emitOpError("body must end with kiln.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ") << yield.getValues().getTypes().size()
+                                  << " values whose types differ from the results";
+  return success();
+}
+
 LogicalResult RangeOp::verify() {
   if (getType().getRank() != 1)
     return emitOpError() << "result must be 1-D, got " << getType();

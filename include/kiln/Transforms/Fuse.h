@@ -1,0 +1,20 @@
+//===- Fuse.h - elementwise fusion -------------------------------*- C++ -*-===//
+//
+// Groups elementwise chains into kiln.fusion regions (Fuse.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TRANSFORMS_FUSE_H
+#define KILN_TRANSFORMS_FUSE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+
+/// Outlines chains of elementwise ops of `function`'s body into
+/// kiln.fusion ops; returns how many fusions it made.
+int fuseElementwise(mlir::func::FuncOp function);
+
+} // namespace kiln
+
+#endif // KILN_TRANSFORMS_FUSE_H

@@ -1,0 +1,147 @@
+//===- Fuse.cpp - elementwise fusion --------------------------------------===//
+//
+// Groups chains of elementwise ops (with broadcasting) into kiln.fusion
+// regions, one kernel each, so that their intermediate values are never
+// stored. Ops join the group of a producer when the move keeps every use
+// of the group's values dominated: values used outside the group must only
+// be used after the group's last op, where the fusion is placed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Fuse.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSE
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+
+static bool isFusible(Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>() ||
+         isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, RemainderOp,
+             AndOp, OrOp, XorOp, CompareOp, WhereOp>(op);
+}
+
+/// Whether every use of `group`'s values outside `members` comes after
+/// `last`.
+static bool usesFollow(ArrayRef<Operation *> group,
+                       const DenseSet<Operation *> &members, Operation *last) {
+  for (Operation *op : group)
+    for (Operation *user : op->getUsers())
+      if (!members.contains(user) && !last->isBeforeInBlock(user))
+        return false;
+  return true;
+}
+
+/// Replaces `group` (in block order) by one kiln.fusion placed at its last op.
+static void outline(ArrayRef<Operation *> group) {
+  DenseSet<Operation *> members(group.begin(), group.end());
+  llvm::SetVector<Value> inputs;
+  SmallVector<Value> outputs;
+  for (Operation *op : group) {
+    for (Value operand : op->getOperands())
+      if (!members.contains(operand.getDefiningOp()))
+        inputs.insert(operand);
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !members.contains(user);
+          }))
+        outputs.push_back(result);
+  }
+  OpBuilder builder(group.back());
+  SmallVector<Type> resultTypes;
+  for (Value output : outputs)
+    resultTypes.push_back(output.getType());
+  auto fusion = builder.create<FusionOp>(group.back()->getLoc(), resultTypes,
+                                         inputs.getArrayRef());
+  Block *body = builder.createBlock(&fusion.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+  for (Operation *op : group)
+    builder.clone(*op, mapping);
+  SmallVector<Value> yielded;
+  for (Value output : outputs)
+    yielded.push_back(mapping.lookup(output));
+  builder.create<YieldOp>(fusion.getLoc(), yielded);
+  for (auto [output, result] : llvm::zip(outputs, fusion.getResults()))
+    output.replaceUsesWithIf(result, [&](OpOperand &use) {
+      return !members.contains(use.getOwner());
+    });
+  for (Operation *op : llvm::reverse(group))
+    op->erase();
+}
+
+int fuseElementwise(func::FuncOp function) {
+  SmallVector<SmallVector<Operation *>> groups;
+  DenseMap<Operation *, unsigned> groupOf;
+  for (Operation &op : function.getBody().front()) {
+    if (!isFusible(&op))
+      continue;
+    // The groups of this op's producers, each joined if uses stay dominated.
+    SmallVector<unsigned> candidates;
+    for (Value operand : op.getOperands())
+      if (Operation *producer = operand.getDefiningOp())
+        if (auto it = groupOf.find(producer); it != groupOf.end())
+          if (!llvm::is_contained(candidates, it->second))
+            candidates.push_back(it->second);
+    DenseSet<Operation *> members{&op};
+    SmallVector<unsigned> joined;
+    for (unsigned candidate : candidates) {
+      DenseSet<Operation *> extended = members;
+      extended.insert(groups[candidate].begin(), groups[candidate].end());
+      if (!usesFollow(groups[candidate], extended, &op))
+        continue;
+      members = std::move(extended);
+      joined.push_back(candidate);
+    }
+    if (joined.empty()) {
+      groupOf[&op] = groups.size();
+      groups.push_back({&op});
+      continue;
+    }
+    SmallVector<Operation *> &target = groups[joined.front()];
+    for (unsigned other : llvm::drop_begin(joined)) {
+      for (Operation *member : groups[other])
+        groupOf[member] = joined.front();
+      target.append(groups[other]);
+      groups[other].clear();
+    }
+    target.push_back(&op);
+    groupOf[&op] = joined.front();
+  }
+
+  int fused = 0;
+  for (SmallVector<Operation *> &group : groups) {
+    if (group.size() < 2)
+      continue;
+    llvm::sort(group, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    outline(group);
+    ++fused;
+  }
+  return fused;
+}
+
+} // namespace kiln
+
+namespace {
+struct FusePass : kiln::impl::KilnFuseBase<FusePass> {
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    if (function.getBody().hasOneBlock())
+      kiln::fuseElementwise(function);
+  }
+};
+} // namespace

@@ -1,0 +1,65 @@
+// RUN: kiln-opt %s -split-input-file --kiln-fuse | FileCheck %s
+
+// Tests that a bias add, GELU and cast become one fusion whose inputs are
+// the values from outside and whose one result is the cast.
+// CHECK-LABEL: func @bias_gelu_cast
+// CHECK: %[[H:.*]] = kiln.matmul
+// CHECK: %[[F:.*]] = kiln.fusion %[[H]], %arg2 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xbf16> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>):
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[A]], %[[B]]
+// CHECK-NEXT: %[[G:.*]] = kiln.gelu %[[S]]
+// CHECK-NEXT: %[[C:.*]] = kiln.cast %[[G]]
+// CHECK-NEXT: kiln.yield %[[C]] : tensor<4x8xbf16>
+// CHECK: return %[[F]]
+func.func @bias_gelu_cast(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xbf16> {
+  %h = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %g = kiln.gelu %s approximation = tanh : tensor<4x8xf32>
+  %c = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
+  return %c : tensor<4x8xbf16>
+}
+
+// -----
+
+// Tests that a value used after the chain (a residual kept for backward)
+// becomes a second result, and that two chains meeting in one op merge.
+// CHECK-LABEL: func @two_results
+// CHECK: %[[F:.*]]:2 = kiln.fusion %arg0, %arg1 : (tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+// CHECK: kiln.exp
+// CHECK: kiln.tanh
+// CHECK: kiln.mul
+// CHECK: kiln.yield
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @two_results(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = kiln.exp %x : tensor<8xf32>
+  %t = kiln.tanh %y : tensor<8xf32>
+  %m = kiln.mul %e, %t : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %e, %m : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Tests that an op does not join a fusion whose value a non-fusible op reads
+// in between: the fusion would be placed after that reader.
+// CHECK-LABEL: func @use_in_between
+// CHECK-NOT: kiln.fusion
+// CHECK: kiln.exp
+// CHECK: kiln.reduce_sum
+// CHECK: kiln.neg
+func.func @use_in_between(%x: tensor<8xf32>) -> (tensor<f32>, tensor<8xf32>) {
+  %e = kiln.exp %x : tensor<8xf32>
+  %s = kiln.reduce_sum %e {axes = array<i64: 0>} : (tensor<8xf32>) -> tensor<f32>
+  %n = kiln.neg %e : tensor<8xf32>
+  return %s, %n : tensor<f32>, tensor<8xf32>
+}
+
+// -----
+
+// Tests that single elementwise ops and non-elementwise ops stay as they are.
+// CHECK-LABEL: func @nothing_to_fuse
+// CHECK-NOT: kiln.fusion
+func.func @nothing_to_fuse(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e = kiln.exp %x : tensor<4x8xf32>
+  %s = kiln.softmax %e {axis = 1 : i64} : tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
