@@ -21,12 +21,13 @@ namespace kiln {
 
 void buildTrainingPipeline(OpPassManager &manager,
                            const TrainingPipelineConfig &config) {
-  manager.addPass(createKilnAutodiff(KilnAutodiffOptions{
-      config.function, config.autodiff.loss, config.autodiff.train,
-      config.autodiff.freeze}));
-  manager.addPass(createKilnBuildTrainingStep(config.function, config.optimizer));
-  manager.addPass(createKilnAssignPrecision(KilnAssignPrecisionOptions{
-      precisionName(config.precision).str()}));
+  manager.addPass(createKilnAutodiff(
+      KilnAutodiffOptions{config.function, config.autodiff.loss,
+                          config.autodiff.train, config.autodiff.freeze}));
+  manager.addPass(
+      createKilnBuildTrainingStep(config.function, config.optimizer));
+  manager.addPass(createKilnAssignPrecision(
+      KilnAssignPrecisionOptions{precisionName(config.precision).str()}));
   manager.addNestedPass<func::FuncOp>(createKilnFuse());
   manager.addNestedPass<func::FuncOp>(createKilnPlanMemory());
 }
@@ -38,15 +39,15 @@ runTrainingPipeline(ModuleOp module, const TrainingPipelineConfig &config) {
   if (failed(manager.run(module)))
     return failure();
   TrainingFunctions functions;
-  functions.gradient = module.lookupSymbol<func::FuncOp>(config.function + "_grad");
+  functions.gradient =
+      module.lookupSymbol<func::FuncOp>(config.function + "_grad");
   functions.step = module.lookupSymbol<func::FuncOp>(config.function + "_step");
   return functions;
 }
 
 namespace {
 /// The textual options; the optimizer gets torch.optim's defaults.
-struct TrainingPipelineOptions
-    : PassPipelineOptions<TrainingPipelineOptions> {
+struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
   Option<std::string> function{*this, "function",
                                llvm::cl::desc("The forward function"),
                                llvm::cl::init("main")};

@@ -1,4 +1,4 @@
-//===- Fuse.h - elementwise fusion -------------------------------*- C++ -*-===//
+//===- Fuse.h - elementwise fusion ------------------------------*- C++ -*-===//
 //
 // Groups elementwise chains into kiln.fusion regions (Fuse.cpp).
 //

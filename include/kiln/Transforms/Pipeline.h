@@ -1,4 +1,4 @@
-//===- Pipeline.h - the training pipeline ------------------------*- C++ -*-===//
+//===- Pipeline.h - the training pipeline -----------------------*- C++ -*-===//
 //
 // All of kiln's passes in their order, as one pipeline: kiln-opt's
 // --kiln-training-pipeline, kiln-compile and kiln-run's trainer run it.
@@ -37,7 +37,8 @@ struct TrainingFunctions {
 
 /// Runs the pipeline on `module`; errors are emitted on its context.
 mlir::FailureOr<TrainingFunctions>
-runTrainingPipeline(mlir::ModuleOp module, const TrainingPipelineConfig &config);
+runTrainingPipeline(mlir::ModuleOp module,
+                    const TrainingPipelineConfig &config);
 
 /// Registers --kiln-training-pipeline.
 void registerTrainingPipeline();

@@ -81,8 +81,9 @@ LogicalResult FusionOp::verify() {
   if (!yield)
     return emitOpError("body must end with kiln.yield");
   if (yield.getValues().getTypes() != getResultTypes())
-    return emitOpError("yields ") << yield.getValues().getTypes().size()
-                                  << " values whose types differ from the results";
+    return emitOpError("yields ")
+           << yield.getValues().getTypes().size()
+           << " values whose types differ from the results";
   return success();
 }
 
