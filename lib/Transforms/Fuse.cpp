@@ -43,14 +43,23 @@ static bool usesFollow(ArrayRef<Operation *> group,
   return true;
 }
 
+/// A splat constant (a scalar such as GELU's 0.5) is copied into the fusion,
+/// where a kernel holds it as an immediate, rather than read from memory.
+static bool isImmediate(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  return constant && constant.getValue().isSplat();
+}
+
 /// Replaces `group` (in block order) by one kiln.fusion placed at its last op.
 static void outline(ArrayRef<Operation *> group) {
   DenseSet<Operation *> members(group.begin(), group.end());
-  llvm::SetVector<Value> inputs;
+  llvm::SetVector<Value> inputs, immediates;
   SmallVector<Value> outputs;
   for (Operation *op : group) {
     for (Value operand : op->getOperands())
-      if (!members.contains(operand.getDefiningOp()))
+      if (isImmediate(operand))
+        immediates.insert(operand);
+      else if (!members.contains(operand.getDefiningOp()))
         inputs.insert(operand);
     for (Value result : op->getResults())
       if (llvm::any_of(result.getUsers(), [&](Operation *user) {
@@ -68,6 +77,8 @@ static void outline(ArrayRef<Operation *> group) {
   IRMapping mapping;
   for (Value input : inputs)
     mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+  for (Value immediate : immediates)
+    builder.clone(*immediate.getDefiningOp(), mapping);
   for (Operation *op : group)
     builder.clone(*op, mapping);
   SmallVector<Value> yielded;
@@ -80,6 +91,9 @@ static void outline(ArrayRef<Operation *> group) {
     });
   for (Operation *op : llvm::reverse(group))
     op->erase();
+  for (Value immediate : immediates)
+    if (immediate.use_empty())
+      immediate.getDefiningOp()->erase();
 }
 
 int fuseElementwise(func::FuncOp function) {

@@ -63,3 +63,22 @@ func.func @nothing_to_fuse(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %s = kiln.softmax %e {axis = 1 : i64} : tensor<4x8xf32>
   return %s : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a splat constant is copied into the fusion as an immediate (the
+// copy outside goes once unused) while a non-splat one is an input.
+// CHECK-LABEL: func @immediates
+// CHECK-NOT: dense<5.000000e-01>
+// CHECK: %[[T:.*]] = kiln.constant dense<[1.000000e+00, 2.000000e+00]>
+// CHECK: kiln.fusion %arg0, %[[T]] : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32> {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<2xf32>, %[[W:.*]]: tensor<2xf32>):
+// CHECK-NEXT: %[[H:.*]] = kiln.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-NEXT: kiln.mul %[[X]], %[[H]]
+func.func @immediates(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %table = kiln.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %h = kiln.mul %x, %half : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %y = kiln.add %h, %table : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
