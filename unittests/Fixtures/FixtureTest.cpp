@@ -163,30 +163,46 @@ Tensor initialParameter(mlir::MLIRContext &context, const std::string &path,
   return value;
 }
 
+/// A fixture's model with its gradient function and reference batch.
+struct DifferentiatedModel {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp forward, gradient;
+  llvm::SmallVector<Tensor> inputs;
+};
+
+/// Imports `directory + file`, differentiates its forward function and reads
+/// the reference batch; any error fails the test.
+void differentiate(const std::string &directory, const std::string &file,
+                   DifferentiatedModel &model) {
+  model.module = import(model.context, fixture(directory + file));
+  ASSERT_TRUE(model.module);
+  FailOnDiagnostics failures(model.context);
+  model.forward = *model.module->getOps<mlir::func::FuncOp>().begin();
+  mlir::FailureOr<mlir::func::FuncOp> gradient =
+      buildGradientFunction(model.forward, {});
+  ASSERT_TRUE(mlir::succeeded(gradient));
+  model.gradient = *gradient;
+  model.inputs = {readOrDie(fixture(directory + "ref/input_ids.pb")),
+                  readOrDie(fixture(directory + "ref/labels.pb"))};
+}
+
 // Every gradient of the TorchScript exports matches PyTorch autograd within
 // 1e-4 relative (error norm over reference norm). The interpreter's fp64
 // accumulation leaves only PyTorch's own fp32 rounding, ~1e-6.
 TEST_P(FixtureGradients, MatchPyTorchAutograd) {
   std::string directory = "hf/" + GetParam() + "/";
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      import(context, fixture(directory + "model.onnx"));
-  ASSERT_TRUE(module);
-  FailOnDiagnostics failures(context);
-  auto forward = *module->getOps<mlir::func::FuncOp>().begin();
-  mlir::FailureOr<mlir::func::FuncOp> gradient =
-      buildGradientFunction(forward, {});
-  ASSERT_TRUE(mlir::succeeded(gradient));
-  llvm::SmallVector<Tensor> inputs{
-      readOrDie(fixture(directory + "ref/input_ids.pb")),
-      readOrDie(fixture(directory + "ref/labels.pb"))};
+  DifferentiatedModel model;
+  ASSERT_NO_FATAL_FAILURE(differentiate(directory, "model.onnx", model));
+  FailOnDiagnostics failures(model.context);
+  mlir::func::FuncOp gradient = model.gradient;
   mlir::FailureOr<llvm::SmallVector<Tensor>> results =
-      interpret(*gradient, inputs);
+      interpret(gradient, model.inputs);
   ASSERT_TRUE(mlir::succeeded(results));
   llvm::StringMap<Tensor> references;
   double largest = 0.0;
-  for (unsigned i = 0; i < gradient->getNumResults(); ++i)
-    if (auto name = gradient->getResultAttrOfType<mlir::StringAttr>(
+  for (unsigned i = 0; i < gradient.getNumResults(); ++i)
+    if (auto name = gradient.getResultAttrOfType<mlir::StringAttr>(
             i, kGradientOfAttr)) {
       Tensor &reference = references[name.getValue()] =
           readOrDie(fixture(directory + "ref/grad/" + name.str() + ".pb"));
@@ -195,8 +211,8 @@ TEST_P(FixtureGradients, MatchPyTorchAutograd) {
   // fp32 roundoff of the largest gradients: 1e-6 of their norm.
   double roundoff = 1e-6 * largest;
   int compared = 0;
-  for (unsigned i = 0; i < gradient->getNumResults(); ++i) {
-    auto name = gradient->getResultAttrOfType<mlir::StringAttr>(i, kGradientOfAttr);
+  for (unsigned i = 0; i < gradient.getNumResults(); ++i) {
+    auto name = gradient.getResultAttrOfType<mlir::StringAttr>(i, kGradientOfAttr);
     if (!name)
       continue;
     const Tensor &expected = references[name.getValue()];
@@ -222,29 +238,21 @@ TEST_P(FixtureGradients, MatchPyTorchAutograd) {
 // what the graph says.
 TEST_P(FixtureGradients, DynamoGradientsMatchWhereUnambiguous) {
   std::string directory = "hf/" + GetParam() + "/";
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      import(context, fixture(directory + "model.dynamo.onnx"));
-  ASSERT_TRUE(module);
-  FailOnDiagnostics failures(context);
-  auto forward = *module->getOps<mlir::func::FuncOp>().begin();
+  DifferentiatedModel model;
+  ASSERT_NO_FATAL_FAILURE(differentiate(directory, "model.dynamo.onnx", model));
+  FailOnDiagnostics failures(model.context);
+  mlir::func::FuncOp gradient = model.gradient;
   llvm::StringMap<int> uses;
-  forward.walk([&](ParameterOp op) {
+  model.forward.walk([&](ParameterOp op) {
     for (mlir::OpOperand &use : op->getUses())
       (void)use, ++uses[op.getName()];
   });
-  mlir::FailureOr<mlir::func::FuncOp> gradient =
-      buildGradientFunction(forward, {});
-  ASSERT_TRUE(mlir::succeeded(gradient));
-  llvm::SmallVector<Tensor> inputs{
-      readOrDie(fixture(directory + "ref/input_ids.pb")),
-      readOrDie(fixture(directory + "ref/labels.pb"))};
   mlir::FailureOr<llvm::SmallVector<Tensor>> results =
-      interpret(*gradient, inputs);
+      interpret(gradient, model.inputs);
   ASSERT_TRUE(mlir::succeeded(results));
   int compared = 0;
-  for (unsigned i = 0; i < gradient->getNumResults(); ++i) {
-    auto name = gradient->getResultAttrOfType<mlir::StringAttr>(i, kGradientOfAttr);
+  for (unsigned i = 0; i < gradient.getNumResults(); ++i) {
+    auto name = gradient.getResultAttrOfType<mlir::StringAttr>(i, kGradientOfAttr);
     std::string reference =
         name ? fixture(directory + "ref/grad/" + name.str() + ".pb") : "";
     if (!name || uses[name.getValue()] != 1 || !llvm::sys::fs::exists(reference))
@@ -269,31 +277,24 @@ TEST_P(FixtureGradients, DynamoGradientsMatchWhereUnambiguous) {
 // reduction dropped to bf16 (errors of 1e-1 and more).
 TEST_P(FixtureGradients, Bf16GradientsStayNearFp32) {
   std::string directory = "hf/" + GetParam() + "/";
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      import(context, fixture(directory + "model.onnx"));
-  ASSERT_TRUE(module);
-  FailOnDiagnostics failures(context);
-  auto forward = *module->getOps<mlir::func::FuncOp>().begin();
-  mlir::FailureOr<mlir::func::FuncOp> fp32 = buildGradientFunction(forward, {});
-  ASSERT_TRUE(mlir::succeeded(fp32));
-  mlir::func::FuncOp bf16 = fp32->clone();
-  module->push_back(bf16);
+  DifferentiatedModel model;
+  ASSERT_NO_FATAL_FAILURE(differentiate(directory, "model.onnx", model));
+  FailOnDiagnostics failures(model.context);
+  mlir::func::FuncOp fp32 = model.gradient;
+  mlir::func::FuncOp bf16 = fp32.clone();
+  model.module->push_back(bf16);
   bf16.setSymName("bf16");
   assignPrecision(bf16, Precision::BF16);
   int products = 0;
   bf16.walk([&](MatmulOp op) { products += bool(op.getAccumulate()); });
   EXPECT_GT(products, 0);
-  llvm::SmallVector<Tensor> inputs{
-      readOrDie(fixture(directory + "ref/input_ids.pb")),
-      readOrDie(fixture(directory + "ref/labels.pb"))};
-  auto reference = interpret(*fp32, inputs);
-  auto mixed = interpret(bf16, inputs);
+  auto reference = interpret(fp32, model.inputs);
+  auto mixed = interpret(bf16, model.inputs);
   ASSERT_TRUE(mlir::succeeded(reference) && mlir::succeeded(mixed));
   EXPECT_LE(relativeError((*mixed)[0], (*reference)[0]), 1e-3) << "loss";
   double error = 0.0, total = 0.0;
-  for (unsigned i = 0; i < fp32->getNumResults(); ++i) {
-    if (!fp32->getResultAttrOfType<mlir::StringAttr>(i, kGradientOfAttr))
+  for (unsigned i = 0; i < fp32.getNumResults(); ++i) {
+    if (!fp32.getResultAttrOfType<mlir::StringAttr>(i, kGradientOfAttr))
       continue;
     double n = norm((*reference)[i]);
     double e = relativeError((*mixed)[i], (*reference)[i]) * n;
@@ -305,27 +306,19 @@ TEST_P(FixtureGradients, Bf16GradientsStayNearFp32) {
 
 TEST_P(FixtureGradients, FusionKeepsGradientsBitForBit) {
   // The mixed-precision gradient function, so that casts fuse too.
-  const std::string directory = "hf/" + GetParam() + "/";
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      import(context, fixture(directory + "model.onnx"));
-  ASSERT_TRUE(module);
-  FailOnDiagnostics failures(context);
-  auto forward = *module->getOps<mlir::func::FuncOp>().begin();
-  mlir::FailureOr<mlir::func::FuncOp> unfused =
-      buildGradientFunction(forward, {});
-  ASSERT_TRUE(mlir::succeeded(unfused));
-  assignPrecision(*unfused, Precision::BF16);
-  mlir::func::FuncOp fused = unfused->clone();
-  module->push_back(fused);
+  DifferentiatedModel model;
+  ASSERT_NO_FATAL_FAILURE(
+      differentiate("hf/" + GetParam() + "/", "model.onnx", model));
+  FailOnDiagnostics failures(model.context);
+  mlir::func::FuncOp unfused = model.gradient;
+  assignPrecision(unfused, Precision::BF16);
+  mlir::func::FuncOp fused = unfused.clone();
+  model.module->push_back(fused);
   fused.setSymName("fused");
   EXPECT_GT(fuseElementwise(fused), 0);
   ASSERT_TRUE(mlir::succeeded(mlir::verify(fused)));
-  llvm::SmallVector<Tensor> inputs{
-      readOrDie(fixture(directory + "ref/input_ids.pb")),
-      readOrDie(fixture(directory + "ref/labels.pb"))};
-  auto before = interpret(*unfused, inputs);
-  auto after = interpret(fused, inputs);
+  auto before = interpret(unfused, model.inputs);
+  auto after = interpret(fused, model.inputs);
   ASSERT_TRUE(mlir::succeeded(before) && mlir::succeeded(after));
   ASSERT_EQ(before->size(), after->size());
   for (auto [i, expected, actual] : llvm::enumerate(*before, *after)) {
