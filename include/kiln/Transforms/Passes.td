@@ -91,8 +91,10 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
     in op order, first-fit placement, in-place parameter and state updates,
     reshapes as views. Records the arena size (`kiln.arena_bytes`) and the
     largest live set (`kiln.peak_live_bytes`) on the function and, on every
-    op, the offset of each result (`kiln.offsets`; -1 for constants and
-    parameters' reads, which live elsewhere or in their own buffer).
+    op of its body, the offset of each result (`kiln.offsets`; -1 for
+    constants and parameters' reads, which live elsewhere or in their own
+    buffer). Ops inside a kiln.fusion get none: their values stay in the
+    fused kernel.
   }];
   let dependentDialects = ["kiln::KilnDialect"];
 }
