@@ -107,8 +107,31 @@ static void addSelectingReduction(GradientRuleTable &table) {
   });
 }
 
+/// One fused op recomputes the probabilities (FlashAttention's backward), so
+/// nothing of size [B, H, Tq, Tk] is kept from the forward pass. The mask is
+/// data: the attention rewrite only builds attention from masks that depend
+/// on no parameter.
+static LogicalResult attentionGradient(AttentionOp op, ArrayRef<Value> grads,
+                                       GradientBuilder &b,
+                                       SmallVectorImpl<Value> &g) {
+  if (grads[1])
+    return op.emitOpError("logsumexp is not differentiable");
+  auto grad = b.create<AttentionGradOp>(
+      op.getQuery().getType(), op.getKey().getType(), op.getValue().getType(),
+      op.getQuery(), op.getKey(), op.getValue(), op.getMask(), op.getOffset(),
+      op.getOutput(), op.getLogsumexp(), grads[0], op.getScaleAttr(),
+      op.getCausalAttr(), op.getDropoutRatioAttr(), op.getSeedAttr());
+  g.append(grad->result_begin(), grad->result_end());
+  if (op.getMask())
+    g.push_back(nullptr);
+  if (op.getOffset())
+    g.push_back(nullptr);
+  return success();
+}
+
 void registerContractionGradients(GradientRuleTable &table) {
   table.add<MatmulOp>(matmulGradient);
+  table.add<AttentionOp>(attentionGradient);
   addSpreadingReduction<ReduceSumOp>(table, /*mean=*/false);
   addSpreadingReduction<ReduceMeanOp>(table, /*mean=*/true);
   addSelectingReduction<ReduceMaxOp>(table);

@@ -70,22 +70,32 @@ static uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+DropoutDraw::DropoutDraw(int64_t seed, std::optional<int64_t> offset,
+                         double ratio)
+    : key(mix(static_cast<uint64_t>(seed))), ratio(ratio) {
+  if (offset)
+    key = mix(key ^ static_cast<uint64_t>(*offset));
+}
+
+bool DropoutDraw::keep(int64_t index) const {
+  double uniform = (mix(key ^ static_cast<uint64_t>(index)) >> 11) * 0x1.0p-53;
+  return uniform >= ratio;
+}
+
 static LogicalResult evaluateDropout(DropoutOp op,
                                      const EvaluationContext &context,
                                      SmallVectorImpl<Tensor> &results) {
   const Tensor &input = context.operand(0);
   Tensor output = makeTensor(op.getOutput());
   Tensor mask = makeTensor(op.getMask());
-  double ratio = op.getRatio().convertToDouble();
-  double scale = 1.0 / (1.0 - ratio);
-  uint64_t seed = mix(static_cast<uint64_t>(op.getSeed()));
+  std::optional<int64_t> offset;
   if (op.getOffset())
-    seed = mix(seed ^ static_cast<uint64_t>(context.operand(1).ints()[0]));
+    offset = context.operand(1).ints()[0];
+  DropoutDraw draw(op.getSeed(), offset, op.getRatio().convertToDouble());
   for (int64_t i = 0; i < input.getNumElements(); ++i) {
-    double uniform = (mix(seed ^ static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
-    bool keep = uniform >= ratio;
+    bool keep = draw.keep(i);
     mask.ints()[i] = keep;
-    output.setFromDouble(i, keep ? input.floats()[i] * scale : 0.0);
+    output.setFromDouble(i, keep ? input.floats()[i] * draw.scale() : 0.0);
   }
   results.push_back(std::move(output));
   results.push_back(std::move(mask));

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 
 namespace kiln {
 
@@ -55,6 +56,22 @@ void registerNormalizationEvaluators(EvaluatorTable &table);
 void registerDataMovementEvaluators(EvaluatorTable &table);
 void registerLossEvaluators(EvaluatorTable &table);
 void registerOptimizerEvaluators(EvaluatorTable &table);
+void registerAttentionEvaluators(EvaluatorTable &table);
+
+/// The random draw of kiln.dropout, which kiln.attention repeats over its
+/// probabilities: whether element `index` is kept is a pure function of the
+/// seed, the optional offset and the index.
+class DropoutDraw {
+public:
+  DropoutDraw(int64_t seed, std::optional<int64_t> offset, double ratio);
+  bool keep(int64_t index) const;
+  /// The factor a kept element is multiplied by, 1 / (1 - ratio).
+  double scale() const { return 1.0 / (1.0 - ratio); }
+
+private:
+  uint64_t key;
+  double ratio;
+};
 
 /// A zero-filled tensor of `value`'s type.
 Tensor makeTensor(mlir::Value value);

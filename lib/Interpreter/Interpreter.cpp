@@ -35,6 +35,7 @@ static const EvaluatorTable &evaluators() {
     registerNormalizationEvaluators(t);
     registerDataMovementEvaluators(t);
     registerLossEvaluators(t);
+    registerAttentionEvaluators(t);
     registerOptimizerEvaluators(t);
     return t;
   }();

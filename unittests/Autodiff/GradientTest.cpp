@@ -209,6 +209,36 @@ std::vector<GradientCase> cases() {
                  "  %y = kiln.softmax %x {axis = 1 : i64} : tensor<3x4xf64>", "3x4"});
   all.push_back({"log_softmax", {{"x", "3x4"}},
                  "  %y = kiln.log_softmax %x {axis = 0 : i64} : tensor<3x4xf64>", "3x4"});
+  // Attention: causal with grouped-query heads, an additive mask, a boolean
+  // mask, and dropout; q [1, 4, 3, 2], k/v with 2 heads of 4 keys.
+  auto attention = [&](const char *name, const std::string &mask,
+                       const std::string &attributes, bool groupedKeys) {
+    std::string kv = groupedKeys ? "1x2x4x2" : "1x4x4x2";
+    std::string kvType = tensorType(kv);
+    std::vector<std::pair<std::string, std::string>> params = {
+        {"q", "1x4x3x2"}, {"k", kv}, {"v", kv}};
+    std::string body, maskOperand, maskType;
+    if (!mask.empty()) {
+      body = "  %m = kiln.constant " + mask + "\n";
+      maskOperand = " mask %m";
+      maskType = ", " + mask.substr(mask.find(": ") + 2);
+    }
+    body += "  %y, %lse = kiln.attention %q, %k, %v" + maskOperand + " {" +
+            attributes + "} : (tensor<1x4x3x2xf64>, " + kvType + ", " +
+            kvType + maskType +
+            ") -> (tensor<1x4x3x2xf64>, tensor<1x4x3xf64>)";
+    all.push_back({name, params, body, "1x4x3x2"});
+  };
+  attention("attention_causal_grouped", "", "scale = 0.7 : f64, causal", true);
+  attention("attention_additive_mask",
+            "dense<[[0.0, -0.5, 1.0, -1.0e30], [0.0, 0.0, 0.25, 0.0], "
+            "[-1.0e30, 0.5, 0.0, 0.0]]> : tensor<3x4xf64>",
+            "scale = 1.3 : f64", false);
+  attention("attention_boolean_mask",
+            "dense<[[[[true, false, true, true]]]]> : tensor<1x1x1x4xi1>",
+            "scale = 0.5 : f64", true);
+  attention("attention_dropout", "",
+            "scale = 0.9 : f64, causal, dropout_ratio = 0.3 : f64, seed = 5", true);
   all.push_back({"layer_norm",
                  {{"x", "2x3x4"}, {"g", "4"}, {"b", "4"}},
                  "  %y, %m, %r = kiln.layer_norm %x scale %g bias %b {axis = 2 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)",

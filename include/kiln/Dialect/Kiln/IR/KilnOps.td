@@ -757,5 +757,6 @@ def Kiln_NllLossOp : Kiln_ClassificationLossOp<"nll_loss", "log_probs",
 include "kiln/Dialect/Kiln/IR/KilnGradientOps.td"
 include "kiln/Dialect/Kiln/IR/KilnOptimizerOps.td"
 include "kiln/Dialect/Kiln/IR/KilnFusionOps.td"
+include "kiln/Dialect/Kiln/IR/KilnAttentionOps.td"
 
 #endif // KILN_DIALECT_KILN_IR_KILNOPS_TD
