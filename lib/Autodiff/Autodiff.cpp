@@ -30,8 +30,7 @@ static bool isFloatTensor(Value value) {
   return type && isa<FloatType>(type.getElementType());
 }
 
-/// Parameters chosen by the --train and --freeze patterns.
-static FailureOr<SmallVector<ParameterOp>>
+FailureOr<SmallVector<ParameterOp>>
 selectParameters(func::FuncOp function, const AutodiffOptions &options) {
   llvm::Regex train(options.train.empty() ? ".*" : options.train);
   llvm::Regex freeze(options.freeze);

@@ -1,10 +1,10 @@
 //===- Pipeline.cpp - the training pipeline -------------------------------===//
 //
-// The order of kiln's passes. Autodiff differentiates the imported forward
-// function; the step adds the optimizer; precision assignment follows so
-// that backward GEMMs obey the same policy; fusion then takes in the casts
-// precision added; the memory plan comes last, on the final ops. (Attention
-// rewriting and padding are to come, between the step and precision.)
+// The order of kiln's passes. The attention rewrite runs on the imported
+// forward function, so that autodiff differentiates kiln.attention with its
+// fused gradient; the step adds the optimizer; precision assignment follows
+// so that backward GEMMs obey the same policy; fusion then takes in the
+// casts precision added; the memory plan comes last, on the final ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +21,10 @@ namespace kiln {
 
 void buildTrainingPipeline(OpPassManager &manager,
                            const TrainingPipelineConfig &config) {
+  if (config.rewriteAttention)
+    manager.addNestedPass<func::FuncOp>(createKilnRewriteAttention(
+        KilnRewriteAttentionOptions{config.autodiff.train,
+                                    config.autodiff.freeze}));
   manager.addPass(createKilnAutodiff(
       KilnAutodiffOptions{config.function, config.autodiff.loss,
                           config.autodiff.train, config.autodiff.freeze}));
@@ -66,13 +70,17 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32 or bf16"),
                                 llvm::cl::init("fp32")};
+  Option<bool> attention{*this, "attention",
+                         llvm::cl::desc("Rewrite attention into kiln.attention"),
+                         llvm::cl::init(true)};
 };
 } // namespace
 
 void registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "kiln-training-pipeline",
-      "autodiff, training step, precision, fusion and memory plan",
+      "attention rewrite, autodiff, training step, precision, fusion and "
+      "memory plan",
       [](OpPassManager &manager, const TrainingPipelineOptions &options) {
         // A name that does not parse: run only the pass that reports it.
         std::optional<OptimizerKind> kind =
@@ -91,6 +99,7 @@ void registerTrainingPipeline() {
         config.optimizer = torchDefaults(*kind);
         config.optimizer.microBatches = options.microBatches;
         config.precision = *precision;
+        config.rewriteAttention = options.attention;
         buildTrainingPipeline(manager, config);
       });
 }

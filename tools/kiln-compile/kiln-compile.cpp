@@ -135,16 +135,19 @@ static void report(PlannedStep &planned) {
                       transient ? "  (at their peak)" : "");
   }
   // Ops that will be kernels: all but constants, parameter reads and views.
-  int gemms = 0, fusions = 0, others = 0;
+  int gemms = 0, attention = 0, fusions = 0, others = 0;
   for (mlir::Operation &op : planned.step.getBody().front().without_terminator())
     if (isa<kiln::MatmulOp>(op))
       ++gemms;
+    else if (isa<kiln::AttentionOp, kiln::AttentionGradOp>(op))
+      ++attention;
     else if (isa<kiln::FusionOp>(op))
       ++fusions;
     else if (!isa<kiln::ConstantOp, kiln::ParameterOp, kiln::ReshapeOp>(op))
       ++others;
-  outs() << formatv("kernels: {0} ({1} GEMMs, {2} fusions, {3} other ops)\n",
-                    gemms + fusions + others, gemms, fusions, others);
+  outs() << formatv(
+      "kernels: {0} ({1} GEMMs, {2} attention, {3} fusions, {4} other ops)\n",
+      gemms + attention + fusions + others, gemms, attention, fusions, others);
   // The largest buffers say where the memory goes.
   std::vector<const kiln::Buffer *> largest;
   for (const kiln::Buffer &buffer : plan.buffers)

@@ -19,6 +19,7 @@
 #include "kiln/Training/Trainer.h"
 #include "kiln/Transforms/AssignPrecision.h"
 #include "kiln/Transforms/Fuse.h"
+#include "kiln/Transforms/RewriteAttention.h"
 #include "kiln/Tools/ModelLoading.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -68,8 +69,35 @@ mlir::OwningOpRef<mlir::ModuleOp> import(mlir::MLIRContext &context,
   return importONNXModel(path, &context, options);
 }
 
+double norm(const Tensor &tensor) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < tensor.getNumElements(); ++i)
+    sum += tensor.getAsDouble(i) * tensor.getAsDouble(i);
+  return std::sqrt(sum);
+}
+
+/// Error norm over reference norm. A reference whose norm is below `floor`
+/// is roundoff of an analytically zero gradient (BERT's attention key bias:
+/// softmax ignores a constant added along the keys), so it is compared on
+/// the scale of `floor` instead.
+double relativeError(const Tensor &actual, const Tensor &expected,
+                     double floor = 0.0) {
+  double error = 0.0;
+  for (int64_t i = 0; i < expected.getNumElements(); ++i) {
+    double d = actual.getAsDouble(i) - expected.getAsDouble(i);
+    error += d * d;
+  }
+  return std::sqrt(error) / std::max({norm(expected), floor, 1e-30});
+}
+
 struct Model {
   std::string name, file;
+  /// Attention patterns the rewrite must find (BERT's dynamo export folds
+  /// its mask into an initializer, a parameter that may be trained: left
+  /// alone), and whether their scale follows the product, so that
+  /// kiln.attention rounds exactly as the spelled-out ops did.
+  int attentions;
+  bool exact;
 };
 
 class FixtureForward : public ::testing::TestWithParam<Model> {};
@@ -111,14 +139,52 @@ TEST_P(FixtureForward, MatchesPyTorch) {
       << "max |logits error| " << maxError << ", max |logit| " << maxValue;
 }
 
+// The rewritten forward computes what the exported one does: bit for bit
+// where the scale multiplies the product (kiln.attention rounds where those
+// ops round); where SDPA scales q and k by sqrt(scale) each before the
+// product, each score differs by fp32 rounding (~1e-7 relative), which the
+// softmax and the layers after it carry to the outputs: bound 1e-6.
+TEST_P(FixtureForward, AttentionRewriteKeepsTheFunction) {
+  const Model &model = GetParam();
+  std::string directory = "hf/" + model.name + "/";
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      import(context, fixture(directory + model.file));
+  ASSERT_TRUE(module);
+  FailOnDiagnostics failures(context);
+  auto exported = *module->getOps<mlir::func::FuncOp>().begin();
+  mlir::func::FuncOp rewritten = exported.clone();
+  module->push_back(rewritten);
+  rewritten.setSymName("rewritten");
+  EXPECT_EQ(rewriteAttention(rewritten, {}), model.attentions);
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(rewritten)));
+  int softmaxes = 0;
+  rewritten.walk([&](SoftmaxOp) { ++softmaxes; });
+  EXPECT_EQ(softmaxes, model.attentions ? 0 : 2) << "attention left behind";
+
+  llvm::SmallVector<Tensor> inputs{
+      readOrDie(fixture(directory + "ref/input_ids.pb")),
+      readOrDie(fixture(directory + "ref/labels.pb"))};
+  auto before = interpret(exported, inputs);
+  auto after = interpret(rewritten, inputs);
+  ASSERT_TRUE(mlir::succeeded(before) && mlir::succeeded(after));
+  for (auto [i, expected, actual] : llvm::enumerate(*before, *after)) {
+    ASSERT_EQ(actual.getShape(), expected.getShape());
+    if (model.exact)
+      EXPECT_EQ(actual.floats(), expected.floats()) << "result " << i;
+    else
+      EXPECT_LE(relativeError(actual, expected), 1e-6) << "result " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     HuggingFace, FixtureForward,
-    ::testing::Values(Model{"gpt2_tiny", "model.onnx"},
-                      Model{"gpt2_tiny", "model.dynamo.onnx"},
-                      Model{"gpt2_tiny_sdpa", "model.onnx"},
-                      Model{"gpt2_tiny_sdpa", "model.dynamo.onnx"},
-                      Model{"bert_tiny_cls", "model.onnx"},
-                      Model{"bert_tiny_cls", "model.dynamo.onnx"}),
+    ::testing::Values(Model{"gpt2_tiny", "model.onnx", 2, true},
+                      Model{"gpt2_tiny", "model.dynamo.onnx", 2, true},
+                      Model{"gpt2_tiny_sdpa", "model.onnx", 2, false},
+                      Model{"gpt2_tiny_sdpa", "model.dynamo.onnx", 2, false},
+                      Model{"bert_tiny_cls", "model.onnx", 2, true},
+                      Model{"bert_tiny_cls", "model.dynamo.onnx", 0, true}),
     [](const ::testing::TestParamInfo<Model> &info) {
       std::string name = info.param.name + "_" + info.param.file;
       for (char &c : name)
@@ -126,27 +192,6 @@ INSTANTIATE_TEST_SUITE_P(
           c = '_';
       return name;
     });
-
-double norm(const Tensor &tensor) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < tensor.getNumElements(); ++i)
-    sum += tensor.getAsDouble(i) * tensor.getAsDouble(i);
-  return std::sqrt(sum);
-}
-
-/// Error norm over reference norm. A reference whose norm is below `floor`
-/// is roundoff of an analytically zero gradient (BERT's attention key bias:
-/// softmax ignores a constant added along the keys), so it is compared on
-/// the scale of `floor` instead.
-double relativeError(const Tensor &actual, const Tensor &expected,
-                     double floor = 0.0) {
-  double error = 0.0;
-  for (int64_t i = 0; i < expected.getNumElements(); ++i) {
-    double d = actual.getAsDouble(i) - expected.getAsDouble(i);
-    error += d * d;
-  }
-  return std::sqrt(error) / std::max({norm(expected), floor, 1e-30});
-}
 
 class FixtureGradients : public ::testing::TestWithParam<std::string> {};
 
@@ -171,14 +216,16 @@ struct DifferentiatedModel {
   llvm::SmallVector<Tensor> inputs;
 };
 
-/// Imports `directory + file`, differentiates its forward function and reads
-/// the reference batch; any error fails the test.
+/// Imports `directory + file`, rewrites its attention and differentiates its
+/// forward function, as the training pipeline does, and reads the reference
+/// batch; any error fails the test.
 void differentiate(const std::string &directory, const std::string &file,
                    DifferentiatedModel &model) {
   model.module = import(model.context, fixture(directory + file));
   ASSERT_TRUE(model.module);
   FailOnDiagnostics failures(model.context);
   model.forward = *model.module->getOps<mlir::func::FuncOp>().begin();
+  ASSERT_TRUE(mlir::succeeded(rewriteAttention(model.forward, {})));
   mlir::FailureOr<mlir::func::FuncOp> gradient =
       buildGradientFunction(model.forward, {});
   ASSERT_TRUE(mlir::succeeded(gradient));

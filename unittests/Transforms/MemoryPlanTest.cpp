@@ -13,6 +13,7 @@
 #include "kiln/Tools/ModelLoading.h"
 #include "kiln/Transforms/AssignPrecision.h"
 #include "kiln/Transforms/MemoryPlan.h"
+#include "kiln/Transforms/RewriteAttention.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -31,6 +32,7 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
       KILN_SOURCE_DIR "/examples/gpt2_tiny/model.onnx", &context, {});
   ASSERT_TRUE(module);
   auto forward = *module->getOps<mlir::func::FuncOp>().begin();
+  ASSERT_TRUE(mlir::succeeded(rewriteAttention(forward, {})));
   auto gradient = buildGradientFunction(forward, {});
   ASSERT_TRUE(mlir::succeeded(gradient));
   OptimizerOptions options;

@@ -8,6 +8,8 @@
 #ifndef KILN_AUTODIFF_AUTODIFF_H
 #define KILN_AUTODIFF_AUTODIFF_H
 
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <string>
@@ -23,6 +25,11 @@ struct AutodiffOptions {
   /// trained, if they reach the loss differentiably.
   std::string train, freeze;
 };
+
+/// The parameters of `function` that `options` trains, if they reach the
+/// loss: floating-point ones matching `train` and not `freeze`.
+mlir::FailureOr<llvm::SmallVector<ParameterOp>>
+selectParameters(mlir::func::FuncOp function, const AutodiffOptions &options);
 
 /// Adds `@<forward>_grad` next to `forward`: the same arguments, the forward
 /// results, then one gradient per trainable parameter, in order of first

@@ -12,6 +12,31 @@
 
 include "mlir/Pass/PassBase.td"
 
+def KilnRewriteAttention : Pass<"kiln-rewrite-attention", "mlir::func::FuncOp"> {
+  let summary = "Replace spelled-out attention with kiln.attention";
+  let description = [{
+    Matches the attention patterns that exporters emit (eager and SDPA;
+    scale before or after the product, or a division; additive masks,
+    `where` masks with -inf or the lowest float, SDPA's NaN guard, dropout on
+    the probabilities, key/value heads repeated for grouped-query attention)
+    and replaces each with one `kiln.attention`
+    (lib/Transforms/RewriteAttention.cpp). Constant masks that keep
+    everything disappear; exactly causal ones become the `causal` flag.
+    Patterns that do not match exactly are left alone. Run it on the forward
+    function, before autodiff, so that the backward pass uses
+    `kiln.attention_grad`. `train` and `freeze` are autodiff's: scalar
+    parameters that they do not train are read as literals (dynamo exports
+    lift scales into them).
+  }];
+  let options = [
+    Option<"train", "train", "std::string", "\"\"",
+           "The parameters autodiff will train (its option)">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "The parameters autodiff will freeze (its option)">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
   let summary = "Add the gradient function of a forward function";
   let description = [{

@@ -24,9 +24,12 @@ struct TrainingPipelineConfig {
   AutodiffOptions autodiff;
   OptimizerOptions optimizer;
   Precision precision = Precision::FP32;
+  /// Replace spelled-out attention with kiln.attention (FlashAttention).
+  bool rewriteAttention = true;
 };
 
-/// autodiff -> training step -> precision -> fusion -> memory plan.
+/// attention rewrite -> autodiff -> training step -> precision -> fusion
+/// -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
                            const TrainingPipelineConfig &config);
 

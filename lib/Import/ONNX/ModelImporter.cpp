@@ -180,6 +180,16 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
   return RankedTensorType::get(shape, mlirElementType(*dtype, context));
 }
 
+/// Whether a float initializer is an attention mask that the exporter folded
+/// into a constant: it holds -inf or the lowest value of its type, which no
+/// trainable weight does (training it would be meaningless), so it is
+/// imported as a constant and never trained.
+static bool isFoldedMask(const Tensor &value, FloatType type) {
+  double lowest = APFloat::getLargest(type.getFloatSemantics(), /*Negative=*/true)
+                      .convertToDouble();
+  return llvm::any_of(value.floats(), [&](double x) { return x <= lowest; });
+}
+
 LogicalResult ModelImporter::importInitializers() {
   StringRef directory = llvm::sys::path::parent_path(path);
   for (const onnx::TensorProto &initializer : model.graph().initializer()) {
@@ -206,7 +216,8 @@ LogicalResult ModelImporter::importInitializers() {
     llvm::Expected<Tensor> value = tensorFromProto(initializer, directory);
     if (!value)
       return error("initializer: ") << llvm::toString(value.takeError());
-    if (isFloat(*dtype)) {
+    if (isFloat(*dtype) &&
+        !isFoldedMask(*value, cast<FloatType>(type.getElementType()))) {
       graph.values[name] = builder.create<ParameterOp>(
           loc, type, builder.getStringAttr(name),
           resourceAttrFromTensor(*value, name, context));

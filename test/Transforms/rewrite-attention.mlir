@@ -1,0 +1,200 @@
+// RUN: kiln-opt %s -split-input-file --kiln-rewrite-attention | FileCheck %s
+//
+// Every function here also runs before and after the rewrite on random
+// inputs in unittests/Transforms/RewriteAttentionTest.cpp.
+
+// GPT-2 eager (both exporters): scale after the product, a constant causal
+// mask of finfo.min: the mask becomes the causal flag, the probabilities
+// are never stored.
+// CHECK-LABEL: func @gpt2_eager
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x4x8xf32>, %[[K:.*]]: tensor<1x2x4x8xf32>, %[[V:.*]]: tensor<1x2x4x8xf32>)
+// CHECK-NOT: kiln.constant
+// CHECK-NOT: kiln.softmax
+// CHECK: %[[O:.*]], %{{.*}} = kiln.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.500000e-01 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+// CHECK-NEXT: return %[[O]]
+func.func @gpt2_eager(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %scale = kiln.constant dense<0.25> : tensor<f32>
+  %mask = kiln.constant dense<[[[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %s = kiln.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %ss = kiln.mul %s, %scale : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %sm = kiln.add %ss, %mask : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// SDPA (TorchScript): q and k each scaled by sqrt(scale) before the
+// product, a -inf causal mask, and the NaN guard on the probabilities. The
+// scale is the product of the two, rounded to f32 like the scores.
+// CHECK-LABEL: func @sdpa
+// CHECK-NOT: kiln.is_nan
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {causal, scale = 0.1249999925494194 : f64}
+// CHECK-NOT: kiln.softmax
+func.func @sdpa(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %c = kiln.constant dense<0.353553385> : tensor<f32>
+  %zero = kiln.constant dense<0.0> : tensor<1xf32>
+  %mask = kiln.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %qs = kiln.mul %q, %c : (tensor<1x2x4x8xf32>, tensor<f32>) -> tensor<1x2x4x8xf32>
+  %ks = kiln.mul %kt, %c : (tensor<1x2x8x4xf32>, tensor<f32>) -> tensor<1x2x8x4xf32>
+  %s = kiln.matmul %qs, %ks : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %sm = kiln.add %s, %mask : (tensor<1x2x4x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %nan = kiln.is_nan %p : tensor<1x2x4x4xf32>
+  %pg = kiln.where %nan, %zero, %p : (tensor<1x2x4x4xi1>, tensor<1xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = kiln.matmul %pg, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Llama: division by sqrt(d), masked_fill(triu, -inf) as a where whose
+// condition marks the dropped keys, and 2 key/value heads repeated for 4
+// query heads: attention reads the 2 heads directly.
+// CHECK-LABEL: func @llama_grouped_query
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x4x8xf32>, %[[K:.*]]: tensor<1x2x4x8xf32>, %[[V:.*]]: tensor<1x2x4x8xf32>)
+// CHECK-NOT: kiln.broadcast
+// CHECK: kiln.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 0.35355338454246521 : f64} : (tensor<1x4x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4xf32>)
+func.func @llama_grouped_query(%q: tensor<1x4x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %d = kiln.constant dense<2.82842708> : tensor<f32>
+  %inf = kiln.constant dense<0xFF800000> : tensor<f32>
+  %drop = kiln.constant dense<[[false, true, true, true], [false, false, true, true], [false, false, false, true], [false, false, false, false]]> : tensor<4x4xi1>
+  %k1 = kiln.reshape %k : tensor<1x2x4x8xf32> to tensor<1x2x1x4x8xf32>
+  %k2 = kiln.broadcast %k1 : tensor<1x2x1x4x8xf32> to tensor<1x2x2x4x8xf32>
+  %kr = kiln.reshape %k2 : tensor<1x2x2x4x8xf32> to tensor<1x4x4x8xf32>
+  %v1 = kiln.reshape %v : tensor<1x2x4x8xf32> to tensor<1x2x1x4x8xf32>
+  %v2 = kiln.broadcast %v1 : tensor<1x2x1x4x8xf32> to tensor<1x2x2x4x8xf32>
+  %vr = kiln.reshape %v2 : tensor<1x2x2x4x8xf32> to tensor<1x4x4x8xf32>
+  %kt = kiln.transpose %kr {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x4x4x8xf32>) -> tensor<1x4x8x4xf32>
+  %s = kiln.matmul %q, %kt : (tensor<1x4x4x8xf32>, tensor<1x4x8x4xf32>) -> tensor<1x4x4x4xf32>
+  %ss = kiln.div %s, %d : (tensor<1x4x4x4xf32>, tensor<f32>) -> tensor<1x4x4x4xf32>
+  %sm = kiln.where %drop, %inf, %ss : (tensor<4x4xi1>, tensor<f32>, tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x4x4x4xf32>
+  %o = kiln.matmul %p, %vr : (tensor<1x4x4x4xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  return %o : tensor<1x4x4x8xf32>
+}
+
+// -----
+
+// BERT: a padding mask computed from an input, added to the scores, stays
+// an additive mask operand; the product reads k through transpose_rhs.
+// CHECK-LABEL: func @bert_padding
+// CHECK: %[[M:.*]] = kiln.mul
+// CHECK: kiln.attention %arg0, %arg1, %arg2 mask %[[M]] {scale = 1.250000e-01 : f64} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x1x1x4xf32>)
+func.func @bert_padding(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %keep: tensor<2x1x1x4xf32>) -> tensor<2x2x4x8xf32> {
+  %c = kiln.constant dense<0.125> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %min = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %inverted = kiln.sub %one, %keep : (tensor<f32>, tensor<2x1x1x4xf32>) -> tensor<2x1x1x4xf32>
+  %mask = kiln.mul %inverted, %min : (tensor<2x1x1x4xf32>, tensor<f32>) -> tensor<2x1x1x4xf32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %ss = kiln.mul %c, %s : (tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %sm = kiln.add %mask, %ss : (tensor<2x1x1x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// A boolean mask from an input (true: the key takes part), applied with
+// where(keep, scores, lowest), and dropout on the probabilities: attention
+// draws the same dropout mask from the same seed.
+// CHECK-LABEL: func @boolean_mask_dropout
+// CHECK: %[[KEEP:.*]] = kiln.or
+// CHECK: kiln.attention %arg0, %arg1, %arg2 mask %[[KEEP]] {dropout_ratio = 1.000000e-01 : f64, scale = 1.000000e+00 : f64, seed = 7 : i64}
+// CHECK-NOT: kiln.dropout
+func.func @boolean_mask_dropout(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xi1>) -> tensor<1x2x4x8xf32> {
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %diagonal = kiln.constant dense<[[true, false, false, false], [false, true, false, false], [false, false, true, false], [false, false, false, true]]> : tensor<4x4xi1>
+  %keep = kiln.or %m, %diagonal : (tensor<1x1x4x4xi1>, tensor<4x4xi1>) -> tensor<1x1x4x4xi1>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %s = kiln.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %sm = kiln.where %keep, %s, %lowest : (tensor<1x1x4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %pd, %dropped = kiln.dropout %p {ratio = 0.1 : f64, seed = 7 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %pd, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// dynamo lifts the scale into a scalar initializer; one that autodiff will
+// not train (scalars are not, by default) is read as a literal. A constant
+// all-zero mask (BERT without padding) disappears.
+// CHECK-LABEL: func @lifted_scale_zero_mask
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f64}
+func.func @lifted_scale_zero_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %c = kiln.parameter "val_57" = dense<0.125> : tensor<f32> : tensor<f32>
+  %mask = kiln.constant dense<0.0> : tensor<1x1x4x4xf32>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x8xf32>) -> tensor<1x2x8x4xf32>
+  %s = kiln.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %ss = kiln.mul %s, %c : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %sm = kiln.add %ss, %mask : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Not rewritten: the probabilities are also returned (output_attentions),
+// so they must be stored anyway.
+// CHECK-LABEL: func @probabilities_returned
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+func.func @probabilities_returned(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>) {
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o, %p : tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Not rewritten: a trained parameter added to the scores (a learned
+// position bias) would need the score gradient, which attention does not
+// produce.
+// CHECK-LABEL: func @learned_bias
+// CHECK-NOT: kiln.attention
+func.func @learned_bias(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %bias = kiln.parameter "relative_bias" = dense<0.5> : tensor<2x4x4xf32> : tensor<2x4x4xf32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %sm = kiln.add %s, %bias : (tensor<1x2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Not rewritten: the softmax is over the queries, not the keys; and a
+// softmax whose result is not multiplied by values.
+// CHECK-LABEL: func @not_attention
+// CHECK-NOT: kiln.attention
+func.func @not_attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>) {
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %s {axis = 2 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %t = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %r = kiln.softmax %t {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %e = kiln.exp %r : tensor<1x2x4x4xf32>
+  return %o, %e : tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Not rewritten: the scale is a tensor, not one number.
+// CHECK-LABEL: func @tensor_scale
+// CHECK-NOT: kiln.attention
+func.func @tensor_scale(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %c = kiln.constant dense<[[[[1.0]], [[0.5]]]]> : tensor<1x2x1x1xf32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %ss = kiln.mul %s, %c : (tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %ss {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
