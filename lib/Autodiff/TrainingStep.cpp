@@ -31,6 +31,18 @@ std::optional<OptimizerKind> parseOptimizerKind(StringRef name) {
   return std::nullopt;
 }
 
+StringRef optimizerKindName(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::AdamW:
+    return "adamw";
+  case OptimizerKind::SGD:
+    return "sgd";
+  case OptimizerKind::Adagrad:
+    return "adagrad";
+  }
+  llvm_unreachable("unknown optimizer");
+}
+
 OptimizerOptions torchDefaults(OptimizerKind kind) {
   OptimizerOptions options;
   options.kind = kind;

@@ -84,12 +84,12 @@ LogicalResult Trainer::initialize(func::FuncOp forward) {
   for (unsigned i = 0; i < gradientFn.getNumResults(); ++i)
     if (auto name = gradientFn.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
       trained.push_back(name.str());
-  double fill = trainingSpec.optimizer.kind == OptimizerKind::Adagrad
+  double fill = trainingSpec.pipeline.optimizer.kind == OptimizerKind::Adagrad
                     ? trainingSpec.initialAccumulator
                     : 0.0;
   for (const std::string &name : trained) {
     const Tensor &param = parameterValues[name];
-    for (const std::string &slot : optimizerSlots(trainingSpec.optimizer.kind)) {
+    for (const std::string &slot : optimizerSlots(trainingSpec.pipeline.optimizer.kind)) {
       Tensor tensor(param.getDType(), param.getShape());
       for (int64_t i = 0; i < tensor.getNumElements(); ++i)
         tensor.setFromDouble(i, fill);
@@ -103,11 +103,8 @@ FailureOr<std::unique_ptr<Trainer>> Trainer::create(ModuleOp module,
                                                     func::FuncOp forward,
                                                     const TrainingSpec &spec) {
   std::unique_ptr<Trainer> trainer(new Trainer(spec));
-  TrainingPipelineConfig config;
+  TrainingPipelineConfig config = spec.pipeline;
   config.function = forward.getSymName().str();
-  config.autodiff = spec.autodiff;
-  config.optimizer = spec.optimizer;
-  config.precision = spec.precision;
   FailureOr<TrainingFunctions> functions = runTrainingPipeline(module, config);
   if (failed(functions))
     return failure();

@@ -10,6 +10,7 @@
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Tools/ModelLoading.h"
+#include "kiln/Tools/PipelineOptions.h"
 #include "kiln/Transforms/MemoryPlan.h"
 #include "kiln/Transforms/Pipeline.h"
 
@@ -29,17 +30,6 @@ static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
 static cl::list<std::string> dims("dim", cl::value_desc("NAME=SIZE"),
                                   cl::desc("Size of a symbolic dimension"),
                                   cl::cat(category));
-static cl::opt<std::string> precision("precision", cl::init("fp32"),
-                                      cl::desc("fp32 or bf16"),
-                                      cl::cat(category));
-static cl::opt<std::string> optimizer("optimizer", cl::init("adamw"),
-                                      cl::desc("adamw, sgd or adagrad"),
-                                      cl::cat(category));
-static cl::opt<int64_t> microBatches("micro-batches", cl::init(1),
-                                     cl::desc("Micro-batches per step"),
-                                     cl::cat(category));
-static cl::opt<std::string> loss("loss", cl::desc("The output to minimize"),
-                                 cl::cat(category));
 static cl::opt<bool> reportMemory(
     "report-memory", cl::desc("Print the step's memory plan and its breakdown"),
     cl::cat(category));
@@ -69,6 +59,7 @@ static std::string size(int64_t bytes) {
 
 /// A model's training step and its memory plan (which refers to the step).
 struct PlannedStep {
+  kiln::TrainingPipelineConfig config;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp step;
   kiln::MemoryPlan plan;
@@ -89,6 +80,7 @@ planStep(mlir::MLIRContext &context, const kiln::ImportOptions &options,
   if (mlir::failed(forward))
     return std::nullopt;
   config.function = forward->getSymName().str();
+  planned.config = config;
   auto functions = kiln::runTrainingPipeline(*planned.module, config);
   if (mlir::failed(functions))
     return std::nullopt;
@@ -120,7 +112,9 @@ static std::optional<int64_t> parseBytes(StringRef text) {
 static void report(PlannedStep &planned) {
   const kiln::MemoryPlan &plan = planned.plan;
   outs() << "memory plan of @" << planned.step.getSymName() << " ("
-         << precision << " GEMMs, " << optimizer << ", " << plan.buffers.size()
+         << kiln::precisionName(planned.config.precision) << " GEMMs, "
+         << kiln::optimizerKindName(planned.config.optimizer.kind) << ", "
+         << plan.buffers.size()
          << " buffers)\n";
   outs() << formatv("  {0,-30} {1,12}\n", "arena (peak memory)",
                     size(plan.arenaBytes));
@@ -169,24 +163,17 @@ static void report(PlannedStep &planned) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &kiln::pipelineOptions()});
   cl::ParseCommandLineOptions(argc, argv, "kiln training-step compiler\n");
   kiln::ImportOptions options;
   for (const std::string &dim : dims)
     if (!kiln::parseDimensionOption(dim, options))
       return fail("--dim expects NAME=SIZE with a positive SIZE, got '" + dim +
                   "'");
-  kiln::TrainingPipelineConfig config;
-  std::optional<kiln::Precision> mode = kiln::parsePrecision(precision);
-  if (!mode)
-    return fail("unknown --precision '" + precision + "' (fp32 or bf16)");
-  config.precision = *mode;
-  std::optional<kiln::OptimizerKind> kind = kiln::parseOptimizerKind(optimizer);
-  if (!kind)
-    return fail("unknown --optimizer '" + optimizer + "' (adamw, sgd or adagrad)");
-  config.optimizer = kiln::torchDefaults(*kind);
-  config.optimizer.microBatches = microBatches;
-  config.autodiff.loss = loss;
+  Expected<kiln::TrainingPipelineConfig> config =
+      kiln::pipelineConfigFromOptions();
+  if (!config)
+    return fail(toString(config.takeError()));
   if (!reportMemory && maxMemory.empty())
     return fail("nothing to do: give --report-memory or --max-memory (GPU code "
                 "generation is not available in this build)");
@@ -196,7 +183,7 @@ int main(int argc, char **argv) {
   kiln::ToolDiagnostics diagnostics(&context);
   if (maxMemory.empty()) {
     std::optional<PlannedStep> planned =
-        planStep(context, options, config);
+        planStep(context, options, *config);
     if (!planned)
       return 1;
     report(*planned);
@@ -211,7 +198,7 @@ int main(int argc, char **argv) {
   auto fits = [&](int64_t batch) -> std::optional<bool> {
     options.dimensions[batchDim] = batch;
     std::optional<PlannedStep> planned =
-        planStep(context, options, config);
+        planStep(context, options, *config);
     if (!planned)
       return std::nullopt;
     return planned->plan.arenaBytes <= *budget;
@@ -244,7 +231,7 @@ int main(int argc, char **argv) {
          << good << "\n";
   options.dimensions[batchDim] = good;
   std::optional<PlannedStep> planned =
-      planStep(context, options, config);
+      planStep(context, options, *config);
   if (!planned)
     return 1;
   report(*planned);

@@ -11,6 +11,7 @@
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Interpreter/TensorAttr.h"
 #include "kiln/Tools/ModelLoading.h"
+#include "kiln/Tools/PipelineOptions.h"
 #include "kiln/TensorIO/ModelExport.h"
 #include "kiln/TensorIO/TensorFiles.h"
 #include "kiln/Training/Checkpoint.h"
@@ -44,18 +45,8 @@ static cl::opt<std::string> train(
 static cl::opt<std::string> freeze("freeze", cl::cat(category),
                                    cl::desc("Do not train parameters matching"),
                                    cl::value_desc("REGEX"));
-static cl::opt<std::string> loss("loss", cl::cat(category),
-                                 cl::desc("The output to minimize (default: "
-                                          "the first scalar output)"));
 static cl::opt<int64_t> steps("steps", cl::init(1), cl::cat(category),
                               cl::desc("Total number of optimizer steps"));
-static cl::opt<std::string> precision(
-    "precision", cl::init("fp32"), cl::cat(category),
-    cl::desc("fp32, or bf16: GEMMs in bf16 with fp32 accumulation, the rest "
-             "and the master weights in fp32"));
-static cl::opt<std::string> optimizer("optimizer", cl::init("adamw"),
-                                      cl::cat(category),
-                                      cl::desc("adamw, sgd or adagrad"));
 static cl::opt<double> lr("lr", cl::init(1e-3), cl::cat(category),
                           cl::desc("Peak learning rate"));
 static cl::opt<double> weightDecay(
@@ -94,9 +85,6 @@ static cl::opt<double> clipGradNorm("clip-grad-norm", cl::init(0.0),
                                     cl::cat(category),
                                     cl::desc("Clip gradients to this global "
                                              "norm (0: off)"));
-static cl::opt<int64_t> microBatches(
-    "micro-batches", cl::init(1), cl::cat(category),
-    cl::desc("Accumulate gradients over this many micro-batches per step"));
 static cl::opt<uint64_t> seed("seed", cl::init(0), cl::cat(category),
                               cl::desc("Seed of data sampling and of the "
                                        "initialization of declared "
@@ -157,12 +145,11 @@ static Expected<TrainingSpec> readSpec() {
     return createStringError(inconvertibleErrorCode(), message);
   };
   TrainingSpec spec;
-  std::optional<OptimizerKind> kind = parseOptimizerKind(optimizer);
-  if (!kind)
-    return bad("unknown --optimizer '" + optimizer +
-               "' (adamw, sgd or adagrad)");
-  spec.optimizer = torchDefaults(*kind);
-  OptimizerOptions &o = spec.optimizer;
+  Expected<TrainingPipelineConfig> pipeline = pipelineConfigFromOptions();
+  if (!pipeline)
+    return pipeline.takeError();
+  spec.pipeline = *pipeline;
+  OptimizerOptions &o = spec.pipeline.optimizer;
   SmallVector<StringRef> parts;
   StringRef(betas).split(parts, ',');
   if (parts.size() != 2 || parts[0].trim().getAsDouble(o.beta1) ||
@@ -183,14 +170,7 @@ static Expected<TrainingSpec> readSpec() {
   o.clipGradNorm = clipGradNorm;
   if (clipGradNorm < 0)
     return bad("--clip-grad-norm must not be negative");
-  o.microBatches = microBatches;
-  if (microBatches < 1)
-    return bad("--micro-batches must be at least 1");
   spec.initialAccumulator = initialAccumulator;
-  std::optional<Precision> parsed = parsePrecision(precision);
-  if (!parsed)
-    return bad("unknown --precision '" + precision + "' (fp32 or bf16)");
-  spec.precision = *parsed;
   LearningRateSchedule &s = spec.schedule;
   if (schedule == "constant")
     s.kind = ScheduleKind::Constant;
@@ -210,9 +190,8 @@ static Expected<TrainingSpec> readSpec() {
     return bad("--steps must be at least 1");
   spec.totalSteps = steps;
   spec.seed = seed;
-  spec.autodiff.loss = loss;
-  spec.autodiff.train = train;
-  spec.autodiff.freeze = freeze;
+  spec.pipeline.autodiff.train = train;
+  spec.pipeline.autodiff.freeze = freeze;
   return spec;
 }
 
@@ -220,12 +199,11 @@ static Expected<TrainingSpec> readSpec() {
 /// change the numbers, except the total number of steps.
 static std::string specIdentity() {
   return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
-                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}|{21}|{22}|{23}",
-                 optimizer, lr, weightDecay, betas, eps, momentum, dampening,
-                 nesterov, lrDecay, initialAccumulator, noDecayBiasesNorms,
-                 schedule, warmup, minLr, clipGradNorm, microBatches, seed,
-                 data, labels, batch, seq, train + "/" + freeze, loss,
-                 precision)
+                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}|{21}",
+                 pipelineOptionsIdentity(), lr, weightDecay, betas, eps,
+                 momentum, dampening, nesterov, lrDecay, initialAccumulator,
+                 noDecayBiasesNorms, schedule, warmup, minLr, clipGradNorm,
+                 seed, data, labels, batch, seq, train + "/" + freeze)
       .str();
 }
 
@@ -299,7 +277,7 @@ private:
 
 static Expected<std::unique_ptr<BatchSource>>
 makeSource(mlir::func::FuncOp step, mlir::func::FuncOp forward,
-           const StringMap<Tensor> &inputs) {
+           const StringMap<Tensor> &inputs, int64_t microBatches) {
   auto bad = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);
   };
@@ -464,7 +442,8 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
     return 1;
   Trainer &trainer = **created;
   Expected<std::unique_ptr<BatchSource>> source =
-      makeSource(trainer.stepFunction(), forward, inputs);
+      makeSource(trainer.stepFunction(), forward, inputs,
+                 spec->pipeline.optimizer.microBatches);
   if (!source)
     return fail(toString(source.takeError()));
 

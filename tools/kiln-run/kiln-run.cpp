@@ -12,6 +12,7 @@
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/TensorIO/TensorFiles.h"
 #include "kiln/Tools/ModelLoading.h"
+#include "kiln/Tools/PipelineOptions.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
@@ -83,7 +84,8 @@ static void printOutput(StringRef name, const kiln::Tensor &tensor) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&category, &kiln::trainingOptions()});
+  cl::HideUnrelatedOptions(
+      {&category, &kiln::pipelineOptions(), &kiln::trainingOptions()});
   cl::ParseCommandLineOptions(argc, argv, "kiln model runner\n");
   if (device != "cpu")
     return fail("--device=" + device +

@@ -42,6 +42,7 @@ struct OptimizerOptions {
 
 /// Parses "adamw", "sgd" or "adagrad".
 std::optional<OptimizerKind> parseOptimizerKind(llvm::StringRef name);
+llvm::StringRef optimizerKindName(OptimizerKind kind);
 
 /// torch.optim's defaults for `kind` (weight decay 0.01 for AdamW and 0
 /// otherwise; epsilon 1e-10 for Adagrad and 1e-8 otherwise).

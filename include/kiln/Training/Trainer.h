@@ -9,11 +9,9 @@
 #ifndef KILN_TRAINING_TRAINER_H
 #define KILN_TRAINING_TRAINER_H
 
-#include "kiln/Autodiff/Autodiff.h"
-#include "kiln/Autodiff/TrainingStep.h"
 #include "kiln/Interpreter/Tensor.h"
 #include "kiln/Training/Safetensors.h"
-#include "kiln/Transforms/AssignPrecision.h"
+#include "kiln/Transforms/Pipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -38,16 +36,15 @@ struct LearningRateSchedule {
 };
 
 struct TrainingSpec {
-  AutodiffOptions autodiff;
-  OptimizerOptions optimizer;
+  /// How the step is compiled: what is trained, the optimizer, precision,
+  /// the attention rewrite. Its `function` is set from the forward function.
+  TrainingPipelineConfig pipeline;
   LearningRateSchedule schedule;
   int64_t totalSteps = 1;
   /// Seeds the initialization of parameters declared without values.
   uint64_t seed = 0;
   /// Adagrad's initial accumulator value.
   double initialAccumulator = 0.0;
-  /// The type GEMMs compute in (see AssignPrecision.h).
-  Precision precision = Precision::FP32;
 };
 
 struct StepReport {
