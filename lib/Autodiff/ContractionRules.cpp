@@ -205,14 +205,16 @@ void registerContractionGradients(GradientRuleTable &table) {
                                GradientBuilder &b, SmallVectorImpl<Value> &g) -> LogicalResult {
     g.push_back(b.create<CrossEntropyGradOp>(
         op.getInput().getType(), op.getInput(), op.getLabels(), grads[0],
-        op.getWeight(), op.getReductionAttr(), op.getIgnoreIndexAttr()));
+        op.getWeight(), op.getReductionAttr(), op.getIgnoreIndexAttr(),
+        op.getNumClassesAttr()));
     return success();
   });
   table.add<NllLossOp>([](NllLossOp op, ArrayRef<Value> grads,
                           GradientBuilder &b, SmallVectorImpl<Value> &g) -> LogicalResult {
     g.push_back(b.create<NllLossGradOp>(
         op.getInput().getType(), op.getInput(), op.getLabels(), grads[0],
-        op.getWeight(), op.getReductionAttr(), op.getIgnoreIndexAttr()));
+        op.getWeight(), op.getReductionAttr(), op.getIgnoreIndexAttr(),
+        op.getNumClassesAttr()));
     return success();
   });
 

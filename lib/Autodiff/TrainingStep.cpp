@@ -60,7 +60,24 @@ std::vector<std::string> optimizerSlots(OptimizerKind kind) {
   return {};
 }
 
+/// The offset operand of an op that draws a dropout mask and has none yet.
+static std::optional<MutableOperandRange> unsetDropoutOffset(Operation *op) {
+  if (auto dropout = dyn_cast<DropoutOp>(op))
+    if (!dropout.getOffset())
+      return dropout.getOffsetMutable();
+  auto draws = [](auto attention) {
+    return attention.getDropoutRatio().convertToDouble() > 0.0 &&
+           !attention.getOffset();
+  };
+  if (auto attention = dyn_cast<AttentionOp>(op); attention && draws(attention))
+    return attention.getOffsetMutable();
+  if (auto grad = dyn_cast<AttentionGradOp>(op); grad && draws(grad))
+    return grad.getOffsetMutable();
+  return std::nullopt;
+}
+
 namespace {
+
 /// The gradient function's results by role.
 struct GradientResults {
   unsigned loss;
@@ -117,12 +134,13 @@ SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
                 builder.create<SliceOp>(loc, type, input, start, stride));
   }
   // Every step (and micro-batch) draws new dropout masks: the offset of a
-  // dropout is step * micro-batches + index.
+  // dropout is step * micro-batches + index. Attention with dropout, and its
+  // gradient, which draws the same mask again, get the same offset.
   Value offset;
   for (Operation &op : body.without_terminator()) {
     Operation *clone = builder.clone(op, mapping);
-    auto dropout = dyn_cast<DropoutOp>(clone);
-    if (!dropout || dropout.getOffset())
+    std::optional<MutableOperandRange> offsetOperand = unsetDropoutOffset(clone);
+    if (!offsetOperand)
       continue;
     if (!offset) {
       OpBuilder::InsertionGuard guard(builder);
@@ -137,7 +155,7 @@ SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
           loc, builder.create<MulOp>(loc, stepNumber, constant(k)),
           constant(index));
     }
-    dropout.getOffsetMutable().assign(offset);
+    offsetOperand->assign(offset);
   }
   SmallVector<Value> results;
   for (Value value : body.getTerminator()->getOperands())
@@ -158,9 +176,7 @@ void StepBuilder::update(StringRef name, Value grad, Value lr, Value step,
                          SmallVectorImpl<Value> &newParams,
                          SmallVectorImpl<Value> &newState) {
   ParameterOp original = parameters.lookup(name);
-  Value param = builder.create<ParameterOp>(loc, original.getType(),
-                                            original.getNameAttr(),
-                                            original.getInitialValueAttr());
+  Value param = builder.clone(*original)->getResult(0);
   Type type = param.getType();
   bool exempt = options.exemptBiasesAndNorms &&
                 cast<RankedTensorType>(type).getRank() <= 1;

@@ -29,13 +29,21 @@ static LogicalResult evaluateParameter(ParameterOp op,
   if (const llvm::StringMap<Tensor> *given = context.options.parameters) {
     auto it = given->find(op.getName());
     if (it != given->end()) {
-      if (it->second.getType(op.getContext()) != op.getType())
-        return op.emitOpError()
-               << "value given for parameter '" << op.getName() << "' has type "
-               << it->second.getType(op.getContext()) << ", expected "
-               << op.getType();
-      results.push_back(it->second);
-      return success();
+      // A padded parameter may be given in its stored or its logical shape.
+      RankedTensorType type = it->second.getType(op.getContext());
+      std::optional<ArrayRef<int64_t>> logical = op.getLogicalShape();
+      if (type == op.getType()) {
+        results.push_back(it->second);
+        return success();
+      }
+      if (logical && type == op.getType().clone(*logical)) {
+        results.push_back(it->second.resized(op.getType().getShape()));
+        return success();
+      }
+      return op.emitOpError()
+             << "value given for parameter '" << op.getName() << "' has type "
+             << type << ", expected "
+             << (logical ? op.getType().clone(*logical) : op.getType());
     }
   }
   std::optional<ElementsAttr> initial = op.getInitialValue();
@@ -47,7 +55,7 @@ static LogicalResult evaluateParameter(ParameterOp op,
   if (failed(value))
     return op.emitOpError() << "cannot read the value of parameter '"
                             << op.getName() << "'";
-  results.push_back(std::move(*value));
+  results.push_back(value->resized(op.getType().getShape()));
   return success();
 }
 

@@ -17,11 +17,19 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
+/// The input as [N, C, D]; only the first `valid` classes exist (the rest
+/// are tensor-core padding).
 struct ClassView {
-  int64_t batch, classes, inner;
+  ClassView(Operation *op, ArrayRef<int64_t> shape)
+      : batch(shape[0]), classes(shape[1]), inner(product(shape.drop_front(2))),
+        valid(classes) {
+    if (auto count = op->getAttrOfType<IntegerAttr>("num_classes"))
+      valid = count.getInt();
+  }
   int64_t index(int64_t n, int64_t c, int64_t d) const {
     return (n * classes + c) * inner + d;
   }
+  int64_t batch, classes, inner, valid;
 };
 } // namespace
 
@@ -43,10 +51,10 @@ struct CountedLabels {
 static double logSoftmaxAt(const Tensor &input, const ClassView &view,
                            int64_t n, int64_t d, int64_t label) {
   double maximum = -std::numeric_limits<double>::infinity();
-  for (int64_t c = 0; c < view.classes; ++c)
+  for (int64_t c = 0; c < view.valid; ++c)
     maximum = std::max<double>(maximum, input.floats()[view.index(n, c, d)]);
   double sum = 0.0;
-  for (int64_t c = 0; c < view.classes; ++c)
+  for (int64_t c = 0; c < view.valid; ++c)
     sum += std::exp(input.floats()[view.index(n, c, d)] - maximum);
   return input.floats()[view.index(n, label, d)] - maximum - std::log(sum);
 }
@@ -57,8 +65,7 @@ static void addClassificationLoss(EvaluatorTable &table, bool fromLogits) {
                                SmallVectorImpl<Tensor> &results) -> LogicalResult {
     const Tensor &input = context.operand(0), &labels = context.operand(1);
     const Tensor *weight = op.getWeight() ? &context.operand(2) : nullptr;
-    ArrayRef<int64_t> shape = input.getShape();
-    ClassView view{shape[0], shape[1], product(shape.drop_front(2))};
+    ClassView view(op, input.getShape());
     CountedLabels counted(op);
 
     Tensor result = makeTensor(op.getResult());
@@ -69,10 +76,10 @@ static void addClassificationLoss(EvaluatorTable &table, bool fromLogits) {
         int64_t label = labels.ints()[position];
         double loss = 0.0;
         if (counted(label)) {
-          if (label < 0 || label >= view.classes)
+          if (label < 0 || label >= view.valid)
             return op.emitOpError()
                    << "label " << label << " at position " << position
-                   << " is outside [0, " << view.classes << ")";
+                   << " is outside [0, " << view.valid << ")";
           double w = weight ? weight->floats()[label] : 1.0;
           double logProb = fromLogits
                                ? logSoftmaxAt(input, view, n, d, label)
@@ -103,8 +110,7 @@ static void addClassificationLossGrad(EvaluatorTable &table, bool fromLogits) {
     const Tensor &input = context.operand(0), &labels = context.operand(1);
     const Tensor &grad = context.operand(2);
     const Tensor *weight = op.getWeight() ? &context.operand(3) : nullptr;
-    ArrayRef<int64_t> shape = input.getShape();
-    ClassView view{shape[0], shape[1], product(shape.drop_front(2))};
+    ClassView view(op, input.getShape());
     CountedLabels counted(op);
     LossReduction reduction = op.getReduction();
     double totalWeight = 0.0;
@@ -112,9 +118,9 @@ static void addClassificationLossGrad(EvaluatorTable &table, bool fromLogits) {
       int64_t label = labels.ints()[p];
       if (!counted(label))
         continue;
-      if (label < 0 || label >= view.classes)
+      if (label < 0 || label >= view.valid)
         return op.emitOpError() << "label " << label << " at position " << p
-                                << " is outside [0, " << view.classes << ")";
+                                << " is outside [0, " << view.valid << ")";
       totalWeight += weight ? weight->floats()[label] : 1.0;
     }
     Tensor result = makeTensor(op.getResult());
@@ -131,12 +137,13 @@ static void addClassificationLossGrad(EvaluatorTable &table, bool fromLogits) {
         double scale = share * (weight ? weight->floats()[label] : 1.0);
         double maximum = -std::numeric_limits<double>::infinity(), sum = 0.0;
         if (fromLogits) {
-          for (int64_t c = 0; c < view.classes; ++c)
+          for (int64_t c = 0; c < view.valid; ++c)
             maximum = std::max(maximum, input.floats()[view.index(n, c, d)]);
-          for (int64_t c = 0; c < view.classes; ++c)
+          for (int64_t c = 0; c < view.valid; ++c)
             sum += std::exp(input.floats()[view.index(n, c, d)] - maximum);
         }
-        for (int64_t c = 0; c < view.classes; ++c) {
+        // Padding classes keep the zeros they were created with.
+        for (int64_t c = 0; c < view.valid; ++c) {
           int64_t at = view.index(n, c, d);
           double probability =
               fromLogits ? std::exp(input.floats()[at] - maximum) / sum : 0.0;

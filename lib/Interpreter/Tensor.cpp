@@ -159,6 +159,42 @@ Tensor Tensor::reshaped(llvm::ArrayRef<int64_t> newShape) const {
   return result;
 }
 
+/// Copies the elements that `from` and `to` share (the leading corner of
+/// both shapes) from `source` into `target`.
+static void copyCorner(const Tensor &source, Tensor &target) {
+  ArrayRef<int64_t> from = source.getShape(), to = target.getShape();
+  SmallVector<int64_t> corner, sourceStrides(from.size()), targetStrides(to.size());
+  for (size_t d = 0; d < from.size(); ++d)
+    corner.push_back(std::min(from[d], to[d]));
+  for (int64_t d = from.size() - 1, s = 1, t = 1; d >= 0; --d) {
+    sourceStrides[d] = s;
+    targetStrides[d] = t;
+    s *= from[d];
+    t *= to[d];
+  }
+  int64_t count = product(corner);
+  SmallVector<int64_t> index(corner.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t s = 0, t = 0;
+    for (size_t d = 0; d < corner.size(); ++d) {
+      s += index[d] * sourceStrides[d];
+      t += index[d] * targetStrides[d];
+    }
+    if (source.isFloat())
+      target.floats()[t] = source.floats()[s];
+    else
+      target.ints()[t] = source.ints()[s];
+    for (int64_t d = corner.size() - 1; d >= 0 && ++index[d] == corner[d]; --d)
+      index[d] = 0;
+  }
+}
+
+Tensor Tensor::resized(ArrayRef<int64_t> newShape) const {
+  Tensor result(dtype, newShape);
+  copyCorner(*this, result);
+  return result;
+}
+
 RankedTensorType Tensor::getType(MLIRContext *context) const {
   return RankedTensorType::get(shape, mlirElementType(dtype, context));
 }

@@ -32,6 +32,12 @@ static cl::opt<bool> rewriteAttention(
     cl::desc("Replace attention with kiln.attention, which stores no "
              "batch x heads x T x T tensor (=false keeps the exported ops)"));
 
+static cl::opt<double> padMaxOverhead(
+    "pad-max-overhead", cl::init(0.01), cl::cat(pipelineOptions()),
+    cl::desc("Pad weights so that GEMM dimensions suit tensor cores (GPT-2's "
+             "vocabulary 50257 -> 50304), adding at most this fraction of "
+             "GEMM work; 0 turns padding off"));
+
 Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   auto bad = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);
@@ -51,13 +57,16 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   config.precision = *parsed;
   config.autodiff.loss = loss;
   config.rewriteAttention = rewriteAttention;
+  if (padMaxOverhead < 0)
+    return bad("--pad-max-overhead must not be negative");
+  config.padMaxOverhead = padMaxOverhead;
   return config;
 }
 
 std::string pipelineOptionsIdentity() {
   // The attention rewrite changes rounding (SDPA's scale), so it counts.
-  return formatv("{0}|{1}|{2}|{3}|{4}", precision, optimizer, microBatches,
-                 loss, rewriteAttention)
+  return formatv("{0}|{1}|{2}|{3}|{4}|{5}", precision, optimizer,
+                 microBatches, loss, rewriteAttention, padMaxOverhead)
       .str();
 }
 

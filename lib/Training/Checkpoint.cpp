@@ -51,14 +51,17 @@ Error saveCheckpoint(StringRef directory, Trainer &trainer,
   if (std::error_code error = sys::fs::create_directories(partial))
     return checkpointError(directory, "cannot create " + partial + ": " +
                                           error.message());
-  NamedTensors parameters;
+  // Without tensor-core padding: a checkpoint holds the model's shapes.
+  NamedTensors parameters, state;
   for (const std::string &name : trainer.parameterNames())
-    parameters.emplace_back(name, trainer.parameters()[name]);
+    parameters.emplace_back(name,
+                            trainer.logical(name, trainer.parameters()[name]));
+  for (const auto &[name, tensor] : trainer.state())
+    state.emplace_back(name, trainer.logical(name, tensor));
   if (Error error = writeSafetensors(join(partial, kTensorFiles[0]),
                                      parameters, {{"format", "pt"}}))
     return error;
-  if (Error error = writeSafetensors(join(partial, kTensorFiles[1]),
-                                     trainer.state(), {}))
+  if (Error error = writeSafetensors(join(partial, kTensorFiles[1]), state, {}))
     return error;
   json::Object files;
   for (const char *file : kTensorFiles) {
@@ -107,7 +110,7 @@ Error saveCheckpoint(StringRef directory, Trainer &trainer,
 template <typename Lookup>
 static Error restore(StringRef directory, StringRef file,
                      const NamedTensors &source, ArrayRef<std::string> names,
-                     Lookup lookup) {
+                     const Trainer &trainer, Lookup lookup) {
   if (source.size() != names.size())
     return checkpointError(directory, file + " holds " + Twine(source.size()) +
                                           " tensors, the model needs " +
@@ -117,14 +120,15 @@ static Error restore(StringRef directory, StringRef file,
     if (!target)
       return checkpointError(directory, file + " holds '" + name +
                                             "', which the model does not have");
-    if (target->getDType() != tensor.getDType() ||
-        target->getShape() != tensor.getShape())
+    Tensor expected = trainer.logical(name, *target);
+    if (expected.getDType() != tensor.getDType() ||
+        expected.getShape() != tensor.getShape())
       return checkpointError(directory, "'" + name + "' in " + file +
                                             " has another type or shape than "
                                             "the model's");
   }
   for (const auto &[name, tensor] : source)
-    *lookup(name) = tensor;
+    *lookup(name) = trainer.stored(name, tensor);
   return Error::success();
 }
 
@@ -172,7 +176,8 @@ Error loadCheckpoint(StringRef directory, Trainer &trainer,
   if (!optimizer)
     return optimizer.takeError();
   if (Error error = restore(directory, kTensorFiles[0], model->tensors,
-                            trainer.parameterNames(), [&](StringRef name) {
+                            trainer.parameterNames(), trainer,
+                            [&](StringRef name) {
                               auto it = trainer.parameters().find(name);
                               return it == trainer.parameters().end()
                                          ? nullptr
@@ -183,7 +188,8 @@ Error loadCheckpoint(StringRef directory, Trainer &trainer,
   for (const auto &entry : trainer.state())
     stateNames.push_back(entry.first);
   if (Error error = restore(directory, kTensorFiles[1], optimizer->tensors,
-                            stateNames, [&](StringRef name) -> Tensor * {
+                            stateNames, trainer,
+                            [&](StringRef name) -> Tensor * {
                               for (auto &entry : trainer.state())
                                 if (entry.first == name)
                                   return &entry.second;

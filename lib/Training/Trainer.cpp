@@ -44,8 +44,11 @@ static bool belongsToNorm(StringRef name) {
          text.contains(".ln") || text.contains("layernorm");
 }
 
+/// A value for a parameter declared without one, in its logical shape.
 static Tensor initialValue(ParameterOp op, std::mt19937_64 &generator) {
   RankedTensorType type = op.getType();
+  if (std::optional<ArrayRef<int64_t>> logical = op.getLogicalShape())
+    type = type.clone(*logical);
   Tensor tensor(*dtypeOf(type.getElementType()), type.getShape());
   if (type.getRank() >= 2) {
     std::normal_distribution<double> normal(0.0, 0.02);
@@ -75,6 +78,10 @@ LogicalResult Trainer::initialize(func::FuncOp forward) {
     } else {
       value = initialValue(op, generator);
     }
+    if (std::optional<ArrayRef<int64_t>> logical = op.getLogicalShape()) {
+      logicalShapes[name].assign(logical->begin(), logical->end());
+      value = value.resized(op.getType().getShape());
+    }
     parameterOrder.push_back(name);
     parameterValues[name] = std::move(value);
     return WalkResult::advance();
@@ -93,6 +100,12 @@ LogicalResult Trainer::initialize(func::FuncOp forward) {
       Tensor tensor(param.getDType(), param.getShape());
       for (int64_t i = 0; i < tensor.getNumElements(); ++i)
         tensor.setFromDouble(i, fill);
+      // Padding stays zero in every slot (Adagrad's accumulator included:
+      // its gradient there is 0, so the update is 0 / sqrt(fill + eps)).
+      if (auto it = logicalShapes.find(name); it != logicalShapes.end()) {
+        tensor = tensor.resized(it->second).resized(param.getShape());
+        logicalShapes[name + "." + slot] = it->second;
+      }
       stateValues.emplace_back(name + "." + slot, std::move(tensor));
     }
   }
@@ -153,6 +166,21 @@ FailureOr<StepReport> Trainer::step(ArrayRef<Tensor> inputs) {
   return StepReport{loss, gradNorm, lr};
 }
 
+Tensor Trainer::logical(StringRef name, const Tensor &stored) const {
+  auto it = logicalShapes.find(name);
+  return it == logicalShapes.end() ? stored : stored.resized(it->second);
+}
+
+Tensor Trainer::stored(StringRef name, const Tensor &logical) const {
+  auto it = logicalShapes.find(name);
+  if (it == logicalShapes.end())
+    return logical;
+  StringRef parameter = parameterValues.count(name)
+                            ? name
+                            : name.rsplit('.').first; // "<parameter>.<slot>"
+  return logical.resized(parameterValues.lookup(parameter).getShape());
+}
+
 FailureOr<NamedTensors>
 Trainer::gradients(ArrayRef<Tensor> inputs) {
   InterpreterOptions options;
@@ -163,7 +191,7 @@ Trainer::gradients(ArrayRef<Tensor> inputs) {
   NamedTensors byName;
   for (unsigned i = 0; i < gradientFn.getNumResults(); ++i)
     if (auto name = gradientFn.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
-      byName.emplace_back(name.str(), std::move((*results)[i]));
+      byName.emplace_back(name.str(), logical(name, (*results)[i]));
   return byName;
 }
 

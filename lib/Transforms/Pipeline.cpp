@@ -1,8 +1,9 @@
 //===- Pipeline.cpp - the training pipeline -------------------------------===//
 //
-// The order of kiln's passes. The attention rewrite runs on the imported
-// forward function, so that autodiff differentiates kiln.attention with its
-// fused gradient; the step adds the optimizer; precision assignment follows
+// The order of kiln's passes. The attention rewrite and tensor-core padding
+// run on the imported forward function, so that autodiff differentiates
+// kiln.attention with its fused gradient and gives the padding zero
+// gradients; the step adds the optimizer; precision assignment follows
 // so that backward GEMMs obey the same policy; fusion then takes in the
 // casts precision added; the memory plan comes last, on the final ops.
 //
@@ -25,6 +26,9 @@ void buildTrainingPipeline(OpPassManager &manager,
     manager.addNestedPass<func::FuncOp>(createKilnRewriteAttention(
         KilnRewriteAttentionOptions{config.autodiff.train,
                                     config.autodiff.freeze}));
+  if (config.padMaxOverhead > 0)
+    manager.addNestedPass<func::FuncOp>(createKilnPadTensorCores(
+        KilnPadTensorCoresOptions{config.padMaxOverhead}));
   manager.addPass(createKilnAutodiff(
       KilnAutodiffOptions{config.function, config.autodiff.loss,
                           config.autodiff.train, config.autodiff.freeze}));
@@ -73,14 +77,19 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
   Option<bool> attention{*this, "attention",
                          llvm::cl::desc("Rewrite attention into kiln.attention"),
                          llvm::cl::init(true)};
+  Option<double> padMaxOverhead{
+      *this, "pad-max-overhead",
+      llvm::cl::desc("Tensor-core padding: the largest fraction of extra "
+                     "GEMM work (0: no padding)"),
+      llvm::cl::init(0.01)};
 };
 } // namespace
 
 void registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "kiln-training-pipeline",
-      "attention rewrite, autodiff, training step, precision, fusion and "
-      "memory plan",
+      "attention rewrite, tensor-core padding, autodiff, training step, "
+      "precision, fusion and memory plan",
       [](OpPassManager &manager, const TrainingPipelineOptions &options) {
         // A name that does not parse: run only the pass that reports it.
         std::optional<OptimizerKind> kind =
@@ -100,6 +109,7 @@ void registerTrainingPipeline() {
         config.optimizer.microBatches = options.microBatches;
         config.precision = *precision;
         config.rewriteAttention = options.attention;
+        config.padMaxOverhead = options.padMaxOverhead;
         buildTrainingPipeline(manager, config);
       });
 }

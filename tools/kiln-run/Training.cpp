@@ -536,7 +536,11 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
     }
   }
 
-  return writeResults(modelPath, trainer.parameterNames(), trainer.parameters());
+  // Exports hold the model's shapes, without tensor-core padding.
+  StringMap<Tensor> logical;
+  for (const std::string &name : trainer.parameterNames())
+    logical[name] = trainer.logical(name, trainer.parameters()[name]);
+  return writeResults(modelPath, trainer.parameterNames(), logical);
 }
 
 } // namespace kiln

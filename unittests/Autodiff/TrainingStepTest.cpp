@@ -111,4 +111,27 @@ TEST_F(TrainingStepTest, DropoutDrawsANewMaskEveryStep) {
   EXPECT_NE(lossAt(1), lossAt(2));
 }
 
+// Fused attention draws its dropout mask in the forward and again in the
+// gradient: both must draw it from the step's offset, or the backward pass
+// would differentiate another mask than the forward used.
+TEST_F(TrainingStepTest, AttentionDropoutDrawsOneMaskForwardAndBackward) {
+  mlir::func::FuncOp step = stepOf(R"(
+    func.func @main() -> (tensor<f32> {kiln.name = "loss"}) {
+      %q = kiln.parameter "q" : tensor<1x2x4x8xf32>
+      %o, %lse = kiln.attention %q, %q, %q {scale = 0.5 : f64, causal, dropout_ratio = 0.5 : f64, seed = 3} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+      %l = kiln.reduce_sum %o {axes = array<i64: 0, 1, 2, 3>} : (tensor<1x2x4x8xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    })", OptimizerOptions{});
+  llvm::SmallVector<mlir::Value> offsets;
+  step.walk([&](mlir::Operation *op) {
+    if (auto attention = llvm::dyn_cast<AttentionOp>(op))
+      offsets.push_back(attention.getOffset());
+    if (auto grad = llvm::dyn_cast<AttentionGradOp>(op))
+      offsets.push_back(grad.getOffset());
+  });
+  ASSERT_EQ(offsets.size(), 2u) << "one attention and its gradient";
+  EXPECT_TRUE(offsets[0]);
+  EXPECT_EQ(offsets[0], offsets[1]);
+}
+
 } // namespace

@@ -72,6 +72,10 @@ public:
 
   /// The same elements under another shape with the same element count.
   Tensor reshaped(llvm::ArrayRef<int64_t> newShape) const;
+  /// A tensor of `newShape` (same rank) holding this one's elements where
+  /// the two overlap and zeros elsewhere: pads or crops at the high end of
+  /// every dimension (tensor-core padding and its removal).
+  Tensor resized(llvm::ArrayRef<int64_t> newShape) const;
 
   /// The MLIR tensor type of this tensor.
   mlir::RankedTensorType getType(mlir::MLIRContext *context) const;

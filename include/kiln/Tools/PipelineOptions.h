@@ -15,8 +15,8 @@
 
 namespace kiln {
 
-/// The category of --precision, --optimizer, --micro-batches, --loss and
-/// --rewrite-attention.
+/// The category of --precision, --optimizer, --micro-batches, --loss,
+/// --rewrite-attention and --pad-max-overhead.
 llvm::cl::OptionCategory &pipelineOptions();
 
 /// The pipeline those options ask for, the optimizer with torch.optim's

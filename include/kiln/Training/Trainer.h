@@ -68,8 +68,14 @@ public:
   mlir::FailureOr<NamedTensors>
   gradients(llvm::ArrayRef<Tensor> inputs);
 
-  /// Current values of the trained and the frozen parameters, by name.
+  /// Current values of the trained and the frozen parameters, by name, as
+  /// the step stores them: a padded parameter (and its optimizer state)
+  /// includes its zero padding. Checkpoints and exports hold `logical`.
   llvm::StringMap<Tensor> &parameters() { return parameterValues; }
+  /// A parameter's or state entry's `stored` value without its padding.
+  Tensor logical(llvm::StringRef name, const Tensor &stored) const;
+  /// A parameter's or state entry's `logical` value padded as stored.
+  Tensor stored(llvm::StringRef name, const Tensor &logical) const;
   /// Parameter names in the order the model declares them.
   llvm::ArrayRef<std::string> parameterNames() const { return parameterOrder; }
   /// Optimizer state by "<parameter>.<slot>", in step order.
@@ -91,6 +97,8 @@ private:
   llvm::SmallVector<std::string> parameterOrder;
   NamedTensors stateValues;
   llvm::SmallVector<std::string> trained;
+  /// The logical shapes of padded parameters and state entries.
+  llvm::StringMap<llvm::SmallVector<int64_t>> logicalShapes;
   int64_t stepsDone = 0;
 };
 

@@ -37,6 +37,26 @@ def KilnRewriteAttention : Pass<"kiln-rewrite-attention", "mlir::func::FuncOp"> 
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+def KilnPadTensorCores : Pass<"kiln-pad-tensor-cores", "mlir::func::FuncOp"> {
+  let summary = "Store weights padded so that GEMM dimensions suit tensor cores";
+  let description = [{
+    Pads each 2-D weight dimension that becomes a GEMM's M or N and is not a
+    multiple of 8, to the widest alignment (128 down to 8) that costs at most
+    `max-overhead` more work (lib/Transforms/PadTensorCores.cpp): GPT-2's
+    vocabulary 50257 becomes 50304. The weight is stored padded with zeros
+    (`logical_shape`); the padding flows through transposes, reshapes,
+    slices, products and gathers, and losses over padded classes ignore
+    them (`num_classes`); any other use reads the logical slice. The padded
+    function computes exactly what it did. Run it on the forward function,
+    before autodiff, so that the padding's gradients are zero.
+  }];
+  let options = [
+    Option<"maxOverhead", "max-overhead", "double", "0.01",
+           "The largest fraction of extra GEMM work padding may add">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnAutodiff : Pass<"kiln-autodiff", "mlir::ModuleOp"> {
   let summary = "Add the gradient function of a forward function";
   let description = [{

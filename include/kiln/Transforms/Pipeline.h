@@ -26,10 +26,13 @@ struct TrainingPipelineConfig {
   Precision precision = Precision::FP32;
   /// Replace spelled-out attention with kiln.attention (FlashAttention).
   bool rewriteAttention = true;
+  /// Pad weights to tensor-core friendly GEMM sizes (vocabulary 50304),
+  /// allowing at most this fraction of extra GEMM work; 0 turns it off.
+  double padMaxOverhead = 0.01;
 };
 
-/// attention rewrite -> autodiff -> training step -> precision -> fusion
-/// -> memory plan.
+/// attention rewrite -> tensor-core padding -> autodiff -> training step
+/// -> precision -> fusion -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
                            const TrainingPipelineConfig &config);
 

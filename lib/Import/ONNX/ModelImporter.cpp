@@ -210,7 +210,8 @@ LogicalResult ModelImporter::importInitializers() {
                                          "floating-point parameters may be "
                                          "declared without one";
       graph.values[name] = builder.create<ParameterOp>(
-          loc, type, builder.getStringAttr(name), ElementsAttr());
+          loc, type, builder.getStringAttr(name), ElementsAttr(),
+          DenseI64ArrayAttr());
       continue;
     }
     llvm::Expected<Tensor> value = tensorFromProto(initializer, directory);
@@ -220,7 +221,7 @@ LogicalResult ModelImporter::importInitializers() {
         !isFoldedMask(*value, cast<FloatType>(type.getElementType()))) {
       graph.values[name] = builder.create<ParameterOp>(
           loc, type, builder.getStringAttr(name),
-          resourceAttrFromTensor(*value, name, context));
+          resourceAttrFromTensor(*value, name, context), DenseI64ArrayAttr());
     } else {
       Value constant = builder.create<ConstantOp>(
           loc, denseAttrFromTensor(*value, context));

@@ -423,3 +423,67 @@ func.func @matmul_accumulate_narrower(%x: tensor<4x4xf32>) {
   %0 = kiln.matmul %x, %x {accumulate = bf16} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xbf16>
   return
 }
+
+// -----
+
+func.func @parameter_logical_shape_too_large() {
+  // expected-error @+1 {{logical shape [9, 4] does not fit in the stored type 'tensor<8x4xf32>'}}
+  %0 = kiln.parameter "w" {logical_shape = array<i64: 9, 4>} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @parameter_padded_value_type() {
+  // expected-error @+1 {{initial value has type 'tensor<8x4xf32>' but the parameter has type 'tensor<7x4xf32>'}}
+  %0 = kiln.parameter "w" = dense<0.0> : tensor<8x4xf32> {logical_shape = array<i64: 7, 4>} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_num_classes(%x: tensor<4x8xf32>, %l: tensor<4xi64>) {
+  // expected-error @+1 {{num_classes 9 is outside [1, 8]}}
+  %0 = kiln.cross_entropy %x, %l reduction = mean {num_classes = 9 : i64} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{query heads (3) must be a multiple of key/value heads (2)}}
+  %o, %l = kiln.attention %q, %k, %k {scale = 1.0 : f64} : (tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x3x4x8xf32>, tensor<1x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<1x2x4x8xf32>, %m: tensor<3x4xf32>) {
+  // expected-error @+1 {{mask of shape [3, 4] does not broadcast to the scores [1, 2, 4, 4]}}
+  %o, %l = kiln.attention %q, %q, %q mask %m {scale = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<3x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_dropout(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{dropout_ratio 1.000000e+00 is outside [0, 1)}}
+  %o, %l = kiln.attention %q, %q, %q {scale = 1.0 : f64, dropout_ratio = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_logsumexp_type(%q: tensor<1x2x4x8xbf16>) {
+  // expected-error @+1 {{logsumexp must have element type 'f32'}}
+  %o, %l = kiln.attention %q, %q, %q {scale = 1.0 : f64} : (tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>) -> (tensor<1x2x4x8xbf16>, tensor<1x2x4xf64>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_shapes(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>, %g: tensor<1x2x4x4xf32>) {
+  // expected-error @+1 {{output_grad must have shape [1, 2, 4, 8]}}
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q output %q, %lse, %g {scale = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}

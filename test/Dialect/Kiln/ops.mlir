@@ -157,3 +157,19 @@ func.func @gradients_and_optimizers(%x: tensor<2x8xf32>, %s: tensor<2x1xf32>, %g
   %10:2 = kiln.adagrad %x, %x, %x, %lr, %t {lr_decay = 0.0, weight_decay = 0.0, epsilon = 1.0e-10} : tensor<2x8xf32>, tensor<f32>, tensor<i64>
   return
 }
+
+// CHECK-LABEL: func @attention
+func.func @attention(%q: tensor<2x4x8x16xbf16>, %kv: tensor<2x2x8x16xbf16>, %m: tensor<2x1x1x8xi1>, %step: tensor<i64>) {
+  // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} offset %{{.*}} {causal, dropout_ratio = 1.000000e-01 : f64, scale = 2.500000e-01 : f64, seed = 3 : i64} : (tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x1x1x8xi1>, tensor<i64>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>)
+  %o, %lse = kiln.attention %q, %kv, %kv mask %m offset %step {scale = 0.25 : f64, causal, dropout_ratio = 0.1 : f64, seed = 3} : (tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x1x1x8xi1>, tensor<i64>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>)
+  // CHECK: kiln.attention_grad %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} offset %{{.*}} output %{{.*}}, %{{.*}}, %{{.*}} {causal
+  %dq, %dk, %dv = kiln.attention_grad %q, %kv, %kv mask %m offset %step output %o, %lse, %o {scale = 0.25 : f64, causal, dropout_ratio = 0.1 : f64, seed = 3} : (tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x1x1x8xi1>, tensor<i64>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x2x8x16xbf16>, tensor<2x2x8x16xbf16>)
+  return
+}
+
+// CHECK-LABEL: func @padded_parameter
+func.func @padded_parameter() -> tensor<8x4xf32> {
+  // CHECK: kiln.parameter "w" = dense<1.000000e+00> : tensor<7x4xf32> {logical_shape = array<i64: 7, 4>} : tensor<8x4xf32>
+  %w = kiln.parameter "w" = dense<1.0> : tensor<7x4xf32> {logical_shape = array<i64: 7, 4>} : tensor<8x4xf32>
+  return %w : tensor<8x4xf32>
+}

@@ -37,7 +37,7 @@ static LogicalResult verifyAttentionOperands(OpTy op,
                             "(true where a key takes part)");
     SmallVector<int64_t> scores = {qs[0], qs[1], qs[2], ks[2]};
     FailureOr<SmallVector<int64_t>> merged =
-        broadcastShapes(op.getLoc(), {scores, maskType.getShape()});
+        broadcastShapes(std::nullopt, {scores, maskType.getShape()});
     if (failed(merged) || ArrayRef<int64_t>(*merged) != ArrayRef(scores))
       return op.emitOpError() << "mask of shape [" << maskType.getShape()
                               << "] does not broadcast to the scores ["

@@ -66,10 +66,20 @@ static LogicalResult inferNormalizationTypes(std::optional<Location> location,
 LogicalResult ParameterOp::verify() {
   if (getName().empty())
     return emitOpError("needs a non-empty name");
+  RankedTensorType logical = getType();
+  if (std::optional<ArrayRef<int64_t>> shape = getLogicalShape()) {
+    if (shape->size() != static_cast<size_t>(logical.getRank()) ||
+        llvm::any_of(llvm::zip(*shape, logical.getShape()), [](auto dims) {
+          return std::get<0>(dims) < 0 || std::get<0>(dims) > std::get<1>(dims);
+        }))
+      return emitOpError() << "logical shape [" << *shape
+                           << "] does not fit in the stored type " << logical;
+    logical = logical.clone(*shape);
+  }
   if (std::optional<ElementsAttr> value = getInitialValue())
-    if (value->getType() != getType())
+    if (value->getType() != logical)
       return emitOpError() << "initial value has type " << value->getType()
-                           << " but the parameter has type " << getType();
+                           << " but the parameter has type " << logical;
   return success();
 }
 

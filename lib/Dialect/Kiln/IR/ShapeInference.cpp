@@ -124,6 +124,17 @@ LogicalResult inferClassificationLossType(std::optional<Location> location,
   return success();
 }
 
+LogicalResult verifyClassCount(Operation *op) {
+  auto count = op->getAttrOfType<IntegerAttr>("num_classes");
+  if (!count)
+    return success();
+  int64_t classes = cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(1);
+  if (count.getInt() < 1 || count.getInt() > classes)
+    return op->emitOpError() << "num_classes " << count.getInt()
+                             << " is outside [1, " << classes << "]";
+  return success();
+}
+
 LogicalResult verifyClassificationLossGrad(Operation *op) {
   auto reduction = op->getAttrOfType<LossReductionAttr>("reduction");
   Type weight = op->getNumOperands() > 3 ? op->getOperand(3).getType() : Type();
@@ -135,7 +146,7 @@ LogicalResult verifyClassificationLossGrad(Operation *op) {
   if (op->getOperand(2).getType() != forward.front())
     return op->emitOpError() << "grad has type " << op->getOperand(2).getType()
                              << " but the loss has type " << forward.front();
-  return success();
+  return verifyClassCount(op);
 }
 
 LogicalResult verifySliceWindow(Operation *op, ArrayRef<int64_t> shape,

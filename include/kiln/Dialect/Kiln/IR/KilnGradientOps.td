@@ -86,11 +86,13 @@ class Kiln_ClassificationLossGradOp<string mnemonic, string forward,
     # "computes the gradient with respect to `input`: for a counted element "
     # "with label `y` and weight `w`, `" # perClass # "` times `w` and the "
     # "element's share of `grad` (its own entry for `none`, `grad` for `sum`, "
-    # "`grad` divided by the total weight for `mean`); ignored elements get 0.";
+    # "`grad` divided by the total weight for `mean`); ignored elements get 0, "
+    # "and so do padding classes (at or after `num_classes`).";
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_IntegerTensor:$labels,
                        Kiln_FloatTensor:$grad, Optional<Kiln_FloatTensor>:$weight,
                        Kiln_LossReduction:$reduction,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<I64Attr>:$num_classes);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $labels `,` $grad (`weight` $weight^)? `reduction` `=` $reduction

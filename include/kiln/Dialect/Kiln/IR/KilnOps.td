@@ -140,13 +140,19 @@ def Kiln_ParameterOp : Kiln_Op<"parameter", [Pure]> {
     value the model was exported with; a parameter without it is declared
     only (a graph-only export) and must be given a value before it runs.
     Unlike `kiln.constant`, a parameter may be trained, so it is never folded.
+    With `logical_shape`, the parameter is stored padded with zeros
+    (`--kiln-pad-tensor-cores`): the model's parameter has `logical_shape`
+    (which `initial_value` has), the result the larger padded type, whose
+    elements outside the logical shape are 0. Checkpoints and exports hold
+    the logical shape.
 
     ```mlir
     %w = kiln.parameter "fc.weight" : tensor<64x256xf32>
     %b = kiln.parameter "fc.bias" = dense<0.0> : tensor<256xf32> : tensor<256xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name, OptionalAttr<ElementsAttr>:$initial_value);
+  let arguments = (ins StrAttr:$name, OptionalAttr<ElementsAttr>:$initial_value,
+                       OptionalAttr<DenseI64ArrayAttr>:$logical_shape);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat =
     "$name (`=` $initial_value^)? attr-dict `:` type($result)";
@@ -722,11 +728,15 @@ class Kiln_ClassificationLossOp<string mnemonic, string inputName,
     # "counted. `none` returns the per-element losses; `sum` their sum; `mean` "
     # "their sum divided by the sum of the weights of the counted elements "
     # "(their number without weights). Any other label outside [0, C) is an "
-    # "error at run time.";
+    # "error at run time. With `num_classes`, only the first `num_classes` "
+    # "classes exist: the others are padding (`--kiln-pad-tensor-cores`), "
+    # "take no part in the softmax, and a label there is an error.";
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_IntegerTensor:$labels,
                        Optional<Kiln_FloatTensor>:$weight,
                        Kiln_LossReduction:$reduction,
-                       OptionalAttr<I64Attr>:$ignore_index);
+                       OptionalAttr<I64Attr>:$ignore_index,
+                       OptionalAttr<I64Attr>:$num_classes);
+  let hasVerifier = 1;
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $labels (`weight` $weight^)? `reduction` `=` $reduction attr-dict
@@ -740,6 +750,9 @@ class Kiln_ClassificationLossOp<string mnemonic, string inputName,
           location, adaptor.getInput().getType(), adaptor.getLabels().getType(),
           adaptor.getWeight() ? adaptor.getWeight().getType() : ::mlir::Type(),
           adaptor.getReduction(), inferred);
+    }
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::kiln::verifyClassCount(*this);
     }
   }];
 }

@@ -44,6 +44,8 @@ mlir::LogicalResult inferClassificationLossType(
 /// Checks the operands of cross_entropy_grad and nll_loss_grad against the
 /// forward op's rules.
 mlir::LogicalResult verifyClassificationLossGrad(mlir::Operation *op);
+/// Checks a loss's `num_classes`, if any, against its input's classes.
+mlir::LogicalResult verifyClassCount(mlir::Operation *op);
 
 /// Checks that a strided window (`start`, `stride`, `windowShape`) lies
 /// inside a tensor of `shape` (slice and insert_slice).
