@@ -2,10 +2,12 @@
 //
 // Both ops compute one score row at a time, as a fused kernel does, so no
 // [B, H, Tq, Tk] tensor is ever built. The forward rounds exactly where the
-// ops it replaces round (the product and the scaled scores to f32, the
-// masked scores, the probabilities, the dropped probabilities), so that on
-// the eager pattern attention equals them bit for bit. Rows are spread over
-// all cores.
+// ops it replaces round (the product, the scaled and the masked scores, the
+// probabilities and the dropped probabilities, to the score type), so that
+// on the eager pattern attention equals them bit for bit. Like tensor
+// cores, each product reads its operands in their own types: the
+// probabilities in v's type, the score gradients in q's and k's. Rows are
+// spread over all cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -152,6 +154,7 @@ static LogicalResult evaluateAttention(AttentionOp op,
       double factor = p.dropoutFactor(row, j);
       if (factor != 1.0)
         probability = p.round(probability * factor);
+      probability = roundToElementType(p.v.getDType(), probability);
       if (probability == 0.0)
         continue;
       const double *value = p.v.floats().data() + p.valueAt(row, j);
@@ -207,16 +210,21 @@ static LogicalResult evaluateAttentionGrad(AttentionGradOp op,
             continue;
           double factor = p.dropoutFactor(row, j);
           const double *value = p.v.floats().data() + p.valueAt(row, j);
+          double dropped =
+              roundToElementType(p.v.getDType(), p.round(probability * factor));
           double dp = 0.0;
           for (int64_t c = 0; c < p.dv; ++c) {
             dp += dout[c] * value[c];
-            dvAcc[j * p.dv + c] += probability * factor * dout[c];
+            dvAcc[j * p.dv + c] += dropped * dout[c];
           }
-          double ds = probability * (dp * factor - delta) * p.scale;
+          double ds =
+              p.round(probability * (p.round(dp) * factor - delta) * p.scale);
+          double dsForQuery = roundToElementType(p.k.getDType(), ds);
+          double dsForKey = roundToElementType(p.q.getDType(), ds);
           const double *key = p.k.floats().data() + p.keyAt(row, j);
           for (int64_t c = 0; c < p.d; ++c) {
-            dqAcc[c] += ds * key[c];
-            dkAcc[j * p.d + c] += ds * query[c];
+            dqAcc[c] += dsForQuery * key[c];
+            dkAcc[j * p.d + c] += dsForKey * query[c];
           }
         }
         for (int64_t c = 0; c < p.d; ++c)

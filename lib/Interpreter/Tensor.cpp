@@ -19,13 +19,14 @@ namespace kiln {
 
 bool isFloat(DType type) {
   return type == DType::F32 || type == DType::F64 || type == DType::F16 ||
-         type == DType::BF16;
+         type == DType::BF16 || type == DType::TF32;
 }
 
 unsigned byteWidth(DType type) {
   switch (type) {
   case DType::F64: case DType::I64: case DType::U64: return 8;
-  case DType::F32: case DType::I32: case DType::U32: return 4;
+  // tf32 values live in 32-bit containers, as tensor cores read them.
+  case DType::F32: case DType::TF32: case DType::I32: case DType::U32: return 4;
   case DType::F16: case DType::BF16: case DType::I16: case DType::U16: return 2;
   case DType::I8: case DType::U8: case DType::Bool: return 1;
   }
@@ -38,6 +39,7 @@ llvm::StringRef dtypeName(DType type) {
   case DType::F64: return "f64";
   case DType::F16: return "f16";
   case DType::BF16: return "bf16";
+  case DType::TF32: return "tf32";
   case DType::I64: return "i64";
   case DType::I32: return "i32";
   case DType::I16: return "i16";
@@ -56,6 +58,7 @@ std::optional<DType> dtypeOf(Type elementType) {
   if (elementType.isF64()) return DType::F64;
   if (elementType.isF16()) return DType::F16;
   if (elementType.isBF16()) return DType::BF16;
+  if (elementType.isTF32()) return DType::TF32;
   auto integer = dyn_cast<IntegerType>(elementType);
   if (!integer)
     return std::nullopt;
@@ -77,6 +80,7 @@ Type mlirElementType(DType type, MLIRContext *context) {
   case DType::F64: return b.getF64Type();
   case DType::F16: return b.getF16Type();
   case DType::BF16: return b.getBF16Type();
+  case DType::TF32: return b.getTF32Type();
   case DType::Bool: return b.getI1Type();
   case DType::I8: case DType::I16: case DType::I32: case DType::I64:
     return b.getIntegerType(8 * byteWidth(type));
@@ -86,26 +90,29 @@ Type mlirElementType(DType type, MLIRContext *context) {
   return {};
 }
 
-/// Rounds to bf16 (8 exponent bits like fp32, 8 significant bits) directly
-/// from the double: rounding through fp32 first could land exactly on a bf16
-/// midpoint and then round the wrong way.
-static double roundToBF16(double value) {
+/// Rounds to a float with fp32's 8 exponent bits and `significant` bits of
+/// precision (bf16: 8, tf32: 11) directly from the double: rounding through
+/// fp32 first could land exactly on a midpoint and then round the wrong way.
+static double roundToFp32Range(double value, int significant) {
   if (!std::isfinite(value) || value == 0.0)
     return value;
   int exponent;
   std::frexp(value, &exponent); // |value| = m * 2^exponent, 0.5 <= m < 1
-  // The unit in the last place: 2^-7 of the leading bit, no finer than the
-  // smallest subnormal's.
-  double ulp = std::ldexp(1.0, std::max(exponent - 1, -126) - 7);
+  // The unit in the last place: 2^-(significant - 1) of the leading bit, no
+  // finer than the smallest subnormal's.
+  double ulp =
+      std::ldexp(1.0, std::max(exponent - 1, -126) - (significant - 1));
   double rounded = std::nearbyint(value / ulp) * ulp; // ties to even
-  constexpr double kMaxBF16 = 3.3895313892515355e38;  // (2 - 2^-7) * 2^127
-  return std::fabs(rounded) > kMaxBF16 ? std::copysign(INFINITY, value)
-                                       : rounded;
+  // The largest finite value: (2 - 2^-(significant - 1)) * 2^127.
+  double largest = std::ldexp(2.0 - std::ldexp(1.0, 1 - significant), 127);
+  return std::fabs(rounded) > largest ? std::copysign(INFINITY, value)
+                                      : rounded;
 }
 
 double roundToElementType(DType type, double value) {
   switch (type) {
-  case DType::BF16: return roundToBF16(value);
+  case DType::BF16: return roundToFp32Range(value, 8);
+  case DType::TF32: return roundToFp32Range(value, 11);
   case DType::F16: return static_cast<_Float16>(value);
   case DType::F32: return static_cast<float>(value);
   default: return value;

@@ -49,7 +49,7 @@ Tensor unpackTensor(DType type, ArrayRef<int64_t> shape, ArrayRef<char> bytes) {
   unsigned width = byteWidth(type);
   for (int64_t i = 0, e = tensor.getNumElements(); i < e; ++i, p += width) {
     switch (type) {
-    case DType::F32: tensor.floats()[i] = load<float>(p); break;
+    case DType::F32: case DType::TF32: tensor.floats()[i] = load<float>(p); break;
     case DType::F64: tensor.floats()[i] = load<double>(p); break;
     case DType::F16: tensor.floats()[i] = static_cast<float>(load<_Float16>(p)); break;
     case DType::BF16: tensor.floats()[i] = bf16BitsToFloat(load<uint16_t>(p)); break;
@@ -73,7 +73,9 @@ std::vector<char> packTensor(const Tensor &tensor) {
   char *p = bytes.data();
   for (int64_t i = 0, e = tensor.getNumElements(); i < e; ++i, p += width) {
     switch (type) {
-    case DType::F32: store(p, static_cast<float>(tensor.floats()[i])); break;
+    case DType::F32: case DType::TF32:
+      store(p, static_cast<float>(tensor.floats()[i]));
+      break;
     case DType::F64: store(p, tensor.floats()[i]); break;
     case DType::F16: store(p, static_cast<_Float16>(tensor.floats()[i])); break;
     case DType::BF16: store(p, floatToBF16Bits(tensor.floats()[i])); break;

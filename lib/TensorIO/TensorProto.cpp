@@ -39,7 +39,7 @@ std::optional<DType> dtypeFromOnnx(int32_t dataType) {
 
 int32_t onnxDataType(DType type) {
   switch (type) {
-  case DType::F32: return onnx::TensorProto::FLOAT;
+  case DType::F32: case DType::TF32: return onnx::TensorProto::FLOAT;
   case DType::F64: return onnx::TensorProto::DOUBLE;
   case DType::F16: return onnx::TensorProto::FLOAT16;
   case DType::BF16: return onnx::TensorProto::BFLOAT16;

@@ -15,8 +15,9 @@ cl::OptionCategory &pipelineOptions() {
 
 static cl::opt<std::string> precision(
     "precision", cl::init("fp32"), cl::cat(pipelineOptions()),
-    cl::desc("fp32, or bf16: GEMMs and attention in bf16 with fp32 "
-             "accumulation, the rest and the master weights in fp32"));
+    cl::desc("fp32, or tf32, bf16, fp16: GEMMs and attention read operands "
+             "in that type and accumulate in fp32; the rest and the master "
+             "weights stay fp32; fp16 scales the loss dynamically"));
 static cl::opt<std::string> optimizer("optimizer", cl::init("adamw"),
                                       cl::cat(pipelineOptions()),
                                       cl::desc("adamw, sgd or adagrad"));
@@ -53,7 +54,8 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   config.optimizer.microBatches = microBatches;
   std::optional<Precision> parsed = parsePrecision(precision);
   if (!parsed)
-    return bad("unknown --precision '" + precision + "' (fp32 or bf16)");
+    return bad("unknown --precision '" + precision +
+               "' (fp32, tf32, bf16 or fp16)");
   config.precision = *parsed;
   config.autodiff.loss = loss;
   config.rewriteAttention = rewriteAttention;

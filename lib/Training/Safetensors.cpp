@@ -26,7 +26,7 @@ static Error fileError(StringRef path, const Twine &reason) {
 
 static StringRef safetensorsDtype(DType type) {
   switch (type) {
-  case DType::F32: return "F32";
+  case DType::F32: case DType::TF32: return "F32"; // tf32 is exact in f32
   case DType::F64: return "F64";
   case DType::F16: return "F16";
   case DType::BF16: return "BF16";

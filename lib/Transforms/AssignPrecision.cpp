@@ -1,7 +1,8 @@
 //===- AssignPrecision.cpp - mixed-precision assignment -------------------===//
 //
-// The policy table, as PyTorch's autocast keeps one: GEMMs run in the 16-bit
-// type with fp32 accumulation; every other op class (softmax, norms,
+// The policy table, as PyTorch's autocast keeps one: GEMMs and attention
+// read their operands in the narrow type (tf32, bf16 or fp16) with fp32
+// accumulation; every other op class (softmax, norms,
 // reductions, exp/log, the loss, optimizer updates) computes in fp32, and
 // parameters and optimizer state stay fp32 master copies. The pass runs on
 // a training step after autodiff, so backward GEMMs follow the same policy.
@@ -26,23 +27,44 @@ using namespace mlir;
 
 namespace kiln {
 
+static constexpr std::pair<Precision, StringLiteral> kPrecisionNames[] = {
+    {Precision::FP32, "fp32"},
+    {Precision::TF32, "tf32"},
+    {Precision::BF16, "bf16"},
+    {Precision::FP16, "fp16"}};
+
 std::optional<Precision> parsePrecision(StringRef text) {
-  if (text == "fp32")
-    return Precision::FP32;
-  if (text == "bf16")
-    return Precision::BF16;
+  for (auto [precision, name] : kPrecisionNames)
+    if (text == name)
+      return precision;
   return std::nullopt;
 }
 
 StringRef precisionName(Precision precision) {
-  return precision == Precision::BF16 ? "bf16" : "fp32";
+  for (auto [candidate, name] : kPrecisionNames)
+    if (candidate == precision)
+      return name;
+  llvm_unreachable("unknown precision");
+}
+
+/// The type operands are narrowed to; null for fp32.
+static Type narrowType(Precision precision, MLIRContext *context) {
+  Builder builder(context);
+  switch (precision) {
+  case Precision::FP32: return {};
+  case Precision::TF32: return builder.getTF32Type();
+  case Precision::BF16: return builder.getBF16Type();
+  case Precision::FP16: return builder.getF16Type();
+  }
+  llvm_unreachable("unknown precision");
 }
 
 void assignPrecision(func::FuncOp function, Precision precision) {
-  if (precision == Precision::FP32)
-    return;
   OpBuilder builder(function.getContext());
-  Type bf16 = builder.getBF16Type(), f32 = builder.getF32Type();
+  Type narrowElement = narrowType(precision, function.getContext());
+  if (!narrowElement)
+    return;
+  Type f32 = builder.getF32Type();
   // One cast per value, at its first product (later products of the same
   // block come after it), so a weight read twice is rounded once.
   DenseMap<Value, Value> narrowed;
@@ -51,8 +73,8 @@ void assignPrecision(func::FuncOp function, Precision precision) {
     if (!narrowedValue || narrowedValue.getParentBlock() != user->getBlock()) {
       builder.setInsertionPoint(user);
       narrowedValue = builder.create<CastOp>(
-          user->getLoc(), cast<RankedTensorType>(value.getType()).clone(bf16),
-          value);
+          user->getLoc(),
+          cast<RankedTensorType>(value.getType()).clone(narrowElement), value);
     }
     return narrowedValue;
   };
@@ -63,6 +85,21 @@ void assignPrecision(func::FuncOp function, Precision precision) {
     op.getLhsMutable().assign(narrow(op.getLhs(), op));
     op.getRhsMutable().assign(narrow(op.getRhs(), op));
     op.setAccumulateAttr(TypeAttr::get(f32));
+  });
+  // Attention's products read q, k, v (and, backward, the output gradient)
+  // narrowed; its scores, probabilities and results stay f32.
+  auto narrowAll = [&](Operation *op, ArrayRef<OpOperand *> operands) {
+    for (OpOperand *operand : operands)
+      if (getElementTypeOrSelf(operand->get()) == f32)
+        operand->set(narrow(operand->get(), op));
+  };
+  function.walk([&](AttentionOp op) {
+    narrowAll(op, {&op.getQueryMutable(), &op.getKeyMutable(),
+                   &op.getValueMutable()});
+  });
+  function.walk([&](AttentionGradOp op) {
+    narrowAll(op, {&op.getQueryMutable(), &op.getKeyMutable(),
+                   &op.getValueMutable(), &op.getOutputGradMutable()});
   });
   // Fold casts that undo each other (bf16 -> f32 -> bf16).
   RewritePatternSet patterns(function.getContext());
@@ -81,7 +118,7 @@ struct AssignPrecisionPass
     std::optional<kiln::Precision> parsed = kiln::parsePrecision(precision);
     if (!parsed) {
       getOperation().emitError() << "kiln-assign-precision: unknown precision '"
-                                 << precision << "' (fp32 or bf16)";
+                                 << precision << "' (fp32, tf32, bf16 or fp16)";
       return signalPassFailure();
     }
     getOperation().walk(

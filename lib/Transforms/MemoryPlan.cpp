@@ -32,6 +32,8 @@ static constexpr int64_t kAlignment = 256;
 int64_t elementBytes(Type type) {
   if (type.isInteger(1))
     return 1;
+  if (type.isTF32())
+    return 4; // 19 bits in a 32-bit container
   return (type.getIntOrFloatBitWidth() + 7) / 8;
 }
 

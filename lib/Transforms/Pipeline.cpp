@@ -72,7 +72,7 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
                                llvm::cl::desc("Micro-batches per step"),
                                llvm::cl::init(1)};
   Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32 or bf16"),
+                                llvm::cl::desc("fp32, tf32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
   Option<bool> attention{*this, "attention",
                          llvm::cl::desc("Rewrite attention into kiln.attention"),

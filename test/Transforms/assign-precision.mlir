@@ -41,4 +41,4 @@ func.func @casts(%b: tensor<4xbf16>, %f: tensor<4xf32>) -> (tensor<4xbf16>, tens
   %3 = kiln.cast %2 : tensor<4xbf16> to tensor<4xf32>
   return %1, %3 : tensor<4xbf16>, tensor<4xf32>
 }
-// UNKNOWN: error: kiln-assign-precision: unknown precision 'fp8' (fp32 or bf16)
+// UNKNOWN: error: kiln-assign-precision: unknown precision 'fp8' (fp32, tf32, bf16 or fp16)

@@ -24,7 +24,7 @@ namespace kiln {
 
 /// Element types the interpreter and the tensor files know.
 enum class DType {
-  F32, F64, F16, BF16,
+  F32, F64, F16, BF16, TF32,
   I64, I32, I16, I8, U64, U32, U16, U8,
   Bool,
 };

@@ -14,19 +14,27 @@
 
 namespace kiln {
 
-enum class Precision { FP32, BF16 };
+/// The type tensor cores read GEMM and attention operands in.
+enum class Precision { FP32, TF32, BF16, FP16 };
 
-/// Parses "fp32" or "bf16".
+/// Parses "fp32", "tf32", "bf16" or "fp16".
 std::optional<Precision> parsePrecision(llvm::StringRef text);
 
-/// "fp32" or "bf16", as parsePrecision reads it.
+/// The name parsePrecision reads.
 llvm::StringRef precisionName(Precision precision);
 
-/// Applies the precision policy to `function`: with bf16, every matrix
-/// product of f32 operands reads them rounded to bf16 and accumulates and
-/// stores in f32 (the tensor-core form); everything else (softmax, norms,
-/// reductions, elementwise math, the loss, the optimizer and its state, the
-/// master weights) stays f32. Casts that undo each other are removed.
+/// Whether `precision` needs loss scaling: fp16's 5 exponent bits flush
+/// small gradients to zero unless the loss is scaled up first.
+inline bool needsLossScaling(Precision precision) {
+  return precision == Precision::FP16;
+}
+
+/// Applies the precision policy to `function`: with tf32, bf16 or fp16,
+/// every matrix product and attention of f32 operands reads them rounded to
+/// that type and accumulates and stores in f32 (the tensor-core form);
+/// everything else (softmax, norms, reductions, elementwise math, the loss,
+/// the optimizer and its state, the master weights) stays f32. Casts that
+/// undo each other are removed.
 void assignPrecision(mlir::func::FuncOp function, Precision precision);
 
 } // namespace kiln

@@ -101,17 +101,18 @@ def KilnBuildTrainingStep : Pass<"kiln-build-training-step", "mlir::ModuleOp"> {
 }
 
 def KilnAssignPrecision : Pass<"kiln-assign-precision", "mlir::ModuleOp"> {
-  let summary = "Compute GEMMs in bf16 with fp32 accumulation";
+  let summary = "Compute GEMMs and attention in tf32, bf16 or fp16";
   let description = [{
     Applies the mixed-precision policy (lib/Transforms/AssignPrecision.cpp)
-    to every function: with `precision=bf16`, each kiln.matmul of f32
-    operands reads them cast to bf16 and accumulates in f32
-    (`accumulate = f32`); all other ops, the parameters and the optimizer
-    state stay f32. Run it on a training step, after autodiff.
+    to every function: with `precision=tf32|bf16|fp16`, each kiln.matmul of
+    f32 operands reads them cast to that type and accumulates in f32
+    (`accumulate = f32`), and so do kiln.attention and its gradient; all
+    other ops, the parameters and the optimizer state stay f32. Run it on a
+    training step, after autodiff (fp16's loss scaling is the step's).
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"bf16\"",
-           "fp32 or bf16">,
+           "fp32, tf32, bf16 or fp16">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
