@@ -122,7 +122,9 @@ FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Value y,
 
   const GradientRuleTable &rules = gradientRules();
   DenseMap<Value, Value> grads;
-  grads[y] = GradientBuilder(builder, y.getLoc()).splat(1.0, y.getType());
+  Value seed = GradientBuilder(builder, y.getLoc()).splat(1.0, y.getType());
+  seed.getDefiningOp()->setAttr(kLossSeedAttr, builder.getUnitAttr());
+  grads[y] = seed;
   for (Operation *op : llvm::reverse(forwardOps)) {
     SmallVector<Value> resultGrads;
     bool any = false;

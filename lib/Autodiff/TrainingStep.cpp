@@ -53,9 +53,12 @@ OptimizerOptions torchDefaults(OptimizerKind kind) {
 
 std::vector<std::string> optimizerSlots(OptimizerKind kind) {
   switch (kind) {
-  case OptimizerKind::AdamW: return {"exp_avg", "exp_avg_sq"};
-  case OptimizerKind::SGD: return {"momentum_buffer"};
-  case OptimizerKind::Adagrad: return {"sum"};
+  case OptimizerKind::AdamW:
+    return {"exp_avg", "exp_avg_sq"};
+  case OptimizerKind::SGD:
+    return {"momentum_buffer"};
+  case OptimizerKind::Adagrad:
+    return {"sum"};
   }
   return {};
 }
@@ -96,12 +99,25 @@ private:
   Value scalar(double value, Type elementType) {
     auto type = RankedTensorType::get({}, elementType);
     return builder.create<ConstantOp>(
-        loc, DenseElementsAttr::get(type, builder.getFloatAttr(elementType, value)));
+        loc,
+        DenseElementsAttr::get(type, builder.getFloatAttr(elementType, value)));
   }
+  Value integer(int64_t value) {
+    auto type = RankedTensorType::get({}, builder.getI64Type());
+    return builder.create<ConstantOp>(
+        loc, DenseElementsAttr::get(type, builder.getI64IntegerAttr(value)));
+  }
+  /// `value`, a scalar, as a tensor of `type`'s element type and shape.
+  Value convertScalar(Value value, Type type);
   /// Inlines the gradient function for micro-batch `index` and returns its
-  /// return values.
+  /// return values; the backward pass starts from `lossScale` if given.
   SmallVector<Value> inlineGradient(ArrayRef<Value> inputs, Value stepNumber,
-                                    int64_t index);
+                                    int64_t index, Value lossScale);
+  /// The loss scaler's next state, and whether this step overflowed.
+  struct ScalerUpdate {
+    Value overflow, scale, goodSteps, optimizerSteps;
+  };
+  ScalerUpdate updateScaler(Value squares, ArrayRef<BlockArgument> scaler);
   Value sumOfSquares(Value grad);
   void update(StringRef name, Value grad, Value lr, Value step,
               ArrayRef<Value> state, SmallVectorImpl<Value> &newParams,
@@ -116,9 +132,20 @@ private:
 };
 } // namespace
 
+Value StepBuilder::convertScalar(Value value, Type type) {
+  auto target = cast<RankedTensorType>(type);
+  auto source = cast<RankedTensorType>(value.getType());
+  if (source.getElementType() != target.getElementType())
+    value = builder.create<CastOp>(loc, source.clone(target.getElementType()),
+                                   value);
+  if (target.getShape() != source.getShape())
+    value = builder.create<ReshapeOp>(loc, target, value);
+  return value;
+}
+
 SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
-                                               Value stepNumber,
-                                               int64_t index) {
+                                               Value stepNumber, int64_t index,
+                                               Value lossScale) {
   IRMapping mapping;
   Block &body = gradient.getBody().front();
   int64_t k = options.microBatches;
@@ -138,8 +165,14 @@ SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
   // gradient, which draws the same mask again, get the same offset.
   Value offset;
   for (Operation &op : body.without_terminator()) {
+    if (lossScale && op.hasAttr(kLossSeedAttr)) {
+      mapping.map(op.getResult(0),
+                  convertScalar(lossScale, op.getResult(0).getType()));
+      continue;
+    }
     Operation *clone = builder.clone(op, mapping);
-    std::optional<MutableOperandRange> offsetOperand = unsetDropoutOffset(clone);
+    std::optional<MutableOperandRange> offsetOperand =
+        unsetDropoutOffset(clone);
     if (!offsetOperand)
       continue;
     if (!offset) {
@@ -163,6 +196,36 @@ SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
   return results;
 }
 
+/// As GradScaler.update: on overflow, back off and restart the count of
+/// good steps; after `growthInterval` good steps, grow.
+StepBuilder::ScalerUpdate
+StepBuilder::updateScaler(Value squares, ArrayRef<BlockArgument> scaler) {
+  const LossScaling &scaling = options.lossScaling;
+  Type f32 = builder.getF32Type();
+  Value scale = scaler[0], good = scaler[1], steps = scaler[2];
+  ScalerUpdate next;
+  next.overflow =
+      builder.create<OrOp>(loc, builder.create<IsNanOp>(loc, squares),
+                           builder.create<IsInfOp>(loc, squares, true, true));
+  Value goodPlusOne = builder.create<AddOp>(loc, good, integer(1));
+  Value grow = builder.create<CompareOp>(loc, ComparePredicate::EQ, goodPlusOne,
+                                         integer(scaling.growthInterval));
+  auto select = [&](Value condition, Value a, Value b) -> Value {
+    return builder.create<WhereOp>(loc, condition, a, b);
+  };
+  next.scale = select(
+      next.overflow,
+      builder.create<MulOp>(loc, scale, scalar(scaling.backoff, f32)),
+      select(grow,
+             builder.create<MulOp>(loc, scale, scalar(scaling.growth, f32)),
+             scale));
+  next.goodSteps =
+      select(next.overflow, integer(0), select(grow, integer(0), goodPlusOne));
+  next.optimizerSteps = select(next.overflow, steps,
+                               builder.create<AddOp>(loc, steps, integer(1)));
+  return next;
+}
+
 Value StepBuilder::sumOfSquares(Value grad) {
   auto type = cast<RankedTensorType>(grad.getType());
   SmallVector<int64_t> axes(type.getRank());
@@ -184,10 +247,10 @@ void StepBuilder::update(StringRef name, Value grad, Value lr, Value step,
   auto f64 = [&](double v) { return builder.getF64FloatAttr(v); };
   switch (options.kind) {
   case OptimizerKind::AdamW: {
-    auto op = builder.create<AdamWOp>(
-        loc, TypeRange{type, type, type}, param, grad, state[0], state[1], lr,
-        step, f64(options.beta1),
-        f64(options.beta2), f64(options.epsilon), f64(decay));
+    auto op = builder.create<AdamWOp>(loc, TypeRange{type, type, type}, param,
+                                      grad, state[0], state[1], lr, step,
+                                      f64(options.beta1), f64(options.beta2),
+                                      f64(options.epsilon), f64(decay));
     newParams.push_back(op.getNewParam());
     newState.append({op.getNewExpAvg(), op.getNewExpAvgSq()});
     return;
@@ -219,11 +282,11 @@ FailureOr<func::FuncOp> StepBuilder::build() {
            << kLossIndexAttr << " attribute)";
   roles.loss = lossIndex.getInt();
   for (unsigned i = 0; i < gradient.getNumResults(); ++i)
-    if (auto name = gradient.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
+    if (auto name =
+            gradient.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
       roles.gradients.push_back({name.getValue(), i});
-  gradient.walk([&](ParameterOp op) {
-    parameters.try_emplace(op.getName(), op);
-  });
+  gradient.walk(
+      [&](ParameterOp op) { parameters.try_emplace(op.getName(), op); });
   int64_t k = options.microBatches;
   if (k < 1)
     return gradient.emitError("micro-batches must be at least 1");
@@ -242,12 +305,22 @@ FailureOr<func::FuncOp> StepBuilder::build() {
     argumentTypes.push_back(tensor.clone(shape));
   }
   unsigned numInputs = argumentTypes.size();
-  argumentTypes.append({RankedTensorType::get({}, f32),
-                        RankedTensorType::get({}, i64)});
+  argumentTypes.append(
+      {RankedTensorType::get({}, f32), RankedTensorType::get({}, i64)});
   std::vector<std::string> slots = optimizerSlots(options.kind);
   for (auto &[name, index] : roles.gradients)
     for (size_t s = 0; s < slots.size(); ++s)
       argumentTypes.push_back(gradient.getResultTypes()[index]);
+  // The loss scaler's state: scale, good steps, optimizer steps taken.
+  const LossScaling &scaling = options.lossScaling;
+  const std::pair<const char *, double> scalerSlots[] = {
+      {"scale", scaling.initialScale},
+      {"good_steps", 0},
+      {"optimizer_steps", 0}};
+  if (scaling.enabled)
+    argumentTypes.append({RankedTensorType::get({}, f32),
+                          RankedTensorType::get({}, i64),
+                          RankedTensorType::get({}, i64)});
 
   builder.setInsertionPointAfter(gradient);
   std::string base = gradient.getSymName().str();
@@ -268,6 +341,17 @@ FailureOr<func::FuncOp> StepBuilder::build() {
       step.setArgAttr(stateIndex, kStateOfAttr, builder.getStringAttr(name));
       step.setArgAttr(stateIndex++, kSlotAttr, builder.getStringAttr(slot));
     }
+  ArrayRef<BlockArgument> scaler;
+  if (scaling.enabled) {
+    scaler = entry->getArguments().slice(stateIndex, 3);
+    for (auto [slot, initial] : scalerSlots) {
+      step.setArgAttr(stateIndex, kStateOfAttr,
+                      builder.getStringAttr(kLossScalerState));
+      step.setArgAttr(stateIndex, kSlotAttr, builder.getStringAttr(slot));
+      step.setArgAttr(stateIndex++, kStateInitAttr,
+                      builder.getF64FloatAttr(initial));
+    }
+  }
 
   // Forward and backward per micro-batch, averaged.
   SmallVector<Value> inputs(entry->getArguments().take_front(numInputs));
@@ -275,7 +359,8 @@ FailureOr<func::FuncOp> StepBuilder::build() {
   SmallVector<Value> grads(roles.gradients.size());
   for (int64_t m = 0; m < k; ++m) {
     SmallVector<Value> results =
-        inlineGradient(inputs, entry->getArgument(numInputs + 1), m);
+        inlineGradient(inputs, entry->getArgument(numInputs + 1), m,
+                       scaling.enabled ? Value(scaler[0]) : Value());
     Value microLoss = results[roles.loss];
     loss = loss ? builder.create<AddOp>(loc, loss, microLoss) : microLoss;
     for (auto [i, role] : llvm::enumerate(roles.gradients)) {
@@ -292,6 +377,16 @@ FailureOr<func::FuncOp> StepBuilder::build() {
           scalar(k, cast<RankedTensorType>(g.getType()).getElementType()));
   }
 
+  // Gradients of the scaled loss are unscaled in f32 (GradScaler.unscale_).
+  if (scaling.enabled) {
+    Value inverse = builder.create<DivOp>(loc, scalar(1.0, f32), scaler[0]);
+    for (Value &g : grads)
+      g = builder.create<MulOp>(
+          loc, g,
+          convertScalar(inverse,
+                        RankedTensorType::get({}, getElementTypeOrSelf(g))));
+  }
+
   // The global norm, in f32, and clipping as torch.nn.utils.clip_grad_norm_.
   Value squares;
   for (Value g : grads) {
@@ -300,8 +395,8 @@ FailureOr<func::FuncOp> StepBuilder::build() {
       s = builder.create<CastOp>(loc, RankedTensorType::get({}, f32), s);
     squares = squares ? builder.create<AddOp>(loc, squares, s) : s;
   }
-  Value norm = squares ? Value(builder.create<SqrtOp>(loc, squares))
-                       : scalar(0.0, f32);
+  Value norm =
+      squares ? Value(builder.create<SqrtOp>(loc, squares)) : scalar(0.0, f32);
   if (options.clipGradNorm > 0.0 && squares) {
     Value coefficient = builder.create<MinOp>(
         loc, scalar(1.0, f32),
@@ -319,31 +414,61 @@ FailureOr<func::FuncOp> StepBuilder::build() {
     }
   }
 
-  // The updates.
-  Value lr = entry->getArgument(numInputs), stepNumber = entry->getArgument(numInputs + 1);
+  // The updates. With loss scaling, the optimizer counts only the steps it
+  // takes, and an overflowing step keeps every old value.
+  Value lr = entry->getArgument(numInputs),
+        stepNumber = entry->getArgument(numInputs + 1);
+  std::optional<ScalerUpdate> scalerUpdate;
+  if (scaling.enabled && squares) {
+    scalerUpdate = updateScaler(squares, scaler);
+    stepNumber = builder.create<AddOp>(loc, scaler[2], integer(1));
+  }
+  auto keepOnOverflow = [&](Value old, Value updated) -> Value {
+    if (!scalerUpdate)
+      return updated;
+    return builder.create<WhereOp>(loc, scalerUpdate->overflow, old, updated);
+  };
   SmallVector<Value> newParams, newState;
   unsigned stateArgument = numInputs + 2;
   for (auto [i, role] : llvm::enumerate(roles.gradients)) {
     ArrayRef<BlockArgument> state =
         entry->getArguments().slice(stateArgument, slots.size());
     stateArgument += slots.size();
+    unsigned firstState = newState.size();
     update(role.first, grads[i], lr, stepNumber,
            SmallVector<Value>(state.begin(), state.end()), newParams, newState);
+    newParams.back() = keepOnOverflow(
+        builder.clone(*parameters.lookup(role.first))->getResult(0),
+        newParams.back());
+    for (auto [old, updated] :
+         llvm::zip(state, MutableArrayRef(newState).drop_front(firstState)))
+      updated = keepOnOverflow(old, updated);
   }
+  if (scalerUpdate)
+    newState.append({scalerUpdate->scale, scalerUpdate->goodSteps,
+                     scalerUpdate->optimizerSteps});
   SmallVector<Value> results{loss, norm};
   llvm::append_range(results, newParams);
   llvm::append_range(results, newState);
   builder.create<func::ReturnOp>(loc, results);
-  step.setType(builder.getFunctionType(argumentTypes,
-                                       ValueRange(results).getTypes()));
+  step.setType(
+      builder.getFunctionType(argumentTypes, ValueRange(results).getTypes()));
   step.setResultAttr(0, "kiln.name", builder.getStringAttr("loss"));
   step.setResultAttr(1, "kiln.name", builder.getStringAttr("grad_norm"));
   unsigned resultIndex = 2;
   for (auto &[name, index] : roles.gradients)
-    step.setResultAttr(resultIndex++, kUpdateOfAttr, builder.getStringAttr(name));
+    step.setResultAttr(resultIndex++, kUpdateOfAttr,
+                       builder.getStringAttr(name));
   for (auto &[name, index] : roles.gradients)
     for (const std::string &slot : slots) {
-      step.setResultAttr(resultIndex, kStateOfAttr, builder.getStringAttr(name));
+      step.setResultAttr(resultIndex, kStateOfAttr,
+                         builder.getStringAttr(name));
+      step.setResultAttr(resultIndex++, kSlotAttr, builder.getStringAttr(slot));
+    }
+  if (scalerUpdate)
+    for (auto [slot, initial] : scalerSlots) {
+      step.setResultAttr(resultIndex, kStateOfAttr,
+                         builder.getStringAttr(kLossScalerState));
       step.setResultAttr(resultIndex++, kSlotAttr, builder.getStringAttr(slot));
     }
   return step;

@@ -57,6 +57,7 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
     return bad("unknown --precision '" + precision +
                "' (fp32, tf32, bf16 or fp16)");
   config.precision = *parsed;
+  config.optimizer.lossScaling.enabled = needsLossScaling(*parsed);
   config.autodiff.loss = loss;
   config.rewriteAttention = rewriteAttention;
   if (padMaxOverhead < 0)

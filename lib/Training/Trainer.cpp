@@ -109,6 +109,19 @@ LogicalResult Trainer::initialize(func::FuncOp forward) {
       stateValues.emplace_back(name + "." + slot, std::move(tensor));
     }
   }
+  // State the step declares with its own initial value: the loss scaler's.
+  for (unsigned i = 0; i < stepFn.getNumArguments(); ++i)
+    if (auto init = stepFn.getArgAttrOfType<FloatAttr>(i, kStateInitAttr)) {
+      auto type = cast<RankedTensorType>(stepFn.getArgumentTypes()[i]);
+      Tensor tensor(*dtypeOf(type.getElementType()), type.getShape());
+      tensor.setFromDouble(0, init.getValueAsDouble());
+      if (!tensor.isFloat())
+        tensor.ints()[0] = static_cast<int64_t>(init.getValueAsDouble());
+      auto owner = stepFn.getArgAttrOfType<StringAttr>(i, kStateOfAttr);
+      auto slot = stepFn.getArgAttrOfType<StringAttr>(i, kSlotAttr);
+      stateValues.emplace_back((owner.getValue() + "." + slot.getValue()).str(),
+                               std::move(tensor));
+    }
   return success();
 }
 
@@ -151,7 +164,10 @@ FailureOr<StepReport> Trainer::step(ArrayRef<Tensor> inputs) {
     return failure();
   double loss = (*results)[0].getAsDouble(0);
   double gradNorm = (*results)[1].getAsDouble(0);
-  if (!std::isfinite(loss) || !std::isfinite(gradNorm))
+  // With loss scaling, overflowing gradients are the scaler's business: the
+  // step kept the parameters and lowered the scale.
+  bool scaled = trainingSpec.pipeline.optimizer.lossScaling.enabled;
+  if (!std::isfinite(loss) || (!scaled && !std::isfinite(gradNorm)))
     return stepFn.emitError() << "step " << number << ": the "
                               << (std::isfinite(loss) ? "gradient norm" : "loss")
                               << " is " << (std::isfinite(loss) ? gradNorm : loss)
@@ -163,7 +179,15 @@ FailureOr<StepReport> Trainer::step(ArrayRef<Tensor> inputs) {
   for (auto &entry : stateValues)
     entry.second = std::move((*results)[next++]);
   stepsDone = number;
-  return StepReport{loss, gradNorm, lr};
+  StepReport report{loss, gradNorm, lr};
+  if (scaled) {
+    report.skipped = !std::isfinite(gradNorm);
+    std::string scaleName = std::string(kLossScalerState) + ".scale";
+    for (const auto &[name, value] : stateValues)
+      if (name == scaleName)
+        report.lossScale = value.floats()[0];
+  }
+  return report;
 }
 
 Tensor Trainer::logical(StringRef name, const Tensor &stored) const {

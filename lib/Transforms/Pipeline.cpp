@@ -108,6 +108,7 @@ void registerTrainingPipeline() {
         config.optimizer = torchDefaults(*kind);
         config.optimizer.microBatches = options.microBatches;
         config.precision = *precision;
+        config.optimizer.lossScaling.enabled = needsLossScaling(*precision);
         config.rewriteAttention = options.attention;
         config.padMaxOverhead = options.padMaxOverhead;
         buildTrainingPipeline(manager, config);

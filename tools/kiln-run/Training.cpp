@@ -508,10 +508,17 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
                       tokensPerSecond)
                   .str()
             : std::string();
-    std::string line =
-        formatv("step {0}/{1}  loss {2:f4}  lr {3:e2}{4}  elapsed {5}  ETA {6}",
-                step, steps, report->loss, report->lr, speed, clock(elapsed),
-                clock(eta));
+    // fp16's loss scaler skips a step whose gradients overflow.
+    std::string scaling =
+        report->lossScale
+            ? formatv("  scale {0}{1}", report->lossScale,
+                      report->skipped ? " (overflow: step skipped)" : "")
+                  .str()
+            : std::string();
+    std::string line = formatv(
+        "step {0}/{1}  loss {2:f4}  lr {3:e2}{4}{5}  elapsed {6}  ETA {7}", step,
+        steps, report->loss, report->lr, speed, scaling, clock(elapsed),
+        clock(eta));
     if (terminal)
       outs() << "\r" << line << "\x1b[K" << (step == steps ? "\n" : "");
     else if (step == first || step == steps ||
@@ -519,13 +526,19 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
       outs() << line << "\n";
     outs().flush();
     if (log) {
-      *log << json::Value(json::Object{{"step", step},
-                                       {"loss", report->loss},
-                                       {"lr", report->lr},
-                                       {"grad_norm", report->gradNorm},
-                                       {"tokens_per_s", tokensPerSecond},
-                                       {"elapsed_s", elapsed}})
-           << "\n";
+      json::Object entry{{"step", step},
+                         {"loss", report->loss},
+                         {"lr", report->lr},
+                         {"tokens_per_s", tokensPerSecond},
+                         {"elapsed_s", elapsed}};
+      // A skipped step's norm is not finite, which JSON cannot hold.
+      entry["grad_norm"] = report->skipped ? json::Value(nullptr)
+                                           : json::Value(report->gradNorm);
+      if (report->lossScale) {
+        entry["loss_scale"] = report->lossScale;
+        entry["skipped"] = report->skipped;
+      }
+      *log << json::Value(std::move(entry)) << "\n";
       log->flush();
     }
     bool periodic = saveEvery > 0 && step % saveEvery == 0;

@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace kiln;
 
 namespace {
@@ -132,6 +134,66 @@ TEST_F(TrainingStepTest, AttentionDropoutDrawsOneMaskForwardAndBackward) {
   ASSERT_EQ(offsets.size(), 2u) << "one attention and its gradient";
   EXPECT_TRUE(offsets[0]);
   EXPECT_EQ(offsets[0], offsets[1]);
+}
+
+// Dynamic loss scaling decides in the step: loss = sum(w * w) / 2 has
+// gradient w = 100, whose scaled value overflows f32 at a scale of 1e38;
+// that step keeps w and the optimizer's step count and halves the scale.
+// With a growth interval of 2, two good steps double it, and a good step's
+// update equals the unscaled one (the scales are powers of 2).
+TEST_F(TrainingStepTest, LossScalingSkipsOverflowAndGrows) {
+  const char *model = R"(
+    func.func @main() -> (tensor<f32> {kiln.name = "loss"}) {
+      %w = kiln.parameter "w" : tensor<4xf32>
+      %s = kiln.mul %w, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      %t = kiln.reduce_sum %s {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+      %h = kiln.constant dense<0.5> : tensor<f32>
+      %l = kiln.mul %t, %h : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      return %l : tensor<f32>
+    })";
+  OptimizerOptions options = torchDefaults(OptimizerKind::SGD);
+  options.lossScaling.enabled = true;
+  options.lossScaling.growthInterval = 2;
+  mlir::func::FuncOp step = stepOf(model, options);
+  ASSERT_EQ(step.getNumArguments(), 6u) << "lr, step, momentum, scaler x3";
+  EXPECT_EQ(step.getArgAttrOfType<mlir::FloatAttr>(3, kStateInitAttr)
+                .getValueAsDouble(),
+            65536.0);
+
+  llvm::StringMap<Tensor> parameters;
+  parameters["w"] = Tensor(DType::F32, {4});
+  for (int i = 0; i < 4; ++i)
+    parameters["w"].floats()[i] = 100.0;
+  InterpreterOptions interpreterOptions;
+  interpreterOptions.parameters = &parameters;
+  // Runs one step from the given scaler state; returns every result.
+  auto run = [&](double scale, int64_t good, int64_t taken) {
+    auto results = interpret(step,
+                             {scalar(DType::F32, 0.25), scalar(DType::I64, 1),
+                              Tensor(DType::F32, {4}), scalar(DType::F32, scale),
+                              scalar(DType::I64, good), scalar(DType::I64, taken)},
+                             interpreterOptions);
+    EXPECT_TRUE(mlir::succeeded(results));
+    return *results;
+  };
+  // Results: loss, grad_norm, w, momentum, scale, good steps, steps taken.
+  auto overflow = run(1e38, 1, 7);
+  EXPECT_FALSE(std::isfinite(overflow[1].floats()[0]));
+  EXPECT_EQ(overflow[2].floats(), parameters["w"].floats()) << "w kept";
+  EXPECT_EQ(overflow[4].floats()[0], static_cast<float>(5e37));
+  EXPECT_EQ(overflow[5].ints()[0], 0);
+  EXPECT_EQ(overflow[6].ints()[0], 7) << "no optimizer step taken";
+
+  auto good = run(1024.0, 0, 7);
+  EXPECT_EQ(good[1].floats()[0], 200.0) << "the unscaled norm";
+  EXPECT_EQ(good[2].floats()[0], 100.0 - 0.25 * 100.0) << "SGD on the unscaled gradient";
+  EXPECT_EQ(good[4].floats()[0], 1024.0);
+  EXPECT_EQ(good[5].ints()[0], 1);
+  EXPECT_EQ(good[6].ints()[0], 8);
+
+  auto grown = run(1024.0, 1, 8);
+  EXPECT_EQ(grown[4].floats()[0], 2048.0) << "two good steps in a row";
+  EXPECT_EQ(grown[5].ints()[0], 0);
 }
 
 } // namespace

@@ -52,6 +52,9 @@ differentiate(mlir::OpBuilder &builder, mlir::Value y,
 constexpr const char *kGradientOfAttr = "kiln.gradient_of";
 /// The gradient function's attribute holding the index of the loss result.
 constexpr const char *kLossIndexAttr = "kiln.loss_index";
+/// Marks the constant d(loss)/d(loss) = 1 that the backward pass starts
+/// from, which loss scaling replaces.
+constexpr const char *kLossSeedAttr = "kiln.loss_seed";
 
 } // namespace kiln
 

@@ -20,6 +20,18 @@ namespace kiln {
 
 enum class OptimizerKind { AdamW, SGD, Adagrad };
 
+/// Dynamic loss scaling, decided inside the step as torch.amp.GradScaler
+/// decides it on the host: the backward pass starts from `scale` instead of
+/// 1; a step whose gradients overflow is skipped (parameters, state and the
+/// optimizer's step count keep their values) and multiplies the scale by
+/// `backoff`; `growthInterval` good steps in a row multiply it by `growth`.
+struct LossScaling {
+  bool enabled = false;
+  double initialScale = 65536.0;
+  double growth = 2.0, backoff = 0.5;
+  int64_t growthInterval = 2000;
+};
+
 /// Hyperparameters with torch.optim's defaults.
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::AdamW;
@@ -38,6 +50,7 @@ struct OptimizerOptions {
   /// Accumulate gradients over this many micro-batches per step: inputs
   /// are split along their first dimension.
   int64_t microBatches = 1;
+  LossScaling lossScaling;
 };
 
 /// Parses "adamw", "sgd" or "adagrad".
@@ -58,13 +71,20 @@ std::vector<std::string> optimizerSlots(OptimizerKind kind);
 /// tensor per slot, marked `kiln.state_of` and `kiln.slot`. Results: the loss
 /// (mean over micro-batches), the global gradient norm before clipping
 /// (`grad_norm`), the updated parameters (`kiln.update_of`), then the new
-/// state in the order of the arguments.
+/// state in the order of the arguments. With loss scaling, three more state
+/// arguments and results of `kiln.state_of = "loss_scaler"` follow: the
+/// scale (f32), the good steps in a row and the optimizer steps taken (i64),
+/// each argument with its initial value in `kiln.state_init`; `grad_norm` is
+/// then not finite for a skipped step.
 mlir::FailureOr<mlir::func::FuncOp>
 buildTrainingStep(mlir::func::FuncOp gradient, const OptimizerOptions &options);
 
 constexpr const char *kUpdateOfAttr = "kiln.update_of";
 constexpr const char *kStateOfAttr = "kiln.state_of";
 constexpr const char *kSlotAttr = "kiln.slot";
+constexpr const char *kStateInitAttr = "kiln.state_init";
+/// The `kiln.state_of` of the loss scaler's state.
+constexpr const char *kLossScalerState = "loss_scaler";
 
 } // namespace kiln
 

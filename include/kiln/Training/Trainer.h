@@ -49,6 +49,10 @@ struct TrainingSpec {
 
 struct StepReport {
   double loss, gradNorm, lr;
+  /// Loss scaling skipped the update: the gradients overflowed, and the
+  /// scale was lowered (`lossScale` is the new one; 0 without scaling).
+  bool skipped = false;
+  double lossScale = 0.0;
 };
 
 class Trainer {
