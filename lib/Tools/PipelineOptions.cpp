@@ -39,6 +39,12 @@ static cl::opt<double> padMaxOverhead(
              "vocabulary 50257 -> 50304), adding at most this fraction of "
              "GEMM work; 0 turns padding off"));
 
+static cl::opt<bool> recompute(
+    "recompute", cl::cat(pipelineOptions()),
+    cl::desc("Recompute cheap activations (elementwise results) in the "
+             "backward pass instead of keeping them: less memory, a few more "
+             "kernels"));
+
 Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   auto bad = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);
@@ -63,13 +69,15 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   if (padMaxOverhead < 0)
     return bad("--pad-max-overhead must not be negative");
   config.padMaxOverhead = padMaxOverhead;
+  config.recompute = recompute;
   return config;
 }
 
 std::string pipelineOptionsIdentity() {
   // The attention rewrite changes rounding (SDPA's scale), so it counts.
-  return formatv("{0}|{1}|{2}|{3}|{4}|{5}", precision, optimizer,
-                 microBatches, loss, rewriteAttention, padMaxOverhead)
+  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}", precision, optimizer,
+                 microBatches, loss, rewriteAttention, padMaxOverhead,
+                 recompute)
       .str();
 }
 

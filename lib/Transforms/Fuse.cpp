@@ -26,7 +26,7 @@ using namespace mlir;
 
 namespace kiln {
 
-static bool isFusible(Operation *op) {
+bool isElementwise(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>() ||
          isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, RemainderOp,
              AndOp, OrOp, XorOp, CompareOp, WhereOp>(op);
@@ -100,7 +100,7 @@ int fuseElementwise(func::FuncOp function) {
   SmallVector<SmallVector<Operation *>> groups;
   DenseMap<Operation *, unsigned> groupOf;
   for (Operation &op : function.getBody().front()) {
-    if (!isFusible(&op))
+    if (!isElementwise(&op))
       continue;
     // The groups of this op's producers, each joined if uses stay dominated.
     SmallVector<unsigned> candidates;

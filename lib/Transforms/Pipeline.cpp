@@ -37,6 +37,8 @@ void buildTrainingPipeline(OpPassManager &manager,
   manager.addPass(createKilnAssignPrecision(
       KilnAssignPrecisionOptions{precisionName(config.precision).str()}));
   manager.addNestedPass<func::FuncOp>(createKilnFuse());
+  if (config.recompute)
+    manager.addNestedPass<func::FuncOp>(createKilnRecompute());
   manager.addNestedPass<func::FuncOp>(createKilnPlanMemory());
 }
 
@@ -82,6 +84,10 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
       llvm::cl::desc("Tensor-core padding: the largest fraction of extra "
                      "GEMM work (0: no padding)"),
       llvm::cl::init(0.01)};
+  Option<bool> recompute{
+      *this, "recompute",
+      llvm::cl::desc("Recompute cheap activations in the backward pass"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -89,7 +95,7 @@ void registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "kiln-training-pipeline",
       "attention rewrite, tensor-core padding, autodiff, training step, "
-      "precision, fusion and memory plan",
+      "precision, fusion, recomputation and memory plan",
       [](OpPassManager &manager, const TrainingPipelineOptions &options) {
         // A name that does not parse: run only the pass that reports it.
         std::optional<OptimizerKind> kind =
@@ -111,6 +117,7 @@ void registerTrainingPipeline() {
         config.optimizer.lossScaling.enabled = needsLossScaling(*precision);
         config.rewriteAttention = options.attention;
         config.padMaxOverhead = options.padMaxOverhead;
+        config.recompute = options.recompute;
         buildTrainingPipeline(manager, config);
       });
 }

@@ -12,7 +12,9 @@
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Tools/ModelLoading.h"
 #include "kiln/Transforms/AssignPrecision.h"
+#include "kiln/Transforms/Fuse.h"
 #include "kiln/Transforms/MemoryPlan.h"
+#include "kiln/Transforms/Recompute.h"
 #include "kiln/Transforms/RewriteAttention.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -23,7 +25,9 @@ using namespace kiln;
 
 namespace {
 
-class MemoryPlanTest : public ::testing::TestWithParam<Precision> {};
+/// The step in a precision, with or without recomputation.
+class MemoryPlanTest
+    : public ::testing::TestWithParam<std::tuple<Precision, bool>> {};
 
 TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   mlir::MLIRContext context;
@@ -39,7 +43,11 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   options.microBatches = 2;
   auto step = buildTrainingStep(*gradient, options);
   ASSERT_TRUE(mlir::succeeded(step));
-  assignPrecision(*step, GetParam());
+  auto [precision, recompute] = GetParam();
+  assignPrecision(*step, precision);
+  fuseElementwise(*step);
+  if (recompute)
+    EXPECT_GT(recomputeActivations(*step), 0);
   MemoryPlan plan = planMemory(*step);
 
   // Owner of every byte of the arena; -1 for none.
@@ -88,7 +96,9 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   EXPECT_GT(plan.bytesByKind[static_cast<int>(BufferKind::Parameter)], 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, MemoryPlanTest,
-                         ::testing::Values(Precision::FP32, Precision::BF16));
+INSTANTIATE_TEST_SUITE_P(
+    Steps, MemoryPlanTest,
+    ::testing::Combine(::testing::Values(Precision::FP32, Precision::BF16),
+                       ::testing::Bool()));
 
 } // namespace

@@ -16,7 +16,7 @@
 namespace kiln {
 
 /// The category of --precision, --optimizer, --micro-batches, --loss,
-/// --rewrite-attention and --pad-max-overhead.
+/// --rewrite-attention, --pad-max-overhead and --recompute.
 llvm::cl::OptionCategory &pipelineOptions();
 
 /// The pipeline those options ask for, the optimizer with torch.optim's

@@ -11,6 +11,11 @@
 
 namespace kiln {
 
+/// Whether `op` computes each result element from the operand elements at
+/// the same (broadcast) position: unary math, casts, broadcasting
+/// arithmetic, comparisons, where.
+bool isElementwise(mlir::Operation *op);
+
 /// Outlines chains of elementwise ops of `function`'s body into
 /// kiln.fusion ops; returns how many fusions it made.
 int fuseElementwise(mlir::func::FuncOp function);

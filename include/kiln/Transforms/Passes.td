@@ -130,6 +130,20 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+def KilnRecompute : Pass<"kiln-recompute", "mlir::func::FuncOp"> {
+  let summary = "Recompute cheap activations in the backward pass";
+  let description = [{
+    Gradient checkpointing for what is cheap to recompute
+    (lib/Transforms/Recompute.cpp): an elementwise op or fusion whose result
+    is read again long after it was computed (the backward pass reading a
+    forward activation) is cloned right before those late reads, when all
+    its operands are live there anyway. The result then dies after its
+    early reads; no other lifetime grows. Bit for bit the same step. Run it
+    after fusion, before the memory plan.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Give every tensor of a step a static offset in one arena";
   let description = [{

@@ -29,10 +29,13 @@ struct TrainingPipelineConfig {
   /// Pad weights to tensor-core friendly GEMM sizes (vocabulary 50304),
   /// allowing at most this fraction of extra GEMM work; 0 turns it off.
   double padMaxOverhead = 0.01;
+  /// Recompute cheap activations in the backward pass instead of keeping
+  /// them (less memory, a few more elementwise kernels).
+  bool recompute = false;
 };
 
 /// attention rewrite -> tensor-core padding -> autodiff -> training step
-/// -> precision -> fusion -> memory plan.
+/// -> precision -> fusion -> [recompute] -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
                            const TrainingPipelineConfig &config);
 

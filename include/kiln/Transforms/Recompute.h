@@ -1,0 +1,21 @@
+//===- Recompute.h - recomputing activations in the backward ----*- C++ -*-===//
+//
+// Trades cheap elementwise kernels for activation memory (Recompute.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TRANSFORMS_RECOMPUTE_H
+#define KILN_TRANSFORMS_RECOMPUTE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+
+/// Recomputes, right before their late uses, the elementwise ops and
+/// fusions of `function` whose operands are live there anyway; returns how
+/// many it recomputed. The function computes exactly what it did.
+int recomputeActivations(mlir::func::FuncOp function);
+
+} // namespace kiln
+
+#endif // KILN_TRANSFORMS_RECOMPUTE_H
