@@ -150,13 +150,28 @@ ElementsAttr denseAttrFromTensor(const Tensor &tensor, MLIRContext *context) {
   return DenseElementsAttr::getFromRawBuffer(type, bytes);
 }
 
+/// `name` as a resource key that MLIR's printer writes and its parser reads
+/// back: a bare identifier (initializer names such as "onnx::MatMul_534" or
+/// "0.weight" are not). The key only names the blob; the parameter keeps its
+/// own name.
+static std::string resourceKey(StringRef name) {
+  auto isLetter = [](char c) { return isalpha(static_cast<unsigned char>(c)); };
+  auto isDigit = [](char c) { return isdigit(static_cast<unsigned char>(c)); };
+  std::string key = !name.empty() && (isLetter(name[0]) || name[0] == '_')
+                        ? ""
+                        : "_";
+  for (char c : name)
+    key += isLetter(c) || isDigit(c) || c == '_' || c == '.' ? c : '_';
+  return key;
+}
+
 ElementsAttr resourceAttrFromTensor(const Tensor &tensor, StringRef key,
                                     MLIRContext *context) {
   std::vector<char> bytes = packTensor(tensor);
   AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
       bytes, alignof(double));
-  return DenseResourceElementsAttr::get(tensor.getType(context), key,
-                                        std::move(blob));
+  return DenseResourceElementsAttr::get(tensor.getType(context),
+                                        resourceKey(key), std::move(blob));
 }
 
 } // namespace kiln
