@@ -25,6 +25,7 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPADTENSORCORES
@@ -122,7 +123,8 @@ static std::optional<PaddedValue> propagate(OpOperand &use,
       return keepType(slice.getResult(), dim);
   }
   if (auto gather = dyn_cast<GatherOp>(user);
-      gather && use.getOperandNumber() == 0 && gather.getAxis() == dim)
+      gather && use.getOperandNumber() == 0 &&
+      static_cast<int64_t>(gather.getAxis()) == dim)
     return std::nullopt; // reads only logical rows
   if (isa<CrossEntropyOp, NllLossOp>(user) && use.getOperandNumber() == 0 &&
       dim == 1 && user->getNumOperands() == 2 &&
@@ -165,23 +167,28 @@ static void padParameter(ParameterOp parameter, int64_t dim, int64_t size) {
 }
 
 int padTensorCores(func::FuncOp function, double maxOverhead) {
-  SmallVector<ParameterOp> parameters;
+  // A parameter read in several places may be imported as several ops of
+  // one name; they hold one value, so they are padded alike.
+  llvm::MapVector<StringRef, SmallVector<ParameterOp>> byName;
   function.walk([&](ParameterOp op) {
     if (op.getType().getRank() == 2 && !op.getLogicalShape() &&
         isa<FloatType>(op.getType().getElementType()))
-      parameters.push_back(op);
+      byName[op.getName()].push_back(op);
   });
   int padded = 0;
-  for (ParameterOp parameter : parameters)
+  for (auto &[name, ops] : byName)
     for (int64_t dim = 0; dim < 2; ++dim) {
-      int64_t size = parameter.getType().getDimSize(dim);
+      int64_t size = ops.front().getType().getDimSize(dim);
       int64_t target = paddedSize(size, maxOverhead);
-      if (target == size ||
-          llvm::none_of(parameter->getUses(), [&](OpOperand &use) {
-            return becomesOuterGemmDim(use, dim);
-          }))
+      bool feedsGemm = llvm::any_of(ops, [&](ParameterOp op) {
+        return llvm::any_of(op->getUses(), [&](OpOperand &use) {
+          return becomesOuterGemmDim(use, dim);
+        });
+      });
+      if (target == size || !feedsGemm)
         continue;
-      padParameter(parameter, dim, target);
+      for (ParameterOp op : ops)
+        padParameter(op, dim, target);
       ++padded;
     }
   return padded;

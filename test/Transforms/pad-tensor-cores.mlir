@@ -76,3 +76,18 @@ func.func @left_alone(%x: tensor<4x64xf32>, %y: tensor<4x1001xf32>) -> (tensor<4
   %s = kiln.tanh %n : tensor<1001x3xf32>
   return %p, %q, %r, %s : tensor<4x768xf32>, tensor<4x2xf32>, tensor<4x64xf32>, tensor<1001x3xf32>
 }
+
+// -----
+
+// One parameter imported as two ops (a model-local function reading it
+// again): both are padded alike, since they hold one value.
+// CHECK-LABEL: func @one_name_two_ops
+// CHECK: kiln.parameter "wte" {logical_shape = array<i64: 1001, 64>} : tensor<1008x64xf32>
+// CHECK: kiln.parameter "wte" {logical_shape = array<i64: 1001, 64>} : tensor<1008x64xf32>
+func.func @one_name_two_ops(%x: tensor<4x64xf32>, %ids: tensor<4xi64>) -> (tensor<4x1001xf32>, tensor<4x64xf32>) {
+  %w = kiln.parameter "wte" : tensor<1001x64xf32>
+  %p = kiln.matmul %x, %w {transpose_rhs} : (tensor<4x64xf32>, tensor<1001x64xf32>) -> tensor<4x1001xf32>
+  %again = kiln.parameter "wte" : tensor<1001x64xf32>
+  %e = kiln.gather %again, %ids {axis = 0 : i64} : (tensor<1001x64xf32>, tensor<4xi64>) -> tensor<4x64xf32>
+  return %p, %e : tensor<4x1001xf32>, tensor<4x64xf32>
+}

@@ -90,6 +90,39 @@ double relativeError(const Tensor &actual, const Tensor &expected,
   return std::sqrt(error) / std::max({norm(expected), floor, 1e-30});
 }
 
+/// A fixture's model, its reference batch and, once differentiated, its
+/// gradient function.
+struct FixtureModel {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp forward, gradient;
+  llvm::SmallVector<Tensor> inputs;
+};
+
+/// Imports `directory + file` and reads the reference batch; any error fails
+/// the test.
+void loadFixture(const std::string &directory, const std::string &file,
+                 FixtureModel &model) {
+  model.module = import(model.context, fixture(directory + file));
+  ASSERT_TRUE(model.module);
+  model.forward = *model.module->getOps<mlir::func::FuncOp>().begin();
+  model.inputs = {readOrDie(fixture(directory + "ref/input_ids.pb")),
+                  readOrDie(fixture(directory + "ref/labels.pb"))};
+}
+
+/// Loads a fixture, rewrites its attention and differentiates its forward
+/// function, as the training pipeline does.
+void differentiate(const std::string &directory, const std::string &file,
+                   FixtureModel &model) {
+  ASSERT_NO_FATAL_FAILURE(loadFixture(directory, file, model));
+  FailOnDiagnostics failures(model.context);
+  ASSERT_TRUE(mlir::succeeded(rewriteAttention(model.forward, {})));
+  mlir::FailureOr<mlir::func::FuncOp> gradient =
+      buildGradientFunction(model.forward, {});
+  ASSERT_TRUE(mlir::succeeded(gradient));
+  model.gradient = *gradient;
+}
+
 struct Model {
   std::string name, file;
   /// Attention patterns the rewrite must find (BERT's dynamo export folds
@@ -103,19 +136,13 @@ struct Model {
 class FixtureForward : public ::testing::TestWithParam<Model> {};
 
 TEST_P(FixtureForward, MatchesPyTorch) {
-  const Model &model = GetParam();
-  std::string directory = "hf/" + model.name + "/";
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      import(context, fixture(directory + model.file));
-  ASSERT_TRUE(module);
-  auto function = *module->getOps<mlir::func::FuncOp>().begin();
-  llvm::SmallVector<Tensor> inputs{
-      readOrDie(fixture(directory + "ref/input_ids.pb")),
-      readOrDie(fixture(directory + "ref/labels.pb"))};
-  FailOnDiagnostics failures(context);
+  std::string directory = "hf/" + GetParam().name + "/";
+  FixtureModel model;
+  ASSERT_NO_FATAL_FAILURE(loadFixture(directory, GetParam().file, model));
+  FailOnDiagnostics failures(model.context);
+  mlir::func::FuncOp function = model.forward;
   mlir::FailureOr<llvm::SmallVector<Tensor>> results =
-      interpret(function, inputs);
+      interpret(function, model.inputs);
   ASSERT_TRUE(mlir::succeeded(results));
   ASSERT_EQ(resultName(function, 0), "loss");
   ASSERT_EQ(resultName(function, 1), "logits");
@@ -145,32 +172,28 @@ TEST_P(FixtureForward, MatchesPyTorch) {
 // product, each score differs by fp32 rounding (~1e-7 relative), which the
 // softmax and the layers after it carry to the outputs: bound 1e-6.
 TEST_P(FixtureForward, AttentionRewriteKeepsTheFunction) {
-  const Model &model = GetParam();
-  std::string directory = "hf/" + model.name + "/";
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      import(context, fixture(directory + model.file));
-  ASSERT_TRUE(module);
-  FailOnDiagnostics failures(context);
-  auto exported = *module->getOps<mlir::func::FuncOp>().begin();
+  const Model &fixtureModel = GetParam();
+  FixtureModel model;
+  ASSERT_NO_FATAL_FAILURE(loadFixture("hf/" + fixtureModel.name + "/",
+                                      fixtureModel.file, model));
+  FailOnDiagnostics failures(model.context);
+  mlir::func::FuncOp exported = model.forward;
   mlir::func::FuncOp rewritten = exported.clone();
-  module->push_back(rewritten);
+  model.module->push_back(rewritten);
   rewritten.setSymName("rewritten");
-  EXPECT_EQ(rewriteAttention(rewritten, {}), model.attentions);
+  EXPECT_EQ(rewriteAttention(rewritten, {}), fixtureModel.attentions);
   ASSERT_TRUE(mlir::succeeded(mlir::verify(rewritten)));
   int softmaxes = 0;
   rewritten.walk([&](SoftmaxOp) { ++softmaxes; });
-  EXPECT_EQ(softmaxes, model.attentions ? 0 : 2) << "attention left behind";
+  EXPECT_EQ(softmaxes, fixtureModel.attentions ? 0 : 2)
+      << "attention left behind";
 
-  llvm::SmallVector<Tensor> inputs{
-      readOrDie(fixture(directory + "ref/input_ids.pb")),
-      readOrDie(fixture(directory + "ref/labels.pb"))};
-  auto before = interpret(exported, inputs);
-  auto after = interpret(rewritten, inputs);
+  auto before = interpret(exported, model.inputs);
+  auto after = interpret(rewritten, model.inputs);
   ASSERT_TRUE(mlir::succeeded(before) && mlir::succeeded(after));
   for (auto [i, expected, actual] : llvm::enumerate(*before, *after)) {
     ASSERT_EQ(actual.getShape(), expected.getShape());
-    if (model.exact)
+    if (fixtureModel.exact)
       EXPECT_EQ(actual.floats(), expected.floats()) << "result " << i;
     else
       EXPECT_LE(relativeError(actual, expected), 1e-6) << "result " << i;
@@ -208,38 +231,12 @@ Tensor initialParameter(mlir::MLIRContext &context, const std::string &path,
   return value;
 }
 
-/// A fixture's model with its gradient function and reference batch.
-struct DifferentiatedModel {
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  mlir::func::FuncOp forward, gradient;
-  llvm::SmallVector<Tensor> inputs;
-};
-
-/// Imports `directory + file`, rewrites its attention and differentiates its
-/// forward function, as the training pipeline does, and reads the reference
-/// batch; any error fails the test.
-void differentiate(const std::string &directory, const std::string &file,
-                   DifferentiatedModel &model) {
-  model.module = import(model.context, fixture(directory + file));
-  ASSERT_TRUE(model.module);
-  FailOnDiagnostics failures(model.context);
-  model.forward = *model.module->getOps<mlir::func::FuncOp>().begin();
-  ASSERT_TRUE(mlir::succeeded(rewriteAttention(model.forward, {})));
-  mlir::FailureOr<mlir::func::FuncOp> gradient =
-      buildGradientFunction(model.forward, {});
-  ASSERT_TRUE(mlir::succeeded(gradient));
-  model.gradient = *gradient;
-  model.inputs = {readOrDie(fixture(directory + "ref/input_ids.pb")),
-                  readOrDie(fixture(directory + "ref/labels.pb"))};
-}
-
 // Every gradient of the TorchScript exports matches PyTorch autograd within
 // 1e-4 relative (error norm over reference norm). The interpreter's fp64
 // accumulation leaves only PyTorch's own fp32 rounding, ~1e-6.
 TEST_P(FixtureGradients, MatchPyTorchAutograd) {
   std::string directory = "hf/" + GetParam() + "/";
-  DifferentiatedModel model;
+  FixtureModel model;
   ASSERT_NO_FATAL_FAILURE(differentiate(directory, "model.onnx", model));
   FailOnDiagnostics failures(model.context);
   mlir::func::FuncOp gradient = model.gradient;
@@ -285,7 +282,7 @@ TEST_P(FixtureGradients, MatchPyTorchAutograd) {
 // what the graph says.
 TEST_P(FixtureGradients, DynamoGradientsMatchWhereUnambiguous) {
   std::string directory = "hf/" + GetParam() + "/";
-  DifferentiatedModel model;
+  FixtureModel model;
   ASSERT_NO_FATAL_FAILURE(differentiate(directory, "model.dynamo.onnx", model));
   FailOnDiagnostics failures(model.context);
   mlir::func::FuncOp gradient = model.gradient;
@@ -327,7 +324,7 @@ TEST_P(FixtureGradients, DynamoGradientsMatchWhereUnambiguous) {
 /// fp32's.
 void expectNearFp32(const std::string &fixtureName, Precision precision,
                     double lossBound, double gradientBound) {
-  DifferentiatedModel model;
+  FixtureModel model;
   ASSERT_NO_FATAL_FAILURE(
       differentiate("hf/" + fixtureName + "/", "model.onnx", model));
   FailOnDiagnostics failures(model.context);
@@ -376,7 +373,7 @@ TEST_P(FixtureGradients, Tf32GradientsStayNearFp32) {
 
 TEST_P(FixtureGradients, FusionKeepsGradientsBitForBit) {
   // The mixed-precision gradient function, so that casts fuse too.
-  DifferentiatedModel model;
+  FixtureModel model;
   ASSERT_NO_FATAL_FAILURE(
       differentiate("hf/" + GetParam() + "/", "model.onnx", model));
   FailOnDiagnostics failures(model.context);

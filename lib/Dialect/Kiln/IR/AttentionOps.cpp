@@ -59,33 +59,32 @@ static LogicalResult verifyShape(Operation *op, StringRef what, Value value,
   return success();
 }
 
-/// Scores are held in f32, or f64 for f64 operands.
-static LogicalResult verifyScoreType(Operation *op, Value query,
-                                     Value logsumexp) {
-  Type element = cast<RankedTensorType>(query.getType()).getElementType();
-  Type expected = element.isF64() ? element : Float32Type::get(op->getContext());
-  if (cast<RankedTensorType>(logsumexp.getType()).getElementType() != expected)
-    return op->emitOpError() << "logsumexp must have element type " << expected;
+/// Checks what the forward and the gradient share: the operands, and the
+/// forward's output and log-sum-exp (scores are held in f32, or f64 for f64
+/// operands). On success, `output` is the forward output's shape.
+template <typename OpTy>
+static LogicalResult verifyAttention(OpTy op, SmallVectorImpl<int64_t> &output) {
+  SmallVector<int64_t> logsumexp;
+  if (failed(verifyAttentionOperands(op, output, logsumexp)) ||
+      failed(verifyShape(op, "output", op.getOutput(), output)) ||
+      failed(verifyShape(op, "logsumexp", op.getLogsumexp(), logsumexp)))
+    return failure();
+  Type element = op.getQuery().getType().getElementType();
+  Type expected = element.isF64() ? element : Float32Type::get(op.getContext());
+  if (op.getLogsumexp().getType().getElementType() != expected)
+    return op.emitOpError() << "logsumexp must have element type " << expected;
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
-  SmallVector<int64_t> output, logsumexp;
-  if (failed(verifyAttentionOperands(*this, output, logsumexp)) ||
-      failed(verifyScoreType(*this, getQuery(), getLogsumexp())) ||
-      failed(verifyShape(*this, "output", getOutput(), output)) ||
-      failed(verifyShape(*this, "logsumexp", getLogsumexp(), logsumexp)))
-    return failure();
-  return success();
+  SmallVector<int64_t> output;
+  return verifyAttention(*this, output);
 }
 
 LogicalResult AttentionGradOp::verify() {
-  SmallVector<int64_t> output, logsumexp;
-  if (failed(verifyAttentionOperands(*this, output, logsumexp)) ||
-      failed(verifyScoreType(*this, getQuery(), getLogsumexp())) ||
-      failed(verifyShape(*this, "output", getOutput(), output)) ||
-      failed(verifyShape(*this, "output_grad", getOutputGrad(), output)) ||
-      failed(verifyShape(*this, "logsumexp", getLogsumexp(), logsumexp)))
+  SmallVector<int64_t> output;
+  if (failed(verifyAttention(*this, output)) ||
+      failed(verifyShape(*this, "output_grad", getOutputGrad(), output)))
     return failure();
   for (auto [grad, operand] :
        llvm::zip(getResults(), ValueRange{getQuery(), getKey(), getValue()}))
