@@ -59,6 +59,66 @@ static Type narrowType(Precision precision, MLIRContext *context) {
   llvm_unreachable("unknown precision");
 }
 
+static bool isView(Operation *op) { return isa<ReshapeOp, SliceOp>(op); }
+static bool isLoss(Operation *op) { return isa<CrossEntropyOp, NllLossOp>(op); }
+static bool isLossGrad(Operation *op) {
+  return isa<CrossEntropyGradOp, NllLossGradOp>(op);
+}
+
+/// Whether `value` reaches only losses (as their input), their gradients'
+/// inputs, and views whose results do the same.
+static bool feedsOnlyLosses(Value value) {
+  return llvm::all_of(value.getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (isView(user))
+      return feedsOnlyLosses(user->getResult(0));
+    return (isLoss(user) || isLossGrad(user)) && use.getOperandNumber() == 0;
+  });
+}
+
+/// Gives `value` the element type `narrow` and keeps its users consistent:
+/// views and loss gradients (whose result has their input's type) follow,
+/// casts to `narrow` disappear, anything else (the loss, which returns its
+/// input's type) reads a cast back to the old type, which the CUDA target
+/// fuses into the loss kernel.
+static void narrowInPlace(Value value, Type narrow) {
+  auto type = cast<RankedTensorType>(value.getType());
+  value.setType(type.clone(narrow));
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : value.getUses())
+    uses.push_back(&use);
+  for (OpOperand *use : uses) {
+    Operation *user = use->getOwner();
+    if (auto cast = dyn_cast<CastOp>(user);
+        cast && cast.getType().getElementType() == narrow) {
+      cast.getResult().replaceAllUsesWith(value);
+      cast.erase();
+    } else if (isView(user) || (isLossGrad(user) && use->getOperandNumber() == 0)) {
+      narrowInPlace(user->getResult(0), narrow);
+    } else {
+      OpBuilder builder(user);
+      use->set(builder.create<CastOp>(user->getLoc(), type, value));
+    }
+  }
+}
+
+/// Stores in the narrow type the products that only a loss reads (GPT-2's
+/// logits), as autocast does: the loss computes in f32 or better from them
+/// anyway, and the loss gradient, which the backward GEMMs read narrowed,
+/// is then produced narrow too. The largest activations of a language
+/// model halve, and their f32 copies disappear.
+static void storeLossInputsNarrow(func::FuncOp function) {
+  SmallVector<MatmulOp> products;
+  function.walk([&](MatmulOp op) {
+    if (op.getAccumulate() && feedsOnlyLosses(op.getResult()))
+      products.push_back(op);
+  });
+  for (MatmulOp op : products) {
+    op.removeAccumulateAttr();
+    narrowInPlace(op.getResult(), op.getLhs().getType().getElementType());
+  }
+}
+
 void assignPrecision(func::FuncOp function, Precision precision) {
   OpBuilder builder(function.getContext());
   Type narrowElement = narrowType(precision, function.getContext());
@@ -101,6 +161,7 @@ void assignPrecision(func::FuncOp function, Precision precision) {
     narrowAll(op, {&op.getQueryMutable(), &op.getKeyMutable(),
                    &op.getValueMutable(), &op.getOutputGradMutable()});
   });
+  storeLossInputsNarrow(function);
   // Fold casts that undo each other (bf16 -> f32 -> bf16).
   RewritePatternSet patterns(function.getContext());
   CastOp::getCanonicalizationPatterns(patterns, function.getContext());

@@ -96,17 +96,32 @@ static void outline(ArrayRef<Operation *> group) {
       immediate.getDefiningOp()->erase();
 }
 
+/// Reductions that end a fusion: the elementwise chain producing their
+/// input is computed in the reduction's kernel and never stored (the cast
+/// of 16-bit logits before the loss, the residual add before a norm, the
+/// squares of a gradient before their sum). Nothing joins after them.
+static bool isFusedReduction(Operation *op) {
+  return isa<CrossEntropyOp, NllLossOp, LayerNormOp, RmsNormOp, SoftmaxOp,
+             LogSoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+             ReduceMinOp>(op);
+}
+
 int fuseElementwise(func::FuncOp function) {
   SmallVector<SmallVector<Operation *>> groups;
   DenseMap<Operation *, unsigned> groupOf;
+  DenseSet<unsigned> closed; // groups that end in a reduction
   for (Operation &op : function.getBody().front()) {
-    if (!isElementwise(&op))
+    bool reduction = isFusedReduction(&op);
+    if (!isElementwise(&op) && !reduction)
       continue;
-    // The groups of this op's producers, each joined if uses stay dominated.
+    // The groups of this op's producers (for a reduction, of its reduced
+    // input only), each joined if uses stay dominated.
     SmallVector<unsigned> candidates;
-    for (Value operand : op.getOperands())
+    for (Value operand : reduction ? op.getOperands().take_front()
+                                   : op.getOperands())
       if (Operation *producer = operand.getDefiningOp())
-        if (auto it = groupOf.find(producer); it != groupOf.end())
+        if (auto it = groupOf.find(producer);
+            it != groupOf.end() && !closed.contains(it->second))
           if (!llvm::is_contained(candidates, it->second))
             candidates.push_back(it->second);
     DenseSet<Operation *> members{&op};
@@ -120,6 +135,8 @@ int fuseElementwise(func::FuncOp function) {
       joined.push_back(candidate);
     }
     if (joined.empty()) {
+      if (reduction)
+        continue; // a reduction alone is its own kernel already
       groupOf[&op] = groups.size();
       groups.push_back({&op});
       continue;
@@ -133,6 +150,8 @@ int fuseElementwise(func::FuncOp function) {
     }
     target.push_back(&op);
     groupOf[&op] = joined.front();
+    if (reduction)
+      closed.insert(joined.front());
   }
 
   int fused = 0;

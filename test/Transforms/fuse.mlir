@@ -44,24 +44,48 @@ func.func @two_results(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, 
 // CHECK-LABEL: func @use_in_between
 // CHECK-NOT: kiln.fusion
 // CHECK: kiln.exp
-// CHECK: kiln.reduce_sum
+// CHECK: kiln.cumsum
 // CHECK: kiln.neg
-func.func @use_in_between(%x: tensor<8xf32>) -> (tensor<f32>, tensor<8xf32>) {
+func.func @use_in_between(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %e = kiln.exp %x : tensor<8xf32>
-  %s = kiln.reduce_sum %e {axes = array<i64: 0>} : (tensor<8xf32>) -> tensor<f32>
+  %s = kiln.cumsum %e {axis = 0 : i64} : tensor<8xf32>
   %n = kiln.neg %e : tensor<8xf32>
-  return %s, %n : tensor<f32>, tensor<8xf32>
+  return %s, %n : tensor<8xf32>, tensor<8xf32>
 }
 
 // -----
 
-// Tests that single elementwise ops and non-elementwise ops stay as they are.
+// Tests that single elementwise ops and other ops stay as they are.
 // CHECK-LABEL: func @nothing_to_fuse
 // CHECK-NOT: kiln.fusion
 func.func @nothing_to_fuse(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %e = kiln.exp %x : tensor<4x8xf32>
-  %s = kiln.softmax %e {axis = 1 : i64} : tensor<4x8xf32>
+  %s = kiln.cumsum %e {axis = 1 : i64} : tensor<4x8xf32>
   return %s : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a reduction ends the fusion of the chain that feeds it: the
+// 16-bit logits are widened inside the loss's kernel, so no f32 copy of
+// them is stored, and the residual add runs in the norm's kernel.
+// CHECK-LABEL: func @reduction_consumers
+// CHECK: %[[LOSS:.*]] = kiln.fusion %arg0, %arg1 : (tensor<4x8xbf16>, tensor<4xi64>) -> tensor<f32> {
+// CHECK: kiln.cast
+// CHECK-NEXT: %[[L:.*]] = kiln.cross_entropy
+// CHECK-NEXT: kiln.yield %[[L]] : tensor<f32>
+// CHECK: %[[NORM:.*]]:3 = kiln.fusion %arg2, %arg3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>) {
+// CHECK: %[[R:.*]] = kiln.add
+// CHECK-NEXT: %[[N:.*]], %{{.*}}, %[[S:.*]] = kiln.layer_norm %[[R]]
+// CHECK-NEXT: kiln.yield %[[R]], %[[N]], %[[S]]
+// CHECK: kiln.neg %[[NORM]]#1
+func.func @reduction_consumers(%logits: tensor<4x8xbf16>, %labels: tensor<4xi64>, %x: tensor<4x8xf32>, %h: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>) {
+  %wide = kiln.cast %logits : tensor<4x8xbf16> to tensor<4x8xf32>
+  %loss = kiln.cross_entropy %wide, %labels reduction = mean : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  %r = kiln.add %x, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %n, %mean, %rstd = kiln.layer_norm %r {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %after = kiln.neg %n : tensor<4x8xf32>
+  return %loss, %r, %after, %rstd : tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>
 }
 
 // -----

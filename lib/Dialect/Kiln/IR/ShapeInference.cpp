@@ -143,8 +143,11 @@ LogicalResult verifyClassificationLossGrad(Operation *op) {
           op->getLoc(), op->getOperand(0).getType(), op->getOperand(1).getType(),
           weight, reduction.getValue(), forward)))
     return failure();
-  if (op->getOperand(2).getType() != forward.front())
-    return op->emitOpError() << "grad has type " << op->getOperand(2).getType()
+  // The incoming gradient may be wider than the input (an f32 loss gradient
+  // for 16-bit logits); its shape is the loss's.
+  auto grad = cast<RankedTensorType>(op->getOperand(2).getType());
+  if (grad.getShape() != cast<RankedTensorType>(forward.front()).getShape())
+    return op->emitOpError() << "grad has type " << grad
                              << " but the loss has type " << forward.front();
   return verifyClassCount(op);
 }
