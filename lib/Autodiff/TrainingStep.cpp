@@ -423,26 +423,27 @@ FailureOr<func::FuncOp> StepBuilder::build() {
     scalerUpdate = updateScaler(squares, scaler);
     stepNumber = builder.create<AddOp>(loc, scaler[2], integer(1));
   }
-  auto keepOnOverflow = [&](Value old, Value updated) -> Value {
-    if (!scalerUpdate)
-      return updated;
-    return builder.create<WhereOp>(loc, scalerUpdate->overflow, old, updated);
-  };
   SmallVector<Value> newParams, newState;
   unsigned stateArgument = numInputs + 2;
   for (auto [i, role] : llvm::enumerate(roles.gradients)) {
     ArrayRef<BlockArgument> state =
         entry->getArguments().slice(stateArgument, slots.size());
     stateArgument += slots.size();
-    unsigned firstState = newState.size();
     update(role.first, grads[i], lr, stepNumber,
            SmallVector<Value>(state.begin(), state.end()), newParams, newState);
-    newParams.back() = keepOnOverflow(
-        builder.clone(*parameters.lookup(role.first))->getResult(0),
-        newParams.back());
-    for (auto [old, updated] :
-         llvm::zip(state, MutableArrayRef(newState).drop_front(firstState)))
-      updated = keepOnOverflow(old, updated);
+  }
+  // After all updates (so that they stay together, one multi-tensor kernel
+  // for kiln-fuse), an overflowing step selects every old value.
+  if (scalerUpdate) {
+    auto keep = [&](Value old, Value &updated) {
+      updated = builder.create<WhereOp>(loc, scalerUpdate->overflow, old, updated);
+    };
+    for (auto [role, updated] : llvm::zip(roles.gradients, newParams))
+      keep(builder.clone(*parameters.lookup(role.first))->getResult(0), updated);
+    ArrayRef<BlockArgument> oldState =
+        entry->getArguments().slice(numInputs + 2, newState.size());
+    for (auto [old, updated] : llvm::zip(oldState, newState))
+      keep(old, updated);
   }
   if (scalerUpdate)
     newState.append({scalerUpdate->scale, scalerUpdate->goodSteps,

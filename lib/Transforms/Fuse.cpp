@@ -106,6 +106,18 @@ static bool isFusedReduction(Operation *op) {
              ReduceMinOp>(op);
 }
 
+bool fuseOptimizerUpdates(func::FuncOp function) {
+  SmallVector<Operation *> updates;
+  for (Operation &op : function.getBody().front())
+    if (isa<AdamWOp, SgdOp, AdagradOp>(op))
+      updates.push_back(&op);
+  DenseSet<Operation *> members(updates.begin(), updates.end());
+  if (updates.size() < 2 || !usesFollow(updates, members, updates.back()))
+    return false;
+  outline(updates);
+  return true;
+}
+
 int fuseElementwise(func::FuncOp function) {
   SmallVector<SmallVector<Operation *>> groups;
   DenseMap<Operation *, unsigned> groupOf;
@@ -173,8 +185,10 @@ namespace {
 struct FusePass : kiln::impl::KilnFuseBase<FusePass> {
   void runOnOperation() override {
     func::FuncOp function = getOperation();
-    if (function.getBody().hasOneBlock())
-      kiln::fuseElementwise(function);
+    if (!function.getBody().hasOneBlock())
+      return;
+    kiln::fuseElementwise(function);
+    kiln::fuseOptimizerUpdates(function);
   }
 };
 } // namespace

@@ -98,11 +98,17 @@ MemoryPlan planMemory(func::FuncOp step) {
     position[&op] = index++;
   int64_t last = index - 1;
 
-  // Values an optimizer reads as gradients.
+  // Values an optimizer reads as gradients (through the inputs of the
+  // multi-tensor update's fusion).
   DenseSet<Value> gradients;
   step.walk([&](Operation *op) {
-    if (isa<AdamWOp, SgdOp, AdagradOp>(op))
-      gradients.insert(op->getOperand(1));
+    if (!isa<AdamWOp, SgdOp, AdagradOp>(op))
+      return;
+    Value grad = op->getOperand(1);
+    if (auto argument = dyn_cast<BlockArgument>(grad))
+      if (auto fusion = dyn_cast<FusionOp>(argument.getOwner()->getParentOp()))
+        grad = fusion.getOperand(argument.getArgNumber());
+    gradients.insert(grad);
   });
   // Values the step returns as updated parameters or state share those
   // buffers.

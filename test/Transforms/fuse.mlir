@@ -106,3 +106,19 @@ func.func @immediates(%x: tensor<2xf32>) -> tensor<2xf32> {
   %y = kiln.add %h, %table : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
 }
+
+// -----
+
+// Tests that a step's optimizer updates become one fusion: the multi-tensor
+// update, one kernel for every parameter.
+// CHECK-LABEL: func @multi_tensor_update
+// CHECK: %[[U:.*]]:2 = kiln.fusion %arg0, %arg2, %arg4, %arg5, %arg1, %arg3
+// CHECK: kiln.adamw
+// CHECK: kiln.adamw
+// CHECK: kiln.yield
+// CHECK: return %[[U]]#0, %[[U]]#1
+func.func @multi_tensor_update(%w: tensor<4x8xf32>, %b: tensor<8xf32>, %gw: tensor<4x8xf32>, %gb: tensor<8xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %w1:3 = kiln.adamw %w, %gw, %gw, %gw, %lr, %t {beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8, weight_decay = 0.01} : tensor<4x8xf32>, tensor<f32>, tensor<i64>
+  %b1:3 = kiln.adamw %b, %gb, %gb, %gb, %lr, %t {beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8, weight_decay = 0.0} : tensor<8xf32>, tensor<f32>, tensor<i64>
+  return %w1#0, %b1#0 : tensor<4x8xf32>, tensor<8xf32>
+}

@@ -20,6 +20,11 @@ bool isElementwise(mlir::Operation *op);
 /// kiln.fusion ops; returns how many fusions it made.
 int fuseElementwise(mlir::func::FuncOp function);
 
+/// Puts all optimizer updates of a training step into one kiln.fusion, the
+/// multi-tensor update that one kernel applies to every parameter; returns
+/// whether it did (a step with fewer than two updates has nothing to join).
+bool fuseOptimizerUpdates(mlir::func::FuncOp function);
+
 } // namespace kiln
 
 #endif // KILN_TRANSFORMS_FUSE_H
