@@ -186,58 +186,61 @@ static LogicalResult evaluateAttentionGrad(AttentionGradOp op,
   Tensor dk = makeTensor(op.getKeyGrad());
   Tensor dv = makeTensor(op.getValueGrad());
   int64_t kvHeads = p.heads / p.groupSize;
-  llvm::parallelFor(0, static_cast<size_t>(p.batch * kvHeads), [&](size_t task) {
-    int64_t b = task / kvHeads, kvHead = task % kvHeads;
-    std::vector<double> dkAcc(p.tk * p.d, 0.0), dvAcc(p.tk * p.dv, 0.0);
-    SmallVector<double> s(p.tk), dqAcc(p.d);
-    for (int64_t h = kvHead * p.groupSize; h < (kvHead + 1) * p.groupSize; ++h)
-      for (int64_t i = 0; i < p.tq; ++i) {
-        int64_t row = (b * p.heads + h) * p.tq + i;
-        double lse = logsumexp.floats()[row];
-        if (std::isinf(lse))
-          continue; // no key took part: nothing flows back
-        const double *dout = outputGrad.floats().data() + row * p.dv;
-        const double *out = output.floats().data() + row * p.dv;
-        double delta = 0.0;
-        for (int64_t c = 0; c < p.dv; ++c)
-          delta += dout[c] * out[c];
-        p.scores(row, s);
-        std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
-        const double *query = p.q.floats().data() + p.queryAt(row);
+  llvm::parallelFor(
+      0, static_cast<size_t>(p.batch * kvHeads), [&](size_t task) {
+        int64_t b = task / kvHeads, kvHead = task % kvHeads;
+        std::vector<double> dkAcc(p.tk * p.d, 0.0), dvAcc(p.tk * p.dv, 0.0);
+        SmallVector<double> s(p.tk), dqAcc(p.d);
+        for (int64_t h = kvHead * p.groupSize; h < (kvHead + 1) * p.groupSize;
+             ++h)
+          for (int64_t i = 0; i < p.tq; ++i) {
+            int64_t row = (b * p.heads + h) * p.tq + i;
+            double lse = logsumexp.floats()[row];
+            if (std::isinf(lse))
+              continue; // no key took part: nothing flows back
+            const double *dout = outputGrad.floats().data() + row * p.dv;
+            const double *out = output.floats().data() + row * p.dv;
+            double delta = 0.0;
+            for (int64_t c = 0; c < p.dv; ++c)
+              delta += dout[c] * out[c];
+            p.scores(row, s);
+            std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
+            const double *query = p.q.floats().data() + p.queryAt(row);
+            for (int64_t j = 0; j < p.tk; ++j) {
+              double probability = p.round(std::exp(s[j] - lse));
+              if (probability == 0.0)
+                continue;
+              double factor = p.dropoutFactor(row, j);
+              const double *value = p.v.floats().data() + p.valueAt(row, j);
+              double dropped = roundToElementType(
+                  p.v.getDType(), p.round(probability * factor));
+              double dp = 0.0;
+              for (int64_t c = 0; c < p.dv; ++c) {
+                dp += dout[c] * value[c];
+                dvAcc[j * p.dv + c] += dropped * dout[c];
+              }
+              double ds = p.round(probability * (p.round(dp) * factor - delta) *
+                                  p.scale);
+              double dsForQuery = roundToElementType(p.k.getDType(), ds);
+              double dsForKey = roundToElementType(p.q.getDType(), ds);
+              const double *key = p.k.floats().data() + p.keyAt(row, j);
+              for (int64_t c = 0; c < p.d; ++c) {
+                dqAcc[c] += dsForQuery * key[c];
+                dkAcc[j * p.d + c] += dsForKey * query[c];
+              }
+            }
+            for (int64_t c = 0; c < p.d; ++c)
+              dq.setFromDouble(p.queryAt(row) + c, dqAcc[c]);
+          }
+        int64_t kvRow = b * kvHeads + kvHead;
         for (int64_t j = 0; j < p.tk; ++j) {
-          double probability = p.round(std::exp(s[j] - lse));
-          if (probability == 0.0)
-            continue;
-          double factor = p.dropoutFactor(row, j);
-          const double *value = p.v.floats().data() + p.valueAt(row, j);
-          double dropped =
-              roundToElementType(p.v.getDType(), p.round(probability * factor));
-          double dp = 0.0;
-          for (int64_t c = 0; c < p.dv; ++c) {
-            dp += dout[c] * value[c];
-            dvAcc[j * p.dv + c] += dropped * dout[c];
-          }
-          double ds =
-              p.round(probability * (p.round(dp) * factor - delta) * p.scale);
-          double dsForQuery = roundToElementType(p.k.getDType(), ds);
-          double dsForKey = roundToElementType(p.q.getDType(), ds);
-          const double *key = p.k.floats().data() + p.keyAt(row, j);
-          for (int64_t c = 0; c < p.d; ++c) {
-            dqAcc[c] += dsForQuery * key[c];
-            dkAcc[j * p.d + c] += dsForKey * query[c];
-          }
+          for (int64_t c = 0; c < p.d; ++c)
+            dk.setFromDouble((kvRow * p.tk + j) * p.d + c, dkAcc[j * p.d + c]);
+          for (int64_t c = 0; c < p.dv; ++c)
+            dv.setFromDouble((kvRow * p.tk + j) * p.dv + c,
+                             dvAcc[j * p.dv + c]);
         }
-        for (int64_t c = 0; c < p.d; ++c)
-          dq.setFromDouble(p.queryAt(row) + c, dqAcc[c]);
-      }
-    int64_t kvRow = b * kvHeads + kvHead;
-    for (int64_t j = 0; j < p.tk; ++j) {
-      for (int64_t c = 0; c < p.d; ++c)
-        dk.setFromDouble((kvRow * p.tk + j) * p.d + c, dkAcc[j * p.d + c]);
-      for (int64_t c = 0; c < p.dv; ++c)
-        dv.setFromDouble((kvRow * p.tk + j) * p.dv + c, dvAcc[j * p.dv + c]);
-    }
-  });
+      });
   results.push_back(std::move(dq));
   results.push_back(std::move(dk));
   results.push_back(std::move(dv));

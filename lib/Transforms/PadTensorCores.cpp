@@ -90,7 +90,8 @@ static std::optional<PaddedValue> propagate(OpOperand &use,
   Operation *user = use.getOwner();
   int64_t dim = padded.dim;
   auto keepType = [&](Value result, int64_t resultDim) -> PaddedValue {
-    int64_t stored = cast<RankedTensorType>(padded.value.getType()).getDimSize(dim);
+    int64_t stored =
+        cast<RankedTensorType>(padded.value.getType()).getDimSize(dim);
     result.setType(withDim(result.getType(), resultDim, stored));
     return {result, resultDim, padded.size};
   };
@@ -108,7 +109,8 @@ static std::optional<PaddedValue> propagate(OpOperand &use,
     int64_t outer = lhs ? (transposed ? rank - 1 : rank - 2)
                         : (transposed ? rank - 2 : rank - 1);
     if (dim == outer)
-      return keepType(matmul.getResult(), lhs ? resultRank - 2 : resultRank - 1);
+      return keepType(matmul.getResult(),
+                      lhs ? resultRank - 2 : resultRank - 1);
   }
   if (auto reshape = dyn_cast<ReshapeOp>(user)) {
     auto from = cast<RankedTensorType>(padded.value.getType());
@@ -137,9 +139,9 @@ static std::optional<PaddedValue> propagate(OpOperand &use,
   OpBuilder builder(user);
   auto type = cast<RankedTensorType>(padded.value.getType());
   SmallVector<int64_t> start(type.getRank(), 0), stride(type.getRank(), 1);
-  Value logical = builder.create<SliceOp>(
-      user->getLoc(), withDim(type, dim, padded.size), padded.value, start,
-      stride);
+  Value logical =
+      builder.create<SliceOp>(user->getLoc(), withDim(type, dim, padded.size),
+                              padded.value, start, stride);
   use.set(logical);
   return std::nullopt;
 }

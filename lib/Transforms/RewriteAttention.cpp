@@ -4,8 +4,8 @@
 // that exporters emit:
 //
 //   scores = matmul(q [* c1], k^T [* c2]) [* c | / c]
-//   scores = scores + mask | where(keep, scores, lowest) | where(drop, lowest, scores)
-//   p = softmax(scores) [then where(is_nan(p), 0, p)] [then dropout(p)]
+//   scores = scores + mask | where(keep, scores, lowest) | where(drop, lowest,
+//   scores) p = softmax(scores) [then where(is_nan(p), 0, p)] [then dropout(p)]
 //   output = matmul(p, v)
 //
 // with key and value optionally repeated for grouped-query heads
@@ -44,8 +44,8 @@ struct AttentionMatch {
   Value query, key, value; // key may still be transposed: see keyTransposed
   bool keyTransposed = false, valueTransposed = false, queryTransposed = false;
   double scale = 1.0;
-  Value scores;      // the [B, H, Tq, Tk] softmax input
-  Value mask;        // additive (float) or boolean (true: keep)
+  Value scores;            // the [B, H, Tq, Tk] softmax input
+  Value mask;              // additive (float) or boolean (true: keep)
   bool negateMask = false; // the boolean mask is true where a key is dropped
   DropoutOp dropout;
   MatmulOp output;
@@ -63,7 +63,8 @@ namespace {
 /// exporters (dynamo) lift literals such as 1/sqrt(d) into.
 class Literals {
 public:
-  explicit Literals(DenseSet<Operation *> trained) : trained(std::move(trained)) {}
+  explicit Literals(DenseSet<Operation *> trained)
+      : trained(std::move(trained)) {}
 
   std::optional<double> value(Value value) const {
     Operation *op = value.getDefiningOp();
@@ -264,7 +265,7 @@ static bool hasAttentionShapes(AttentionMatch &match) {
 
 /// Matches the pattern around `softmax`.
 static std::optional<AttentionMatch> matchAttention(const Literals &literals,
-                                                   SoftmaxOp softmax) {
+                                                    SoftmaxOp softmax) {
   auto type = cast<RankedTensorType>(softmax.getType());
   if (type.getRank() != 4 || softmax.getAxis() != 3)
     return std::nullopt;
@@ -276,13 +277,16 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
   Value scores = peelMask(literals, softmax.getInput(), match);
   scores = peelScale(literals, scores, match.scale, match.replaced);
   auto product = scores.getDefiningOp<MatmulOp>();
-  if (!product || !scores.hasOneUse() || shapeOf(product.getLhs()).size() != 4 ||
+  if (!product || !scores.hasOneUse() ||
+      shapeOf(product.getLhs()).size() != 4 ||
       shapeOf(product.getRhs()).size() != 4)
     return std::nullopt;
   match.replaced.insert(product);
-  match.query = peelScale(literals, product.getLhs(), match.scale, match.replaced);
+  match.query =
+      peelScale(literals, product.getLhs(), match.scale, match.replaced);
   match.queryTransposed = product.getTransposeLhs();
-  match.key = peelScale(literals, product.getRhs(), match.scale, match.replaced);
+  match.key =
+      peelScale(literals, product.getRhs(), match.scale, match.replaced);
   match.keyTransposed = !product.getTransposeRhs();
   if (match.mask && (!dependsOnNoParameter(match.mask) ||
                      !broadcastsTo(shapeOf(match.mask), type.getShape())))
@@ -300,8 +304,8 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
       isNan = dyn_cast<IsNanOp>(users[1]);
       where = dyn_cast<WhereOp>(users[0]);
     }
-    std::optional<double> zero = where ? literals.value(where.getOnTrue())
-                                       : std::nullopt;
+    std::optional<double> zero =
+        where ? literals.value(where.getOnTrue()) : std::nullopt;
     if (!isNan || !where || where.getCondition() != isNan.getResult() ||
         !isNan.getResult().hasOneUse() || where.getOnFalse() != probabilities ||
         zero != 0.0 || where.getType() != probabilities.getType())
@@ -373,10 +377,12 @@ static void rewrite(AttentionMatch &match) {
   Value query = match.queryTransposed
                     ? swapLastTwo(builder, loc, match.query, match.replaced)
                     : match.query;
-  Value key = match.keyTransposed ? swapLastTwo(builder, loc, match.key, match.replaced)
-                                  : match.key;
-  Value value = match.valueTransposed ? swapLastTwo(builder, loc, match.value, match.replaced)
-                                      : match.value;
+  Value key = match.keyTransposed
+                  ? swapLastTwo(builder, loc, match.key, match.replaced)
+                  : match.key;
+  Value value = match.valueTransposed
+                    ? swapLastTwo(builder, loc, match.value, match.replaced)
+                    : match.value;
   key = peelRepeatedHeads(key, match.replaced);
   value = peelRepeatedHeads(value, match.replaced);
 
@@ -402,8 +408,9 @@ static void rewrite(AttentionMatch &match) {
                        : builder.getF32Type();
   // The scores are f32 (f64 for f64 operands): so is the scale they are
   // multiplied by, as in the ops replaced.
-  double scale = scoreType.isF64() ? match.scale
-                                   : static_cast<double>(static_cast<float>(match.scale));
+  double scale = scoreType.isF64()
+                     ? match.scale
+                     : static_cast<double>(static_cast<float>(match.scale));
   ArrayRef<int64_t> q = shapeOf(query);
   auto logsumexpType = RankedTensorType::get({q[0], q[1], q[2]}, scoreType);
   DropoutOp dropout = match.dropout;

@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Transforms/PadTensorCores.h"
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Tools/ModelLoading.h"
 #include "kiln/Training/Trainer.h"
-#include "kiln/Transforms/PadTensorCores.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
@@ -128,10 +128,10 @@ TEST(PadTensorCoresTest, PaddedTrainingIsBitForBitUnpadded) {
         << name;
   }
   for (const auto &[name, stored] : padded.trainer->state())
-    EXPECT_EQ(padded.trainer
-                  ->stored(name, padded.trainer->logical(name, stored))
-                  .floats(),
-              stored.floats())
+    EXPECT_EQ(
+        padded.trainer->stored(name, padded.trainer->logical(name, stored))
+            .floats(),
+        stored.floats())
         << name;
 }
 

@@ -30,8 +30,8 @@ struct TrainedModel {
 
 void createTrainer(TrainedModel &model, bool recompute) {
   registerKilnDialects(model.context);
-  model.module = importONNXModel(KILN_SOURCE_DIR "/examples/gpt2_tiny/model.onnx",
-                                 &model.context, {});
+  model.module = importONNXModel(
+      KILN_SOURCE_DIR "/examples/gpt2_tiny/model.onnx", &model.context, {});
   ASSERT_TRUE(model.module);
   auto forward = *model.module->getOps<mlir::func::FuncOp>().begin();
   TrainingSpec spec;

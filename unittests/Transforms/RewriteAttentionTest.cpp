@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Transforms/RewriteAttention.h"
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Tools/ModelLoading.h"
-#include "kiln/Transforms/RewriteAttention.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -30,8 +30,8 @@ namespace {
 
 /// The functions of the lit test, one per split.
 std::vector<std::string> testFunctions() {
-  auto file = llvm::MemoryBuffer::getFile(KILN_SOURCE_DIR
-                                          "/test/Transforms/rewrite-attention.mlir");
+  auto file = llvm::MemoryBuffer::getFile(
+      KILN_SOURCE_DIR "/test/Transforms/rewrite-attention.mlir");
   if (!file)
     return {};
   std::vector<std::string> splits;
@@ -85,7 +85,8 @@ TEST_P(RewriteAttentionTest, KeepsTheFunction) {
   for (int trial = 0; trial < 3; ++trial) {
     llvm::SmallVector<Tensor> inputs;
     for (mlir::Type type : original.getArgumentTypes())
-      inputs.push_back(randomTensor(llvm::cast<mlir::RankedTensorType>(type), generator));
+      inputs.push_back(
+          randomTensor(llvm::cast<mlir::RankedTensorType>(type), generator));
     auto before = interpret(original, inputs);
     auto after = interpret(rewritten, inputs);
     ASSERT_TRUE(mlir::succeeded(before) && mlir::succeeded(after)) << errors;

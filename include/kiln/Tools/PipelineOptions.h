@@ -1,4 +1,5 @@
-//===- PipelineOptions.h - the pipeline's command-line options ---*- C++ -*-===//
+//===- PipelineOptions.h - the pipeline's command-line options ---*- C++
+//-*-===//
 //
 // The options that choose how the training step is compiled, shared by
 // kiln-compile and kiln-run so that both spell and check them alike.

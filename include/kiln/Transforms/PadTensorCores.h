@@ -1,4 +1,5 @@
-//===- PadTensorCores.h - tensor-core padding of GEMM dimensions -*- C++ -*-===//
+//===- PadTensorCores.h - tensor-core padding of GEMM dimensions -*- C++
+//-*-===//
 //
 // Pads weights whose dimensions make odd GEMM shapes (PadTensorCores.cpp).
 //

@@ -10,9 +10,9 @@ using namespace kiln;
 /// share; on success, `output` and `logsumexp` are the shapes of the
 /// forward's results.
 template <typename OpTy>
-static LogicalResult verifyAttentionOperands(OpTy op,
-                                             SmallVectorImpl<int64_t> &output,
-                                             SmallVectorImpl<int64_t> &logsumexp) {
+static LogicalResult
+verifyAttentionOperands(OpTy op, SmallVectorImpl<int64_t> &output,
+                        SmallVectorImpl<int64_t> &logsumexp) {
   RankedTensorType q = op.getQuery().getType(), k = op.getKey().getType(),
                    v = op.getValue().getType();
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
@@ -24,9 +24,9 @@ static LogicalResult verifyAttentionOperands(OpTy op,
   if (ks[1] != vs[1] || ks[2] != vs[2])
     return op.emitOpError("key and value must have the same heads and keys");
   if (ks[1] == 0 || qs[1] % ks[1] != 0)
-    return op.emitOpError() << "query heads (" << qs[1]
-                            << ") must be a multiple of key/value heads ("
-                            << ks[1] << ")";
+    return op.emitOpError()
+           << "query heads (" << qs[1]
+           << ") must be a multiple of key/value heads (" << ks[1] << ")";
   if (ks[3] != qs[3])
     return op.emitOpError("query and key must have one head dim");
   if (Value mask = op.getMask()) {
@@ -45,8 +45,8 @@ static LogicalResult verifyAttentionOperands(OpTy op,
   }
   double ratio = op.getDropoutRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
-    return op.emitOpError() << "dropout_ratio " << ratio
-                            << " is outside [0, 1)";
+    return op.emitOpError()
+           << "dropout_ratio " << ratio << " is outside [0, 1)";
   output.assign({qs[0], qs[1], qs[2], vs[3]});
   logsumexp.assign({qs[0], qs[1], qs[2]});
   return success();
@@ -63,7 +63,8 @@ static LogicalResult verifyShape(Operation *op, StringRef what, Value value,
 /// forward's output and log-sum-exp (scores are held in f32, or f64 for f64
 /// operands). On success, `output` is the forward output's shape.
 template <typename OpTy>
-static LogicalResult verifyAttention(OpTy op, SmallVectorImpl<int64_t> &output) {
+static LogicalResult verifyAttention(OpTy op,
+                                     SmallVectorImpl<int64_t> &output) {
   SmallVector<int64_t> logsumexp;
   if (failed(verifyAttentionOperands(op, output, logsumexp)) ||
       failed(verifyShape(op, "output", op.getOutput(), output)) ||
