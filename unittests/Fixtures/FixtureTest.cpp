@@ -320,13 +320,14 @@ TEST_P(FixtureGradients, DynamoGradientsMatchWhereUnambiguous) {
 // a margin yet fail if a GEMM ran in bf16 without fp32 accumulation or a
 // reduction dropped to bf16 (errors of 1e-1 and more).
 /// The loss and all gradients (as one vector: error norm over reference
-/// norm) of the fixture's gradient function under `precision`, against
-/// fp32's.
-void expectNearFp32(const std::string &fixtureName, Precision precision,
-                    double lossBound, double gradientBound) {
+/// norm) of the gradient function of a fixture's `file` under `precision`,
+/// against fp32's.
+void expectFileNearFp32(const std::string &fixtureName, const char *file,
+                        Precision precision, double lossBound,
+                        double gradientBound) {
   FixtureModel model;
   ASSERT_NO_FATAL_FAILURE(
-      differentiate("hf/" + fixtureName + "/", "model.onnx", model));
+      differentiate("hf/" + fixtureName + "/", file, model));
   FailOnDiagnostics failures(model.context);
   mlir::func::FuncOp fp32 = model.gradient;
   mlir::func::FuncOp narrow = fp32.clone();
@@ -354,6 +355,15 @@ void expectNearFp32(const std::string &fixtureName, Precision precision,
   EXPECT_LE(gradientError, gradientBound) << "all gradients together";
 }
 
+/// The same for both exporters' graphs.
+void expectNearFp32(const std::string &fixtureName, Precision precision,
+                    double lossBound, double gradientBound) {
+  for (const char *file : {"model.onnx", "model.dynamo.onnx"}) {
+    SCOPED_TRACE(file);
+    expectFileNearFp32(fixtureName, file, precision, lossBound, gradientBound);
+  }
+}
+
 TEST_P(FixtureGradients, Bf16GradientsStayNearFp32) {
   expectNearFp32(GetParam(), Precision::BF16, 1e-3, 3e-2);
 }
@@ -371,11 +381,11 @@ TEST_P(FixtureGradients, Tf32GradientsStayNearFp32) {
   expectNearFp32(GetParam(), Precision::TF32, 1.25e-4, 4e-3);
 }
 
-TEST_P(FixtureGradients, FusionKeepsGradientsBitForBit) {
-  // The mixed-precision gradient function, so that casts fuse too.
+/// The gradient function of a fixture's `file`, in bf16, computes the same
+/// bits fused and unfused.
+void expectFusionExact(const std::string &fixtureName, const char *file) {
   FixtureModel model;
-  ASSERT_NO_FATAL_FAILURE(
-      differentiate("hf/" + GetParam() + "/", "model.onnx", model));
+  ASSERT_NO_FATAL_FAILURE(differentiate("hf/" + fixtureName + "/", file, model));
   FailOnDiagnostics failures(model.context);
   mlir::func::FuncOp unfused = model.gradient;
   assignPrecision(unfused, Precision::BF16);
@@ -392,6 +402,14 @@ TEST_P(FixtureGradients, FusionKeepsGradientsBitForBit) {
     EXPECT_EQ(actual.getShape(), expected.getShape()) << "result " << i;
     EXPECT_EQ(actual.floats(), expected.floats()) << "result " << i;
     EXPECT_EQ(actual.ints(), expected.ints()) << "result " << i;
+  }
+}
+
+// Both exporters' graphs, in mixed precision so that casts fuse too.
+TEST_P(FixtureGradients, FusionKeepsGradientsBitForBit) {
+  for (const char *file : {"model.onnx", "model.dynamo.onnx"}) {
+    SCOPED_TRACE(file);
+    expectFusionExact(GetParam(), file);
   }
 }
 
