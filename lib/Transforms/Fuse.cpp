@@ -106,6 +106,27 @@ static bool isFusedReduction(Operation *op) {
              ReduceMinOp>(op);
 }
 
+int fuseGemmEpilogues(func::FuncOp function) {
+  SmallVector<SmallVector<Operation *>> epilogues;
+  for (Operation &op : function.getBody().front()) {
+    auto product = dyn_cast<MatmulOp>(op);
+    if (!product || !product->hasOneUse())
+      continue;
+    auto add = dyn_cast<AddOp>(*product->user_begin());
+    if (!add || add.getType() != product.getType())
+      continue;
+    Value bias = add.getLhs() == product.getResult() ? add.getRhs() : add.getLhs();
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (bias == product.getResult() || biasType.getRank() != 1 ||
+        biasType.getDimSize(0) != product.getType().getShape().back())
+      continue;
+    epilogues.push_back({product, add});
+  }
+  for (ArrayRef<Operation *> epilogue : epilogues)
+    outline(epilogue);
+  return epilogues.size();
+}
+
 bool fuseOptimizerUpdates(func::FuncOp function) {
   SmallVector<Operation *> updates;
   for (Operation &op : function.getBody().front())
@@ -187,6 +208,7 @@ struct FusePass : kiln::impl::KilnFuseBase<FusePass> {
     func::FuncOp function = getOperation();
     if (!function.getBody().hasOneBlock())
       return;
+    kiln::fuseGemmEpilogues(function);
     kiln::fuseElementwise(function);
     kiln::fuseOptimizerUpdates(function);
   }

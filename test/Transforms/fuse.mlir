@@ -3,20 +3,56 @@
 // Tests that a bias add, GELU and cast become one fusion whose inputs are
 // the values from outside and whose one result is the cast.
 // CHECK-LABEL: func @bias_gelu_cast
-// CHECK: %[[H:.*]] = kiln.matmul
-// CHECK: %[[F:.*]] = kiln.fusion %[[H]], %arg2 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xbf16> {
+// CHECK: %[[F:.*]] = kiln.fusion %arg0, %arg1 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xbf16> {
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<8xf32>):
 // CHECK-NEXT: %[[S:.*]] = kiln.add %[[A]], %[[B]]
 // CHECK-NEXT: %[[G:.*]] = kiln.gelu %[[S]]
 // CHECK-NEXT: %[[C:.*]] = kiln.cast %[[G]]
 // CHECK-NEXT: kiln.yield %[[C]] : tensor<4x8xbf16>
 // CHECK: return %[[F]]
-func.func @bias_gelu_cast(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xbf16> {
+func.func @bias_gelu_cast(%h: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xbf16> {
+  %s = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %g = kiln.gelu %s approximation = tanh : tensor<4x8xf32>
+  %c = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
+  return %c : tensor<4x8xbf16>
+}
+
+// -----
+
+// Tests that a product whose only reader adds a bias along its rows takes
+// the add into its fusion (cuBLASLt's bias epilogue: the unbiased product
+// is never stored), and that the chain after it is a fusion of its own.
+// CHECK-LABEL: func @bias_epilogue
+// CHECK: %[[E:.*]] = kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8x8xf32>, %[[B:.*]]: tensor<8xf32>):
+// CHECK-NEXT: %[[P:.*]] = kiln.matmul %[[X]], %[[W]]
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[P]], %[[B]]
+// CHECK-NEXT: kiln.yield %[[S]]
+// CHECK: kiln.fusion %[[E]] : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+// CHECK: kiln.gelu
+// CHECK: kiln.cast
+func.func @bias_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xbf16> {
   %h = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %s = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %g = kiln.gelu %s approximation = tanh : tensor<4x8xf32>
   %c = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
   return %c : tensor<4x8xbf16>
+}
+
+// -----
+
+// Tests what is not a bias epilogue: a product also read elsewhere, and an
+// add of a full matrix.
+// CHECK-LABEL: func @no_epilogue
+// CHECK: %[[P:.*]] = kiln.matmul
+// CHECK: %[[Q:.*]] = kiln.matmul
+// CHECK-NOT: kiln.matmul
+func.func @no_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %r: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %h = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %k = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %t = kiln.add %k, %r : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %s, %h, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
 
 // -----

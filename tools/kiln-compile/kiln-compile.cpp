@@ -129,9 +129,15 @@ static void report(PlannedStep &planned) {
                       transient ? "  (at their peak)" : "");
   }
   // Ops that will be kernels: all but constants, parameter reads and views.
-  int gemms = 0, attention = 0, fusions = 0, others = 0;
+  int gemms = 0, epilogues = 0, attention = 0, fusions = 0, others = 0;
+  auto isEpilogue = [](mlir::Operation &op) {
+    auto fusion = dyn_cast<kiln::FusionOp>(op);
+    return fusion && !fusion.getBody().getOps<kiln::MatmulOp>().empty();
+  };
   for (mlir::Operation &op : planned.step.getBody().front().without_terminator())
-    if (isa<kiln::MatmulOp>(op))
+    if (isEpilogue(op))
+      ++gemms, ++epilogues;
+    else if (isa<kiln::MatmulOp>(op))
       ++gemms;
     else if (isa<kiln::AttentionOp, kiln::AttentionGradOp>(op))
       ++attention;
@@ -139,9 +145,10 @@ static void report(PlannedStep &planned) {
       ++fusions;
     else if (!isa<kiln::ConstantOp, kiln::ParameterOp, kiln::ReshapeOp>(op))
       ++others;
-  outs() << formatv(
-      "kernels: {0} ({1} GEMMs, {2} attention, {3} fusions, {4} other ops)\n",
-      gemms + attention + fusions + others, gemms, attention, fusions, others);
+  outs() << formatv("kernels: {0} ({1} GEMMs, {2} of them with a bias "
+                    "epilogue, {3} attention, {4} fusions, {5} other ops)\n",
+                    gemms + attention + fusions + others, gemms, epilogues,
+                    attention, fusions, others);
   // The largest buffers say where the memory goes.
   std::vector<const kiln::Buffer *> largest;
   for (const kiln::Buffer &buffer : plan.buffers)

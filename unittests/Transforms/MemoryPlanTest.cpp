@@ -45,7 +45,9 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   ASSERT_TRUE(mlir::succeeded(step));
   auto [precision, recompute] = GetParam();
   assignPrecision(*step, precision);
+  fuseGemmEpilogues(*step);
   fuseElementwise(*step);
+  fuseOptimizerUpdates(*step);
   if (recompute)
     EXPECT_GT(recomputeActivations(*step), 0);
   MemoryPlan plan = planMemory(*step);

@@ -20,6 +20,12 @@ bool isElementwise(mlir::Operation *op);
 /// kiln.fusion ops; returns how many fusions it made.
 int fuseElementwise(mlir::func::FuncOp function);
 
+/// Makes each product whose only reader adds a bias along its rows (a
+/// vector of its last dimension) one fusion with that add: the epilogue
+/// cuBLASLt applies as it stores the product, which is then never stored
+/// unbiased. Returns how many it fused. Run before fuseElementwise.
+int fuseGemmEpilogues(mlir::func::FuncOp function);
+
 /// Puts all optimizer updates of a training step into one kiln.fusion, the
 /// multi-tensor update that one kernel applies to every parameter; returns
 /// whether it did (a step with fewer than two updates has nothing to join).
