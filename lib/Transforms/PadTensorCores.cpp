@@ -62,24 +62,31 @@ static RankedTensorType withDim(Type type, int64_t dim, int64_t size) {
   return ranked.clone(shape);
 }
 
+/// The dimension of a product's operand `use` that is its M (lhs
+/// [.., M, K] or [.., K, M]) or its N (rhs [.., K, N] or [.., N, K]).
+static int64_t outerDimOf(MatmulOp matmul, OpOperand &use) {
+  int64_t rank = cast<RankedTensorType>(use.get().getType()).getRank();
+  if (use.getOperandNumber() == 0)
+    return matmul.getTransposeLhs() ? rank - 1 : rank - 2;
+  return matmul.getTransposeRhs() ? rank - 2 : rank - 1;
+}
+
+/// Where a transpose puts dimension `dim` of its input.
+static int64_t transposedDim(TransposeOp transpose, int64_t dim) {
+  ArrayRef<int64_t> permutation = transpose.getPermutation();
+  return llvm::find(permutation, dim) - permutation.begin();
+}
+
 /// Whether dimension `dim` of a weight becomes a GEMM's M or N (not its
 /// contraction) in `use`, looking through transposes.
 static bool becomesOuterGemmDim(OpOperand &use, int64_t dim) {
   Operation *user = use.getOwner();
-  if (auto transpose = dyn_cast<TransposeOp>(user)) {
-    ArrayRef<int64_t> permutation = transpose.getPermutation();
-    int64_t resultDim = llvm::find(permutation, dim) - permutation.begin();
+  if (auto transpose = dyn_cast<TransposeOp>(user))
     return llvm::any_of(transpose.getResult().getUses(), [&](OpOperand &next) {
-      return becomesOuterGemmDim(next, resultDim);
+      return becomesOuterGemmDim(next, transposedDim(transpose, dim));
     });
-  }
   auto matmul = dyn_cast<MatmulOp>(user);
-  if (!matmul)
-    return false;
-  int64_t rank = cast<RankedTensorType>(use.get().getType()).getRank();
-  if (use.getOperandNumber() == 0) // lhs [.., M, K] or [.., K, M]
-    return dim == (matmul.getTransposeLhs() ? rank - 1 : rank - 2);
-  return dim == (matmul.getTransposeRhs() ? rank - 2 : rank - 1); // [.., K, N]
+  return matmul && dim == outerDimOf(matmul, use);
 }
 
 /// Moves `use` onto the padding: updates its owner's result type in place
@@ -95,22 +102,15 @@ static std::optional<PaddedValue> propagate(OpOperand &use,
     result.setType(withDim(result.getType(), resultDim, stored));
     return {result, resultDim, padded.size};
   };
-  if (auto transpose = dyn_cast<TransposeOp>(user)) {
-    ArrayRef<int64_t> permutation = transpose.getPermutation();
-    int64_t resultDim = llvm::find(permutation, dim) - permutation.begin();
-    return keepType(transpose.getResult(), resultDim);
-  }
-  if (auto matmul = dyn_cast<MatmulOp>(user)) {
-    int64_t rank = cast<RankedTensorType>(padded.value.getType()).getRank();
+  if (auto transpose = dyn_cast<TransposeOp>(user))
+    return keepType(transpose.getResult(), transposedDim(transpose, dim));
+  if (auto matmul = dyn_cast<MatmulOp>(user);
+      matmul && dim == outerDimOf(matmul, use)) {
+    // M is the result's second-to-last dimension, N its last.
     int64_t resultRank = matmul.getType().getRank();
-    bool lhs = use.getOperandNumber() == 0;
-    bool transposed = lhs ? matmul.getTransposeLhs() : matmul.getTransposeRhs();
-    // The operand's M (lhs) or N (rhs) dimension, in its own numbering.
-    int64_t outer = lhs ? (transposed ? rank - 1 : rank - 2)
-                        : (transposed ? rank - 2 : rank - 1);
-    if (dim == outer)
-      return keepType(matmul.getResult(),
-                      lhs ? resultRank - 2 : resultRank - 1);
+    return keepType(matmul.getResult(), use.getOperandNumber() == 0
+                                            ? resultRank - 2
+                                            : resultRank - 1);
   }
   if (auto reshape = dyn_cast<ReshapeOp>(user)) {
     auto from = cast<RankedTensorType>(padded.value.getType());
