@@ -100,8 +100,8 @@ LogicalResult Trainer::initialize(func::FuncOp forward) {
       Tensor tensor(param.getDType(), param.getShape());
       for (int64_t i = 0; i < tensor.getNumElements(); ++i)
         tensor.setFromDouble(i, fill);
-      // Padding stays zero in every slot (Adagrad's accumulator included:
-      // its gradient there is 0, so the update is 0 / sqrt(fill + eps)).
+      // Padding is zero in every slot, Adagrad's accumulator included: the
+      // gradient there is 0, so its update, 0 / (sqrt(0) + eps), is too.
       if (auto it = logicalShapes.find(name); it != logicalShapes.end()) {
         tensor = tensor.resized(it->second).resized(param.getShape());
         logicalShapes[name + "." + slot] = it->second;
@@ -115,8 +115,6 @@ LogicalResult Trainer::initialize(func::FuncOp forward) {
       auto type = cast<RankedTensorType>(stepFn.getArgumentTypes()[i]);
       Tensor tensor(*dtypeOf(type.getElementType()), type.getShape());
       tensor.setFromDouble(0, init.getValueAsDouble());
-      if (!tensor.isFloat())
-        tensor.ints()[0] = static_cast<int64_t>(init.getValueAsDouble());
       auto owner = stepFn.getArgAttrOfType<StringAttr>(i, kStateOfAttr);
       auto slot = stepFn.getArgAttrOfType<StringAttr>(i, kSlotAttr);
       stateValues.emplace_back((owner.getValue() + "." + slot.getValue()).str(),
