@@ -20,8 +20,9 @@
 
 #include "kiln/Transforms/RewriteAttention.h"
 
+#include "Literals.h"
+
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
-#include "kiln/Interpreter/TensorAttr.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -57,37 +58,6 @@ static ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
-namespace {
-/// Reads the scalars a pattern multiplies by (scales, the NaN guard's 0):
-/// splat constants, and scalar parameters that will not be trained, which
-/// exporters (dynamo) lift literals such as 1/sqrt(d) into.
-class Literals {
-public:
-  explicit Literals(DenseSet<Operation *> trained)
-      : trained(std::move(trained)) {}
-
-  std::optional<double> value(Value value) const {
-    Operation *op = value.getDefiningOp();
-    std::optional<Tensor> tensor;
-    if (auto constant = dyn_cast_if_present<ConstantOp>(op)) {
-      auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
-      if (splat && isa<FloatType>(splat.getElementType()))
-        return splat.getSplatValue<APFloat>().convertToDouble();
-    } else if (auto parameter = dyn_cast_if_present<ParameterOp>(op)) {
-      if (trained.contains(op) || !parameter.getInitialValue() ||
-          parameter.getType().getNumElements() != 1)
-        return std::nullopt;
-      FailureOr<Tensor> initial = tensorFromAttr(*parameter.getInitialValue());
-      if (succeeded(initial) && initial->isFloat())
-        return initial->floats()[0];
-    }
-    return std::nullopt;
-  }
-
-private:
-  DenseSet<Operation *> trained;
-};
-} // namespace
 
 /// Whether a score plus `x` is excluded from the softmax exactly: -inf, or
 /// the lowest finite value of its type (whatever it is added to rounds back
@@ -437,14 +407,12 @@ static void rewrite(AttentionMatch &match) {
 
 FailureOr<int> rewriteAttention(func::FuncOp function,
                                 const AutodiffOptions &training) {
-  FailureOr<SmallVector<ParameterOp>> trained =
-      selectParameters(function, training);
-  if (failed(trained))
+  FailureOr<Literals> literals = Literals::of(function, training);
+  if (failed(literals))
     return failure();
-  Literals literals(DenseSet<Operation *>(trained->begin(), trained->end()));
   SmallVector<AttentionMatch> matches;
   function.walk([&](SoftmaxOp softmax) {
-    if (std::optional<AttentionMatch> match = matchAttention(literals, softmax))
+    if (std::optional<AttentionMatch> match = matchAttention(*literals, softmax))
       matches.push_back(std::move(*match));
   });
   for (AttentionMatch &match : matches)

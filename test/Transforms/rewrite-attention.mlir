@@ -1,7 +1,7 @@
 // RUN: kiln-opt %s -split-input-file --kiln-rewrite-attention | FileCheck %s
 //
 // Every function here also runs before and after the rewrite on random
-// inputs in unittests/Transforms/RewriteAttentionTest.cpp.
+// inputs in unittests/Transforms/PatternRewriteTest.cpp.
 
 // GPT-2 eager (both exporters): scale after the product, a constant causal
 // mask of finfo.min: the mask becomes the causal flag, the probabilities

@@ -19,6 +19,7 @@
 #include "kiln/Training/Trainer.h"
 #include "kiln/Transforms/AssignPrecision.h"
 #include "kiln/Transforms/Fuse.h"
+#include "kiln/Transforms/RecognizeGelu.h"
 #include "kiln/Transforms/RewriteAttention.h"
 #include "kiln/Tools/ModelLoading.h"
 
@@ -110,12 +111,13 @@ void loadFixture(const std::string &directory, const std::string &file,
                   readOrDie(fixture(directory + "ref/labels.pb"))};
 }
 
-/// Loads a fixture, rewrites its attention and differentiates its forward
-/// function, as the training pipeline does.
+/// Loads a fixture, recognizes its GELU, rewrites its attention and
+/// differentiates its forward function, as the training pipeline does.
 void differentiate(const std::string &directory, const std::string &file,
                    FixtureModel &model) {
   ASSERT_NO_FATAL_FAILURE(loadFixture(directory, file, model));
   FailOnDiagnostics failures(model.context);
+  ASSERT_TRUE(mlir::succeeded(recognizeGelu(model.forward, {})));
   ASSERT_TRUE(mlir::succeeded(rewriteAttention(model.forward, {})));
   mlir::FailureOr<mlir::func::FuncOp> gradient =
       buildGradientFunction(model.forward, {});
@@ -198,6 +200,30 @@ TEST_P(FixtureForward, AttentionRewriteKeepsTheFunction) {
     else
       EXPECT_LE(relativeError(actual, expected), 1e-6) << "result " << i;
   }
+}
+
+// Every fixture's GELU (GPT-2's tanh form, BERT's erf form; both exporters)
+// becomes one kiln.gelu, which rounds once where the spelled-out ops rounded
+// at each of their eight steps (~1e-7 relative each): outputs within 1e-6.
+TEST_P(FixtureForward, GeluRecognitionKeepsTheFunction) {
+  FixtureModel model;
+  ASSERT_NO_FATAL_FAILURE(loadFixture("hf/" + GetParam().name + "/",
+                                      GetParam().file, model));
+  FailOnDiagnostics failures(model.context);
+  mlir::func::FuncOp exported = model.forward;
+  mlir::func::FuncOp rewritten = exported.clone();
+  model.module->push_back(rewritten);
+  rewritten.setSymName("rewritten");
+  ASSERT_TRUE(mlir::succeeded(recognizeGelu(rewritten, {})));
+  int gelus = 0;
+  rewritten.walk([&](GeluOp) { ++gelus; });
+  EXPECT_EQ(gelus, 2) << "one GELU per layer (dynamo's BERT has it already)";
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(rewritten)));
+  auto before = interpret(exported, model.inputs);
+  auto after = interpret(rewritten, model.inputs);
+  ASSERT_TRUE(mlir::succeeded(before) && mlir::succeeded(after));
+  for (auto [i, expected, actual] : llvm::enumerate(*before, *after))
+    EXPECT_LE(relativeError(actual, expected), 1e-6) << "result " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(

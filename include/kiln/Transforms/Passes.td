@@ -12,6 +12,26 @@
 
 include "mlir/Pass/PassBase.td"
 
+def KilnRecognizeGelu : Pass<"kiln-recognize-gelu", "mlir::func::FuncOp"> {
+  let summary = "Replace GELU spelled out op by op with kiln.gelu";
+  let description = [{
+    Recognizes `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`
+    (GPT-2) and `x * 0.5 * (1 + erf(x / sqrt(2)))` (BERT), in any order of
+    their commutative ops, with constants or untrained scalar parameters as
+    literals, and every intermediate used once
+    (lib/Transforms/RecognizeGelu.cpp). kiln.gelu computes the formula in
+    fp64 and rounds once, so results change by at most the rounding of the
+    ops it replaces; its gradient needs only x.
+  }];
+  let options = [
+    Option<"train", "train", "std::string", "\"\"",
+           "The parameters autodiff will train (its option)">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "The parameters autodiff will freeze (its option)">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnRewriteAttention : Pass<"kiln-rewrite-attention", "mlir::func::FuncOp"> {
   let summary = "Replace spelled-out attention with kiln.attention";
   let description = [{

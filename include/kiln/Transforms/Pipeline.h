@@ -34,8 +34,8 @@ struct TrainingPipelineConfig {
   bool recompute = false;
 };
 
-/// attention rewrite -> tensor-core padding -> autodiff -> training step
-/// -> precision -> fusion -> [recompute] -> memory plan.
+/// GELU recognition -> attention rewrite -> tensor-core padding -> autodiff
+/// -> training step -> precision -> fusion -> [recompute] -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
                            const TrainingPipelineConfig &config);
 

@@ -1,18 +1,21 @@
-//===- RewriteAttentionTest.cpp - the rewrite keeps every function --------===//
+//===- PatternRewriteTest.cpp - pattern rewrites keep every function ------===//
 //
-// Runs each function of test/Transforms/rewrite-attention.mlir (matched
-// patterns and deliberately unmatched ones) before and after the rewrite on
+// Runs each function of the lit tests of the pattern-matching passes
+// (test/Transforms/rewrite-attention.mlir, recognize-gelu.mlir: matched
+// forms and deliberately unmatched ones) before and after the rewrite on
 // random inputs. The rewritten function must agree within 1e-6 relative
-// (error norm over norm): attention rounds where the eager ops round, so the
-// only differences come from where a pattern scaled q and k, or divided,
-// before the product, ~1e-7 per score in fp32.
+// (error norm over norm): the fused ops round once where the spelled-out
+// ones rounded at every step, ~1e-7 per element in fp32 (attention rounds
+// where eager attention rounds; only a scale applied before the product or
+// a division differs).
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Transforms/RewriteAttention.h"
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Tools/ModelLoading.h"
+#include "kiln/Transforms/RecognizeGelu.h"
+#include "kiln/Transforms/RewriteAttention.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -28,18 +31,32 @@ using namespace kiln;
 
 namespace {
 
-/// The functions of the lit test, one per split.
-std::vector<std::string> testFunctions() {
-  auto file = llvm::MemoryBuffer::getFile(
-      KILN_SOURCE_DIR "/test/Transforms/rewrite-attention.mlir");
-  if (!file)
-    return {};
-  std::vector<std::string> splits;
-  llvm::SmallVector<llvm::StringRef> parts;
-  (*file)->getBuffer().split(parts, "// -----");
-  for (llvm::StringRef part : parts)
-    splits.push_back(part.str());
-  return splits;
+using Rewrite = mlir::FailureOr<int> (*)(mlir::func::FuncOp,
+                                         const AutodiffOptions &);
+
+/// One function of a lit test and the rewrite it tests.
+struct PatternCase {
+  std::string name, source;
+  Rewrite rewrite;
+};
+
+/// The functions of the lit tests, one per split.
+std::vector<PatternCase> testFunctions() {
+  std::vector<PatternCase> cases;
+  for (auto [file, rewrite] :
+       {std::pair<const char *, Rewrite>("rewrite-attention", rewriteAttention),
+        std::pair<const char *, Rewrite>("recognize-gelu", recognizeGelu)}) {
+    auto buffer = llvm::MemoryBuffer::getFile(
+        std::string(KILN_SOURCE_DIR "/test/Transforms/") + file + ".mlir");
+    if (!buffer)
+      continue;
+    llvm::SmallVector<llvm::StringRef> parts;
+    (*buffer)->getBuffer().split(parts, "// -----");
+    for (auto [i, part] : llvm::enumerate(parts))
+      cases.push_back(
+          {std::string(file) + "_" + std::to_string(i), part.str(), rewrite});
+  }
+  return cases;
 }
 
 Tensor randomTensor(mlir::RankedTensorType type, std::mt19937_64 &generator) {
@@ -61,9 +78,9 @@ double relativeError(const Tensor &actual, const Tensor &expected) {
   return std::sqrt(error / std::max(total, 1e-300));
 }
 
-class RewriteAttentionTest : public ::testing::TestWithParam<std::string> {};
+class PatternRewriteTest : public ::testing::TestWithParam<PatternCase> {};
 
-TEST_P(RewriteAttentionTest, KeepsTheFunction) {
+TEST_P(PatternRewriteTest, KeepsTheFunction) {
   mlir::MLIRContext context;
   registerKilnDialects(context);
   std::string errors;
@@ -72,13 +89,13 @@ TEST_P(RewriteAttentionTest, KeepsTheFunction) {
     return mlir::success();
   });
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(GetParam(), &context);
+      mlir::parseSourceString<mlir::ModuleOp>(GetParam().source, &context);
   ASSERT_TRUE(module) << errors;
   auto original = *module->getOps<mlir::func::FuncOp>().begin();
   mlir::func::FuncOp rewritten = original.clone();
   module->push_back(rewritten);
   rewritten.setSymName("rewritten");
-  ASSERT_TRUE(mlir::succeeded(rewriteAttention(rewritten, {}))) << errors;
+  ASSERT_TRUE(mlir::succeeded(GetParam().rewrite(rewritten, {}))) << errors;
   ASSERT_TRUE(mlir::succeeded(mlir::verify(rewritten))) << errors;
 
   std::mt19937_64 generator(7);
@@ -96,11 +113,18 @@ TEST_P(RewriteAttentionTest, KeepsTheFunction) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(LitFunctions, RewriteAttentionTest,
-                         ::testing::ValuesIn(testFunctions()));
+INSTANTIATE_TEST_SUITE_P(LitFunctions, PatternRewriteTest,
+                         ::testing::ValuesIn(testFunctions()),
+                         [](const ::testing::TestParamInfo<PatternCase> &info) {
+                           std::string name = info.param.name;
+                           for (char &c : name)
+                             if (!isalnum(static_cast<unsigned char>(c)))
+                               c = '_';
+                           return name;
+                         });
 
-TEST(RewriteAttentionTest, FindsTheLitFile) {
-  EXPECT_GE(testFunctions().size(), 8u);
+TEST(PatternRewriteTest, FindsTheLitFiles) {
+  EXPECT_GE(testFunctions().size(), 14u);
 }
 
 } // namespace
