@@ -1,9 +1,11 @@
 //===- Passes.td - kiln passes -----------------------------*- tablegen -*-===//
 //
-// Ordering: kiln-autodiff runs on the imported forward function and adds its
-// gradient function; the training step (buildTrainingStep) adds the
-// optimizer update; kiln-assign-precision then runs on the step, so that
-// backward GEMMs follow the policy too.
+// Ordering (lib/Transforms/Pipeline.cpp): GELU recognition, the attention
+// rewrite and tensor-core padding run on the imported forward function;
+// kiln-autodiff then adds its gradient function and the training step the
+// optimizer update; kiln-assign-precision runs on the step, so that
+// backward GEMMs follow the policy too; fusion, recomputation and the
+// memory plan come last.
 //
 //===----------------------------------------------------------------------===//
 
