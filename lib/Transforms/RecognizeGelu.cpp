@@ -16,13 +16,12 @@
 
 #include "kiln/Transforms/RecognizeGelu.h"
 
-#include "Literals.h"
+#include "PatternSupport.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/SetVector.h"
 
 #include <cmath>
 
@@ -193,19 +192,7 @@ FailureOr<int> recognizeGelu(func::FuncOp function,
         builder.create<GeluOp>(product.getLoc(), found->first, found->second);
     product.getResult().replaceAllUsesWith(gelu);
     product.erase();
-    // The matched ops, as they lose their last user.
-    // (A constant read twice is listed twice: erase each op once.)
-    llvm::SetVector<Operation *> unique(matcher.ops.begin(), matcher.ops.end());
-    SmallVector<Operation *> replaced = unique.takeVector();
-    for (bool erased = true; erased;) {
-      erased = false;
-      for (Operation *&op : replaced)
-        if (op && op->use_empty()) {
-          op->erase();
-          op = nullptr;
-          erased = true;
-        }
-    }
+    eraseReplaced(matcher.ops);
     ++recognized;
   }
   return recognized;

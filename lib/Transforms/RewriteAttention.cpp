@@ -20,7 +20,7 @@
 
 #include "kiln/Transforms/RewriteAttention.h"
 
-#include "Literals.h"
+#include "PatternSupport.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Transforms/Passes.h"
@@ -393,16 +393,7 @@ static void rewrite(AttentionMatch &match) {
       builder.getI64IntegerAttr(dropout ? dropout.getSeed() : 0));
   match.output.getResult().replaceAllUsesWith(attention.getOutput());
   // Erase what nothing reads any more, users before their producers.
-  SmallVector<Operation *> ops = match.replaced.takeVector();
-  for (bool erased = true; erased;) {
-    erased = false;
-    for (Operation *&op : ops)
-      if (op && op->use_empty() && !isa<ParameterOp>(op)) {
-        op->erase();
-        op = nullptr;
-        erased = true;
-      }
-  }
+  eraseReplaced(match.replaced.getArrayRef());
 }
 
 FailureOr<int> rewriteAttention(func::FuncOp function,

@@ -1,9 +1,11 @@
-//===- Literals.cpp - the numbers a matched pattern multiplies by ---------===//
+//===- PatternSupport.cpp - shared by the pattern passes ------------------===//
 
-#include "Literals.h"
+#include "PatternSupport.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/TensorAttr.h"
+
+#include "llvm/ADT/SetVector.h"
 
 #include <cmath>
 
@@ -43,6 +45,20 @@ std::optional<double> Literals::value(Value value) const {
 bool Literals::is(Value value, double expected) const {
   std::optional<double> actual = this->value(value);
   return actual && std::fabs(*actual - expected) <= 1e-6 * std::fabs(expected);
+}
+
+void eraseReplaced(ArrayRef<Operation *> replaced) {
+  llvm::SetVector<Operation *> unique(replaced.begin(), replaced.end());
+  SmallVector<Operation *> ops = unique.takeVector();
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (Operation *&op : ops)
+      if (op && op->use_empty() && !isa<ParameterOp>(op)) {
+        op->erase();
+        op = nullptr;
+        erased = true;
+      }
+  }
 }
 
 } // namespace kiln

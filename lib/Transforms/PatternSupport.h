@@ -1,11 +1,12 @@
-//===- Literals.h - the numbers a matched pattern multiplies by -*- C++ -*-===//
+//===- PatternSupport.h - shared by the pattern passes ----------*- C++ -*-===//
 //
-// Internal to the pattern-matching passes (attention, GELU).
+// Internal to the pattern-matching passes (attention, GELU): reading the
+// literals a pattern is built from, and erasing what a match replaced.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_LIB_TRANSFORMS_LITERALS_H
-#define KILN_LIB_TRANSFORMS_LITERALS_H
+#ifndef KILN_LIB_TRANSFORMS_PATTERNSUPPORT_H
+#define KILN_LIB_TRANSFORMS_PATTERNSUPPORT_H
 
 #include "kiln/Autodiff/Autodiff.h"
 
@@ -38,6 +39,11 @@ private:
   llvm::DenseSet<mlir::Operation *> trained;
 };
 
+/// Erases the ops of `replaced` (duplicates allowed) as they lose their last
+/// user, so that users go before their producers; kiln.parameter ops stay,
+/// since they name the model's parameters.
+void eraseReplaced(llvm::ArrayRef<mlir::Operation *> replaced);
+
 } // namespace kiln
 
-#endif // KILN_LIB_TRANSFORMS_LITERALS_H
+#endif // KILN_LIB_TRANSFORMS_PATTERNSUPPORT_H
