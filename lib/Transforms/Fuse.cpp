@@ -120,7 +120,48 @@ int fuseGemmEpilogues(func::FuncOp function) {
     if (bias == product.getResult() || biasType.getRank() != 1 ||
         biasType.getDimSize(0) != product.getType().getShape().back())
       continue;
-    epilogues.push_back({product, add});
+    SmallVector<Operation *> epilogue = {product, add};
+    // cuBLASLt's GELU epilogue (the tanh form) follows the bias, maybe
+    // behind reshapes (views); the sum it reads stays a result when the
+    // backward pass needs it (GELU_AUX). A cast of the activation to a
+    // narrow type is the epilogue's output type.
+    auto isGelu = [](Operation *user) {
+      auto gelu = dyn_cast<GeluOp>(user);
+      return gelu && gelu.getApproximation() == GeluApproximation::Tanh;
+    };
+    Value sum = add.getResult();
+    SmallVector<Operation *> views;
+    Operation *gelu = nullptr;
+    while (!gelu) {
+      auto users = sum.getUsers();
+      if (auto found = llvm::find_if(users, isGelu); found != users.end()) {
+        gelu = *found;
+        break;
+      }
+      auto view = llvm::find_if(users, [](Operation *user) {
+        return isa<ReshapeOp>(user);
+      });
+      if (view == users.end())
+        break;
+      views.push_back(*view);
+      sum = (*view)->getResult(0);
+    }
+    if (gelu) {
+      llvm::append_range(epilogue, views);
+      epilogue.push_back(gelu);
+      Operation *last = gelu;
+      while (last->hasOneUse() && isa<ReshapeOp>(*last->user_begin()))
+        epilogue.push_back(last = *last->user_begin());
+      if (last->hasOneUse() && isa<CastOp>(*last->user_begin()))
+        epilogue.push_back(*last->user_begin());
+    }
+    DenseSet<Operation *> members(epilogue.begin(), epilogue.end());
+    while (epilogue.size() > 2 &&
+           !usesFollow(epilogue, members, epilogue.back())) {
+      members.erase(epilogue.back());
+      epilogue.pop_back();
+    }
+    epilogues.push_back(std::move(epilogue));
   }
   for (ArrayRef<Operation *> epilogue : epilogues)
     outline(epilogue);

@@ -20,21 +20,43 @@ func.func @bias_gelu_cast(%h: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8x
 // -----
 
 // Tests that a product whose only reader adds a bias along its rows takes
-// the add into its fusion (cuBLASLt's bias epilogue: the unbiased product
-// is never stored), and that the chain after it is a fusion of its own.
-// CHECK-LABEL: func @bias_epilogue
-// CHECK: %[[E:.*]] = kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+// the add, the tanh GELU of the sum and the cast of the GELU into its fusion
+// (cuBLASLt's bias + GELU epilogue with a bf16 output: the unbiased product
+// is never stored). The sum stays a result where it is read later (the aux
+// output the GELU gradient needs).
+// CHECK-LABEL: func @bias_gelu_epilogue
+// CHECK: %[[E:.*]]:2 = kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xbf16>) {
 // CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8x8xf32>, %[[B:.*]]: tensor<8xf32>):
 // CHECK-NEXT: %[[P:.*]] = kiln.matmul %[[X]], %[[W]]
 // CHECK-NEXT: %[[S:.*]] = kiln.add %[[P]], %[[B]]
-// CHECK-NEXT: kiln.yield %[[S]]
-// CHECK: kiln.fusion %[[E]] : (tensor<4x8xf32>) -> tensor<4x8xbf16>
-// CHECK: kiln.gelu
-// CHECK: kiln.cast
-func.func @bias_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xbf16> {
+// CHECK-NEXT: %[[G:.*]] = kiln.gelu %[[S]] approximation = tanh
+// CHECK-NEXT: %[[C:.*]] = kiln.cast %[[G]]
+// CHECK-NEXT: kiln.yield %[[S]], %[[C]]
+// CHECK: kiln.neg %[[E]]#0
+func.func @bias_gelu_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<4x8xf32>) {
   %h = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %s = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %g = kiln.gelu %s approximation = tanh : tensor<4x8xf32>
+  %c = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
+  %n = kiln.neg %s : tensor<4x8xf32>
+  return %c, %n : tensor<4x8xbf16>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that the erf GELU, which cuBLASLt does not apply, stays out of the
+// bias epilogue and fuses with what follows it.
+// CHECK-LABEL: func @bias_epilogue_erf_gelu
+// CHECK: %[[E:.*]] = kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.fusion %[[E]] : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+// CHECK: kiln.gelu {{.*}} approximation = none
+func.func @bias_epilogue_erf_gelu(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xbf16> {
+  %h = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %g = kiln.gelu %s approximation = none : tensor<4x8xf32>
   %c = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
   return %c : tensor<4x8xbf16>
 }

@@ -21,9 +21,11 @@ bool isElementwise(mlir::Operation *op);
 int fuseElementwise(mlir::func::FuncOp function);
 
 /// Makes each product whose only reader adds a bias along its rows (a
-/// vector of its last dimension) one fusion with that add: the epilogue
-/// cuBLASLt applies as it stores the product, which is then never stored
-/// unbiased. Returns how many it fused. Run before fuseElementwise.
+/// vector of its last dimension) one fusion with that add, and with a tanh
+/// GELU of the sum and a cast of the GELU when they follow: the epilogues
+/// cuBLASLt applies as it stores the product (bias, GELU with the sum as
+/// its aux output), which is then never stored unbiased. Returns how many
+/// it fused. Run before fuseElementwise.
 int fuseGemmEpilogues(mlir::func::FuncOp function);
 
 /// Puts all optimizer updates of a training step into one kiln.fusion, the
