@@ -25,28 +25,6 @@ static void addUnary(GradientRuleTable &table, Derivative derivative) {
   });
 }
 
-/// d gelu(x) = Phi(x) + x * phi(x) exactly, or the derivative of the tanh
-/// form: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3)).
-static Value geluDerivative(GradientBuilder &b, GeluOp op) {
-  Value x = op.getInput();
-  auto c = [&](double v) { return b.scalarLike(v, x); };
-  Value x2 = b.mul(x, x);
-  if (op.getApproximation() == GeluApproximation::None) {
-    Value cdf = b.mul(c(0.5), b.add(c(1.0), b.create<ErfOp>(
-                                                 b.mul(x, c(M_SQRT1_2)))));
-    Value pdf = b.mul(c(0.5 * M_2_SQRTPI * M_SQRT1_2),
-                      b.create<ExpOp>(b.mul(x2, c(-0.5))));
-    return b.add(cdf, b.mul(x, pdf));
-  }
-  const double k = std::sqrt(2.0 / M_PI), cubic = 0.044715;
-  Value t = b.create<TanhOp>(
-      b.mul(c(k), b.add(x, b.mul(c(cubic), b.mul(x2, x)))));
-  Value left = b.mul(c(0.5), b.add(c(1.0), t));
-  Value inner = b.mul(c(k), b.add(c(1.0), b.mul(c(3.0 * cubic), x2)));
-  Value right = b.mul(b.mul(c(0.5), x),
-                      b.mul(b.sub(c(1.0), b.mul(t, t)), inner));
-  return b.add(left, right);
-}
 
 void registerElementwiseGradients(GradientRuleTable &table) {
   using B = GradientBuilder;
@@ -90,7 +68,8 @@ void registerElementwiseGradients(GradientRuleTable &table) {
   });
   table.add<GeluOp>([](GeluOp op, ArrayRef<Value> grads, B &b,
                        SmallVectorImpl<Value> &operandGrads) -> LogicalResult {
-    operandGrads.push_back(b.mul(grads[0], geluDerivative(b, op)));
+    operandGrads.push_back(b.create<GeluGradOp>(op.getInput(), grads[0],
+                                                op.getApproximation()));
     return success();
   });
 

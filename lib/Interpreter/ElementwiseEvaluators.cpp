@@ -79,6 +79,32 @@ static LogicalResult evaluateGelu(GeluOp op, const EvaluationContext &context,
   return success();
 }
 
+/// The derivatives of geluExact and geluTanh.
+static double geluExactDerivative(double x) {
+  double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
+  double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+  return cdf + x * pdf;
+}
+static double geluTanhDerivative(double x) {
+  const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+  double t = std::tanh(k * (x + c * x * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x * x);
+}
+
+static LogicalResult evaluateGeluGrad(GeluGradOp op,
+                                      const EvaluationContext &context,
+                                      SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0), &grad = context.operand(1);
+  Tensor result = makeTensor(op.getResult());
+  auto derivative = op.getApproximation() == GeluApproximation::Tanh
+                        ? geluTanhDerivative
+                        : geluExactDerivative;
+  for (int64_t i = 0; i < input.getNumElements(); ++i)
+    result.setFromDouble(i, grad.floats()[i] * derivative(input.floats()[i]));
+  results.push_back(std::move(result));
+  return success();
+}
+
 static LogicalResult evaluateIsNan(IsNanOp op, const EvaluationContext &context,
                                    SmallVectorImpl<Tensor> &results) {
   const Tensor &input = context.operand(0);
@@ -330,6 +356,7 @@ void registerElementwiseEvaluators(EvaluatorTable &table) {
   addUnary<RoundOp>(table, [](double x) { return std::nearbyint(x); });
   addUnary<NotOp>(table, [](double x) { return x == 0.0 ? 1.0 : 0.0; });
   table.add<GeluOp>(evaluateGelu);
+  table.add<GeluGradOp>(evaluateGeluGrad);
   table.add<IsNanOp>(evaluateIsNan);
   table.add<IsInfOp>(evaluateIsInf);
   table.add<CastOp>(evaluateCast);

@@ -112,6 +112,22 @@ int fuseGemmEpilogues(func::FuncOp function) {
     auto product = dyn_cast<MatmulOp>(op);
     if (!product || !product->hasOneUse())
       continue;
+    // Backward: the product (maybe behind reshapes) is the gradient a tanh
+    // GELU's derivative scales (cuBLASLt's DGELU epilogue, reading the
+    // pre-activation as aux input).
+    SmallVector<Operation *> dgeluEpilogue = {product};
+    Operation *reader = *product->user_begin();
+    while (isa<ReshapeOp>(reader) && reader->hasOneUse()) {
+      dgeluEpilogue.push_back(reader);
+      reader = *reader->user_begin();
+    }
+    if (auto dgelu = dyn_cast<GeluGradOp>(reader);
+        dgelu && dgelu.getGrad() == dgeluEpilogue.back()->getResult(0) &&
+        dgelu.getApproximation() == GeluApproximation::Tanh) {
+      dgeluEpilogue.push_back(dgelu);
+      epilogues.push_back(std::move(dgeluEpilogue));
+      continue;
+    }
     auto add = dyn_cast<AddOp>(*product->user_begin());
     if (!add || add.getType() != product.getType())
       continue;

@@ -180,3 +180,19 @@ func.func @multi_tensor_update(%w: tensor<4x8xf32>, %b: tensor<8xf32>, %gw: tens
   %b1:3 = kiln.adamw %b, %gb, %gb, %gb, %lr, %t {beta1 = 0.9, beta2 = 0.999, epsilon = 1.0e-8, weight_decay = 0.0} : tensor<8xf32>, tensor<f32>, tensor<i64>
   return %w1#0, %b1#0 : tensor<4x8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Tests the backward epilogue: a product (behind a reshape) that a tanh
+// GELU's derivative scales, cuBLASLt's DGELU.
+// CHECK-LABEL: func @dgelu_epilogue
+// CHECK: kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<2x2x8xf32>) -> tensor<2x2x8xf32> {
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.reshape
+// CHECK-NEXT: kiln.gelu_grad
+func.func @dgelu_epilogue(%dy: tensor<4x8xf32>, %w: tensor<8x8xf32>, %pre: tensor<2x2x8xf32>) -> tensor<2x2x8xf32> {
+  %g = kiln.matmul %dy, %w {transpose_rhs} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %r = kiln.reshape %g : tensor<4x8xf32> to tensor<2x2x8xf32>
+  %dx = kiln.gelu_grad %pre, %r approximation = tanh : tensor<2x2x8xf32>
+  return %dx : tensor<2x2x8xf32>
+}

@@ -145,7 +145,7 @@ static void report(PlannedStep &planned) {
       ++fusions;
     else if (!isa<kiln::ConstantOp, kiln::ParameterOp, kiln::ReshapeOp>(op))
       ++others;
-  outs() << formatv("kernels: {0} ({1} GEMMs, {2} of them with a bias "
+  outs() << formatv("kernels: {0} ({1} GEMMs, {2} of them with a fused "
                     "epilogue, {3} attention, {4} fusions, {5} other ops)\n",
                     gemms + attention + fusions + others, gemms, epilogues,
                     attention, fusions, others);

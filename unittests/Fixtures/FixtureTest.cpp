@@ -420,8 +420,9 @@ void expectFusionExact(const std::string &fixtureName, const char *file) {
   fused.setSymName("fused");
   // The dynamo exports of GPT-2 drop its all-zero biases: no epilogue there.
   int epilogues = fuseGemmEpilogues(fused);
-  if (llvm::StringRef(file) == "model.onnx")
+  if (llvm::StringRef(file) == "model.onnx") {
     EXPECT_GT(epilogues, 0);
+  }
   EXPECT_GT(fuseElementwise(fused), 0);
   ASSERT_TRUE(mlir::succeeded(mlir::verify(fused)));
   auto before = interpret(unfused, model.inputs);

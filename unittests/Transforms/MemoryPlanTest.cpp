@@ -48,8 +48,9 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   fuseGemmEpilogues(*step);
   fuseElementwise(*step);
   fuseOptimizerUpdates(*step);
-  if (recompute)
+  if (recompute) {
     EXPECT_GT(recomputeActivations(*step), 0);
+  }
   MemoryPlan plan = planMemory(*step);
 
   // Owner of every byte of the arena; -1 for none.

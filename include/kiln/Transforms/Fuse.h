@@ -24,8 +24,9 @@ int fuseElementwise(mlir::func::FuncOp function);
 /// vector of its last dimension) one fusion with that add, and with a tanh
 /// GELU of the sum and a cast of the GELU when they follow: the epilogues
 /// cuBLASLt applies as it stores the product (bias, GELU with the sum as
-/// its aux output), which is then never stored unbiased. Returns how many
-/// it fused. Run before fuseElementwise.
+/// its aux output), which is then never stored unbiased; and, backward, a
+/// product scaled by a tanh GELU's derivative (DGELU). Returns how many it
+/// fused. Run before fuseElementwise.
 int fuseGemmEpilogues(mlir::func::FuncOp function);
 
 /// Puts all optimizer updates of a training step into one kiln.fusion, the

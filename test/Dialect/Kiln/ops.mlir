@@ -173,3 +173,10 @@ func.func @padded_parameter() -> tensor<8x4xf32> {
   %w = kiln.parameter "w" = dense<1.0> : tensor<7x4xf32> {logical_shape = array<i64: 7, 4>} : tensor<8x4xf32>
   return %w : tensor<8x4xf32>
 }
+
+// CHECK-LABEL: func @gelu_grad
+func.func @gelu_grad(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: kiln.gelu_grad %{{.*}}, %{{.*}} approximation = tanh : tensor<4x8xf32>
+  %dx = kiln.gelu_grad %x, %dy approximation = tanh : tensor<4x8xf32>
+  return %dx : tensor<4x8xf32>
+}

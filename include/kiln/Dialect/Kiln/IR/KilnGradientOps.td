@@ -33,6 +33,28 @@ def Kiln_SoftmaxGradOp : Kiln_SoftmaxGradFamilyOp<"softmax_grad",
 def Kiln_LogSoftmaxGradOp : Kiln_SoftmaxGradFamilyOp<"log_softmax_grad",
     "grad - exp(output) * sum(grad)">;
 
+def Kiln_GeluGradOp : Kiln_Op<"gelu_grad",
+    [Pure, Elementwise, AllTypesMatch<["input", "grad", "result"]>]> {
+  let summary = "gradient of gelu";
+  let description = [{
+    `grad * gelu'(input)`, with the derivative of the form `approximation`
+    names: `Phi(x) + x phi(x)` exactly, or, for the tanh form with
+    `t = tanh(k (x + c x^3))`, `0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)`.
+    One op, so that a GEMM producing `grad` can apply it in its epilogue
+    (cuBLASLt's DGELU); the interpreter computes it in fp64.
+
+    ```mlir
+    %dx = kiln.gelu_grad %x, %dy approximation = tanh : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$grad,
+                       Kiln_GeluApproximation:$approximation);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `approximation` `=` $approximation attr-dict `:` type($result)
+  }];
+}
+
 def Kiln_LayerNormGradOp : Kiln_Op<"layer_norm_grad", [Pure]> {
   let summary = "gradients of layer_norm";
   let description = [{
