@@ -106,78 +106,83 @@ static bool isFusedReduction(Operation *op) {
              ReduceMinOp>(op);
 }
 
+/// The ops of a DGELU epilogue of `product` (backward: the product, maybe
+/// behind reshapes, is the gradient a tanh GELU's derivative scales; the
+/// pre-activation is the aux input), or none.
+static SmallVector<Operation *> dgeluEpilogue(MatmulOp product) {
+  SmallVector<Operation *> epilogue = {product};
+  Operation *reader = *product->user_begin();
+  while (isa<ReshapeOp>(reader) && reader->hasOneUse()) {
+    epilogue.push_back(reader);
+    reader = *reader->user_begin();
+  }
+  auto dgelu = dyn_cast<GeluGradOp>(reader);
+  if (!dgelu || dgelu.getGrad() != epilogue.back()->getResult(0) ||
+      dgelu.getApproximation() != GeluApproximation::Tanh)
+    return {};
+  epilogue.push_back(dgelu);
+  return epilogue;
+}
+
+/// The ops of a bias epilogue of `product`: the add of a row bias, then,
+/// maybe behind reshapes (views), a tanh GELU of the sum (the sum stays a
+/// result where the backward pass reads it: GELU_AUX) and a cast of the
+/// GELU (the output type); or none.
+static SmallVector<Operation *> biasEpilogue(MatmulOp product) {
+  auto add = dyn_cast<AddOp>(*product->user_begin());
+  if (!add || add.getType() != product.getType())
+    return {};
+  Value bias = add.getLhs() == product.getResult() ? add.getRhs() : add.getLhs();
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  if (bias == product.getResult() || biasType.getRank() != 1 ||
+      biasType.getDimSize(0) != product.getType().getShape().back())
+    return {};
+  SmallVector<Operation *> epilogue = {product, add};
+  auto isTanhGelu = [](Operation *user) {
+    auto gelu = dyn_cast<GeluOp>(user);
+    return gelu && gelu.getApproximation() == GeluApproximation::Tanh;
+  };
+  SmallVector<Operation *> views;
+  Value sum = add.getResult();
+  auto gelu = llvm::find_if(sum.getUsers(), isTanhGelu);
+  while (gelu == sum.getUsers().end()) {
+    auto view = llvm::find_if(sum.getUsers(), [](Operation *user) {
+      return isa<ReshapeOp>(user);
+    });
+    if (view == sum.getUsers().end())
+      return epilogue;
+    views.push_back(*view);
+    sum = (*view)->getResult(0);
+    gelu = llvm::find_if(sum.getUsers(), isTanhGelu);
+  }
+  llvm::append_range(epilogue, views);
+  Operation *last = *gelu;
+  epilogue.push_back(last);
+  while (last->hasOneUse() && isa<ReshapeOp>(*last->user_begin()))
+    epilogue.push_back(last = *last->user_begin());
+  if (last->hasOneUse() && isa<CastOp>(*last->user_begin()))
+    epilogue.push_back(*last->user_begin());
+  // Keep only as much as the fusion, placed at its last op, can hold.
+  DenseSet<Operation *> members(epilogue.begin(), epilogue.end());
+  while (epilogue.size() > 2 &&
+         !usesFollow(epilogue, members, epilogue.back())) {
+    members.erase(epilogue.back());
+    epilogue.pop_back();
+  }
+  return epilogue;
+}
+
 int fuseGemmEpilogues(func::FuncOp function) {
   SmallVector<SmallVector<Operation *>> epilogues;
   for (Operation &op : function.getBody().front()) {
     auto product = dyn_cast<MatmulOp>(op);
     if (!product || !product->hasOneUse())
       continue;
-    // Backward: the product (maybe behind reshapes) is the gradient a tanh
-    // GELU's derivative scales (cuBLASLt's DGELU epilogue, reading the
-    // pre-activation as aux input).
-    SmallVector<Operation *> dgeluEpilogue = {product};
-    Operation *reader = *product->user_begin();
-    while (isa<ReshapeOp>(reader) && reader->hasOneUse()) {
-      dgeluEpilogue.push_back(reader);
-      reader = *reader->user_begin();
-    }
-    if (auto dgelu = dyn_cast<GeluGradOp>(reader);
-        dgelu && dgelu.getGrad() == dgeluEpilogue.back()->getResult(0) &&
-        dgelu.getApproximation() == GeluApproximation::Tanh) {
-      dgeluEpilogue.push_back(dgelu);
-      epilogues.push_back(std::move(dgeluEpilogue));
-      continue;
-    }
-    auto add = dyn_cast<AddOp>(*product->user_begin());
-    if (!add || add.getType() != product.getType())
-      continue;
-    Value bias = add.getLhs() == product.getResult() ? add.getRhs() : add.getLhs();
-    auto biasType = cast<RankedTensorType>(bias.getType());
-    if (bias == product.getResult() || biasType.getRank() != 1 ||
-        biasType.getDimSize(0) != product.getType().getShape().back())
-      continue;
-    SmallVector<Operation *> epilogue = {product, add};
-    // cuBLASLt's GELU epilogue (the tanh form) follows the bias, maybe
-    // behind reshapes (views); the sum it reads stays a result when the
-    // backward pass needs it (GELU_AUX). A cast of the activation to a
-    // narrow type is the epilogue's output type.
-    auto isGelu = [](Operation *user) {
-      auto gelu = dyn_cast<GeluOp>(user);
-      return gelu && gelu.getApproximation() == GeluApproximation::Tanh;
-    };
-    Value sum = add.getResult();
-    SmallVector<Operation *> views;
-    Operation *gelu = nullptr;
-    while (!gelu) {
-      auto users = sum.getUsers();
-      if (auto found = llvm::find_if(users, isGelu); found != users.end()) {
-        gelu = *found;
-        break;
-      }
-      auto view = llvm::find_if(users, [](Operation *user) {
-        return isa<ReshapeOp>(user);
-      });
-      if (view == users.end())
-        break;
-      views.push_back(*view);
-      sum = (*view)->getResult(0);
-    }
-    if (gelu) {
-      llvm::append_range(epilogue, views);
-      epilogue.push_back(gelu);
-      Operation *last = gelu;
-      while (last->hasOneUse() && isa<ReshapeOp>(*last->user_begin()))
-        epilogue.push_back(last = *last->user_begin());
-      if (last->hasOneUse() && isa<CastOp>(*last->user_begin()))
-        epilogue.push_back(*last->user_begin());
-    }
-    DenseSet<Operation *> members(epilogue.begin(), epilogue.end());
-    while (epilogue.size() > 2 &&
-           !usesFollow(epilogue, members, epilogue.back())) {
-      members.erase(epilogue.back());
-      epilogue.pop_back();
-    }
-    epilogues.push_back(std::move(epilogue));
+    SmallVector<Operation *> epilogue = dgeluEpilogue(product);
+    if (epilogue.empty())
+      epilogue = biasEpilogue(product);
+    if (!epilogue.empty())
+      epilogues.push_back(std::move(epilogue));
   }
   for (ArrayRef<Operation *> epilogue : epilogues)
     outline(epilogue);
