@@ -200,7 +200,7 @@ Tensor Trainer::stored(StringRef name, const Tensor &logical) const {
   StringRef parameter = parameterValues.count(name)
                             ? name
                             : name.rsplit('.').first; // "<parameter>.<slot>"
-  return logical.resized(parameterValues.lookup(parameter).getShape());
+  return logical.resized(parameterValues.find(parameter)->second.getShape());
 }
 
 FailureOr<NamedTensors>

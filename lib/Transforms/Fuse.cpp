@@ -189,6 +189,12 @@ int fuseGemmEpilogues(func::FuncOp function) {
   return epilogues.size();
 }
 
+void fuse(func::FuncOp function) {
+  fuseGemmEpilogues(function);
+  fuseElementwise(function);
+  fuseOptimizerUpdates(function);
+}
+
 bool fuseOptimizerUpdates(func::FuncOp function) {
   SmallVector<Operation *> updates;
   for (Operation &op : function.getBody().front())
@@ -268,11 +274,8 @@ namespace {
 struct FusePass : kiln::impl::KilnFuseBase<FusePass> {
   void runOnOperation() override {
     func::FuncOp function = getOperation();
-    if (!function.getBody().hasOneBlock())
-      return;
-    kiln::fuseGemmEpilogues(function);
-    kiln::fuseElementwise(function);
-    kiln::fuseOptimizerUpdates(function);
+    if (function.getBody().hasOneBlock())
+      kiln::fuse(function);
   }
 };
 } // namespace

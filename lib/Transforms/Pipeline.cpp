@@ -79,7 +79,7 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, tf32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
-  Option<bool> attention{*this, "attention",
+  Option<bool> rewriteAttention{*this, "rewrite-attention",
                          llvm::cl::desc("Rewrite attention into kiln.attention"),
                          llvm::cl::init(true)};
   Option<double> padMaxOverhead{
@@ -119,7 +119,7 @@ void registerTrainingPipeline() {
         config.optimizer.microBatches = options.microBatches;
         config.precision = *precision;
         config.optimizer.lossScaling.enabled = needsLossScaling(*precision);
-        config.rewriteAttention = options.attention;
+        config.rewriteAttention = options.rewriteAttention;
         config.padMaxOverhead = options.padMaxOverhead;
         config.recompute = options.recompute;
         buildTrainingPipeline(manager, config);

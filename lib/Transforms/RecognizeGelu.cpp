@@ -40,8 +40,8 @@ class GeluMatcher {
 public:
   explicit GeluMatcher(const Literals &literals) : literals(literals) {}
 
-  /// The two operands of a single-use commutative `OpTy` whose other
-  /// operand is the literal `constant`: the non-literal one.
+  /// If `value` is a single-use commutative `OpTy` of the literal
+  /// `constant` and another value, that other value (else null).
   template <typename OpTy> Value operandBeside(Value value, double constant) {
     auto op = value.getDefiningOp<OpTy>();
     if (!op || !value.hasOneUse())

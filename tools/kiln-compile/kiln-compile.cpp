@@ -188,14 +188,15 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context;
   kiln::registerKilnDialects(context);
   kiln::ToolDiagnostics diagnostics(&context);
-  if (maxMemory.empty()) {
-    std::optional<PlannedStep> planned =
-        planStep(context, options, *config);
+  auto planAndReport = [&] {
+    std::optional<PlannedStep> planned = planStep(context, options, *config);
     if (!planned)
       return 1;
     report(*planned);
     return 0;
-  }
+  };
+  if (maxMemory.empty())
+    return planAndReport();
 
   // The largest batch that fits: double, then bisect, planning each size.
   std::optional<int64_t> budget = parseBytes(maxMemory);
@@ -237,10 +238,5 @@ int main(int argc, char **argv) {
   outs() << "largest " << batchDim << " that fits in " << maxMemory << ": "
          << good << "\n";
   options.dimensions[batchDim] = good;
-  std::optional<PlannedStep> planned =
-      planStep(context, options, *config);
-  if (!planned)
-    return 1;
-  report(*planned);
-  return 0;
+  return planAndReport();
 }

@@ -45,9 +45,7 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   ASSERT_TRUE(mlir::succeeded(step));
   auto [precision, recompute] = GetParam();
   assignPrecision(*step, precision);
-  fuseGemmEpilogues(*step);
-  fuseElementwise(*step);
-  fuseOptimizerUpdates(*step);
+  fuse(*step);
   if (recompute) {
     EXPECT_GT(recomputeActivations(*step), 0);
   }

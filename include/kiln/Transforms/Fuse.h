@@ -29,6 +29,10 @@ int fuseElementwise(mlir::func::FuncOp function);
 /// fused. Run before fuseElementwise.
 int fuseGemmEpilogues(mlir::func::FuncOp function);
 
+/// All of kiln-fuse, in its order: GEMM epilogues, elementwise chains (with
+/// the reductions that end them), the multi-tensor optimizer update.
+void fuse(mlir::func::FuncOp function);
+
 /// Puts all optimizer updates of a training step into one kiln.fusion, the
 /// multi-tensor update that one kernel applies to every parameter; returns
 /// whether it did (a step with fewer than two updates has nothing to join).
