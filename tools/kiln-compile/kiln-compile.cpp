@@ -4,17 +4,21 @@
 // [--optimizer adamw] [--micro-batches K] --report-memory` builds the
 // training step (kiln's training pipeline) and reports its static
 // memory plan; `--max-memory SIZE` first picks the largest batch whose plan
-// fits. Code generation for GPUs (--target) is not built yet.
+// fits. `--target=cuda [--arch=sm_90,sm_80] -o MODEL.kiln` compiles the step
+// for NVIDIA GPUs into an artifact that kiln-run trains with.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Target/CUDATarget.h"
+#include "kiln/Training/Checkpoint.h"
 #include "kiln/Tools/ModelLoading.h"
 #include "kiln/Tools/PipelineOptions.h"
 #include "kiln/Transforms/MemoryPlan.h"
 #include "kiln/Transforms/Pipeline.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -40,6 +44,26 @@ static cl::opt<std::string> maxMemory(
 static cl::opt<std::string> batchDim(
     "batch-dim", cl::init("batch"),
     cl::desc("The symbolic dimension --max-memory chooses"), cl::cat(category));
+
+static cl::opt<std::string> target(
+    "target", cl::value_desc("cuda"),
+    cl::desc("Compile the step for a device (cuda) into an artifact (-o)"),
+    cl::cat(category));
+static cl::list<std::string> archs(
+    "arch", cl::CommaSeparated, cl::value_desc("sm_90,sm_80"),
+    cl::desc("GPU architectures to compile kernels for (default sm_90)"),
+    cl::cat(category));
+static cl::opt<std::string> outputPath("o", cl::value_desc("MODEL.kiln"),
+                                       cl::desc("Where --target writes the artifact"),
+                                       cl::cat(category));
+static cl::opt<bool> forwardOnly(
+    "forward",
+    cl::desc("Compile the model's function as it is, without training it "
+             "(--target=cuda: for running it forward and testing kernels)"),
+    cl::cat(category));
+static cl::opt<bool> printCuda(
+    "print-cuda", cl::desc("Print the generated CUDA C++ of --target=cuda"),
+    cl::cat(category));
 
 static int fail(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
@@ -81,6 +105,11 @@ planStep(mlir::MLIRContext &context, const kiln::ImportOptions &options,
     return std::nullopt;
   config.function = forward->getSymName().str();
   planned.config = config;
+  if (forwardOnly) {
+    planned.step = *forward;
+    planned.plan = kiln::planMemory(planned.step);
+    return planned;
+  }
   auto functions = kiln::runTrainingPipeline(*planned.module, config);
   if (mlir::failed(functions))
     return std::nullopt;
@@ -168,6 +197,39 @@ static void report(PlannedStep &planned) {
   }
 }
 
+/// Writes the artifact of `planned` (--target=cuda).
+static int compileForCuda(PlannedStep &planned) {
+  kiln::cuda::TargetOptions targetOptions;
+  if (!archs.empty())
+    targetOptions.archs.assign(archs.begin(), archs.end());
+  if (outputPath.empty())
+    targetOptions.archs.clear(); // --print-cuda alone: nothing to compile
+  auto modelBytes = MemoryBuffer::getFile(modelPath);
+  targetOptions.modelHash =
+      kiln::digest(modelBytes ? (*modelBytes)->getBuffer() : StringRef());
+  targetOptions.optionsText = kiln::pipelineOptionsIdentity();
+  auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);
+  if (mlir::failed(artifact))
+    return 1;
+  if (printCuda)
+    outs() << (*artifact)->source;
+  if (outputPath.empty())
+    return 0;
+  std::string error;
+  if (!kiln::artifact::write(**artifact, outputPath, error))
+    return fail(error);
+  size_t gemms = llvm::count_if((*artifact)->operations,
+                                [](auto &op) { return op->gemm != nullptr; });
+  outs() << formatv("wrote {0}: {1} operations ({2} GEMMs, {3} kernel launches "
+                    "of {4} distinct kernels), arena {5}, cubins for {6}\n",
+                    outputPath, (*artifact)->operations.size(), gemms,
+                    (*artifact)->operations.size() - gemms,
+                    (*artifact)->kernel_names.size(),
+                    size((*artifact)->arena_bytes),
+                    llvm::join(targetOptions.archs, ", "));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&category, &kiln::pipelineOptions()});
@@ -181,9 +243,17 @@ int main(int argc, char **argv) {
       kiln::pipelineConfigFromOptions();
   if (!config)
     return fail(toString(config.takeError()));
-  if (!reportMemory && maxMemory.empty())
-    return fail("nothing to do: give --report-memory or --max-memory (GPU code "
-                "generation is not available in this build)");
+  if (!reportMemory && maxMemory.empty() && target.empty())
+    return fail("nothing to do: give --report-memory, --max-memory or "
+                "--target=cuda");
+  if (!target.empty() && target != "cuda")
+    return fail("unknown --target '" + target + "' (the one target is cuda)");
+  if (!target.empty() && outputPath.empty() && !printCuda)
+    return fail("--target=cuda needs -o MODEL.kiln (or --print-cuda)");
+  for (const std::string &arch : archs)
+    if (!StringRef(arch).starts_with("sm_") || arch.size() < 5 ||
+        !isdigit(static_cast<unsigned char>(arch[3])))
+      return fail("--arch expects names like sm_80 or sm_90, got '" + arch + "'");
 
   mlir::MLIRContext context;
   kiln::registerKilnDialects(context);
@@ -192,8 +262,9 @@ int main(int argc, char **argv) {
     std::optional<PlannedStep> planned = planStep(context, options, *config);
     if (!planned)
       return 1;
-    report(*planned);
-    return 0;
+    if (reportMemory || !maxMemory.empty())
+      report(*planned);
+    return target.empty() ? 0 : compileForCuda(*planned);
   };
   if (maxMemory.empty())
     return planAndReport();

@@ -1,0 +1,44 @@
+//===- Artifact.h - the compiled step on disk --------------------*- C++ -*-===//
+//
+// Reading, verifying and writing `.kiln` artifacts. Shared by the compiler
+// and the runtime, so it depends on nothing but FlatBuffers and the C++
+// library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_ARTIFACT_ARTIFACT_H
+#define KILN_ARTIFACT_ARTIFACT_H
+
+#include "kiln/Artifact/Artifact_generated.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::artifact {
+
+/// Bumped whenever the meaning of a field changes: a runtime refuses any
+/// other version.
+constexpr uint32_t kFormatVersion = 1;
+
+/// Bytes of one element of `type`.
+int64_t elementBytes(ElementType type);
+/// Elements of a shape.
+int64_t elementCount(const flatbuffers::Vector<int64_t> *shape);
+
+/// Checks that `bytes` hold a well-formed artifact of this format version
+/// whose every offset lies inside its arena. On failure `error` says why.
+const Artifact *verify(const std::vector<uint8_t> &bytes, std::string &error);
+
+/// Reads and verifies `path`; on failure `error` names the file and why.
+bool read(const std::string &path, std::vector<uint8_t> &bytes,
+          const Artifact *&artifact, std::string &error);
+
+/// Serializes `artifact` to `path`, through a temporary file renamed into
+/// place, so that an existing artifact is never left half-written.
+bool write(const ArtifactT &artifact, const std::string &path,
+           std::string &error);
+
+} // namespace kiln::artifact
+
+#endif // KILN_ARTIFACT_ARTIFACT_H

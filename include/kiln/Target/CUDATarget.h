@@ -1,0 +1,48 @@
+//===- CUDATarget.h - compiling a planned step for NVIDIA GPUs --*- C++ -*-===//
+//
+// Lowers a function after the training pipeline (memory planned, fused)
+// into an artifact: generated kernels compiled by NVRTC for each requested
+// architecture, cuBLASLt GEMM descriptions, the arena layout and the tensor
+// table. Needs no GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TARGET_CUDATARGET_H
+#define KILN_TARGET_CUDATARGET_H
+
+#include "kiln/Artifact/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::cuda {
+
+struct TargetOptions {
+  /// Architectures to compile cubins for ("sm_80", "sm_90"); PTX is added
+  /// for the newest, so that later GPUs can run the artifact. Empty: no
+  /// compilation (the source alone, for tests and the CPU emulation).
+  std::vector<std::string> archs = {"sm_90"};
+  /// Recorded in the artifact: the compile options and the model's hash.
+  std::string optionsText, modelHash;
+  /// The initial value of every Adagrad accumulator (state fill).
+  double initialAccumulator = 0.0;
+};
+
+/// Lowers `function`, a single-block function whose values the memory plan
+/// can place (a training step after the pipeline, or a forward function),
+/// into an artifact. Errors are emitted on the op that cannot be compiled.
+mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>>
+compileFunction(mlir::func::FuncOp function, const TargetOptions &options);
+
+/// Compiles CUDA C++ `source` with NVRTC to a cubin for `arch` ("sm_90"),
+/// or to PTX when `ptx` is set.
+llvm::Expected<std::vector<uint8_t>>
+compileWithNVRTC(const std::string &source, const std::string &arch, bool ptx);
+
+} // namespace kiln::cuda
+
+#endif // KILN_TARGET_CUDATARGET_H

@@ -1,0 +1,175 @@
+//===- Artifact.cpp - reading, verifying and writing .kiln files ----------===//
+
+#include "kiln/Artifact/Artifact.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+namespace kiln::artifact {
+
+int64_t elementBytes(ElementType type) {
+  switch (type) {
+  case ElementType::F64:
+  case ElementType::I64: return 8;
+  case ElementType::F32:
+  case ElementType::I32: return 4;
+  case ElementType::F16:
+  case ElementType::BF16:
+  case ElementType::I16: return 2;
+  default: return 1;
+  }
+}
+
+int64_t elementCount(const flatbuffers::Vector<int64_t> *shape) {
+  int64_t count = 1;
+  if (shape)
+    for (int64_t size : *shape)
+      count *= size;
+  return count;
+}
+
+namespace {
+/// Semantic checks after the structural ones of the FlatBuffers verifier.
+class Checker {
+public:
+  Checker(const Artifact &artifact, std::string &error)
+      : artifact(artifact), error(error), arena(artifact.arena_bytes()) {}
+
+  bool run() {
+    if (artifact.format_version() != kFormatVersion)
+      return fail("it is format version " +
+                  std::to_string(artifact.format_version()) + ", this kiln reads " +
+                  std::to_string(kFormatVersion) + " (kiln " +
+                  (artifact.kiln_version() ? artifact.kiln_version()->str() : "?") +
+                  " wrote it): compile the model again");
+    if (arena < 0)
+      return fail("its arena size is negative");
+    if (artifact.tensors())
+      for (const Tensor *tensor : *artifact.tensors()) {
+        int64_t count = elementCount(tensor->shape());
+        if (!tensor->name() || count < 0 ||
+            !inArena(tensor->offset(), count * elementBytes(tensor->element_type())))
+          return fail("tensor '" +
+                      (tensor->name() ? tensor->name()->str() : std::string("?")) +
+                      "' lies outside the arena");
+        if (tensor->data() && tensor->data()->size() &&
+            static_cast<int64_t>(tensor->data()->size()) !=
+                count * elementBytes(tensor->element_type()))
+          return fail("the initial value of '" + tensor->name()->str() +
+                      "' has the wrong size");
+      }
+    if (artifact.constants())
+      for (const Constant *constant : *artifact.constants())
+        if (!constant->data() ||
+            !inArena(constant->offset(), constant->data()->size()))
+          return fail("a constant lies outside the arena");
+    uint32_t kernels = artifact.kernel_names() ? artifact.kernel_names()->size() : 0;
+    if (artifact.operations())
+      for (const Operation *operation : *artifact.operations()) {
+        if (const KernelLaunch *launch = operation->kernel()) {
+          if (launch->kernel() >= kernels || launch->grid() == 0 ||
+              launch->block() == 0 || launch->block() > 1024)
+            return fail("a kernel launch is malformed");
+          if (launch->args())
+            for (int64_t offset : *launch->args())
+              if (!inArena(offset, 0))
+                return fail("a kernel argument lies outside the arena");
+        } else if (const Gemm *gemm = operation->gemm()) {
+          if (!checkGemm(*gemm))
+            return false;
+        } else {
+          return fail("an operation is neither a kernel nor a GEMM");
+        }
+      }
+    if (kernels && (!artifact.cubins() || artifact.cubins()->size() == 0) &&
+        (!artifact.ptx() || artifact.ptx()->size() == 0))
+      return fail("it holds no compiled kernels (neither cubins nor PTX)");
+    return true;
+  }
+
+private:
+  bool fail(const std::string &why) {
+    error = why;
+    return false;
+  }
+  bool inArena(int64_t offset, int64_t bytes) const {
+    return offset >= 0 && bytes >= 0 && offset <= arena && bytes <= arena - offset;
+  }
+  bool checkGemm(const Gemm &g) {
+    if (g.batch() < 1 || g.m() < 1 || g.n() < 1 || g.k() < 1 ||
+        g.stride_a() < 0 || g.stride_b() < 0 || g.stride_d() < 0)
+      return fail("a GEMM has a non-positive dimension");
+    int64_t in = elementBytes(g.input_type()), out = elementBytes(g.output_type());
+    auto span = [&](int64_t stride, int64_t matrix) {
+      return (g.batch() - 1) * stride + matrix;
+    };
+    if (!inArena(g.a(), span(g.stride_a(), g.m() * g.k()) * in) ||
+        !inArena(g.b(), span(g.stride_b(), g.k() * g.n()) * in) ||
+        !inArena(g.d(), span(g.stride_d(), g.m() * g.n()) * out) ||
+        (g.epilogue() == Epilogue::Bias && !inArena(g.bias(), g.n() * out)))
+      return fail("a GEMM operand lies outside the arena");
+    return true;
+  }
+
+  const Artifact &artifact;
+  std::string &error;
+  int64_t arena;
+};
+} // namespace
+
+const Artifact *verify(const std::vector<uint8_t> &bytes, std::string &error) {
+  if (bytes.size() < 8 || !ArtifactBufferHasIdentifier(bytes.data())) {
+    error = "it is not a kiln artifact (no 'KILN' identifier)";
+    return nullptr;
+  }
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), /*max_depth=*/64,
+                                 /*max_tables=*/100000000);
+  if (!VerifyArtifactBuffer(verifier)) {
+    error = "it is truncated or corrupted (FlatBuffers verification failed)";
+    return nullptr;
+  }
+  const Artifact *artifact = GetArtifact(bytes.data());
+  if (!Checker(*artifact, error).run())
+    return nullptr;
+  return artifact;
+}
+
+bool read(const std::string &path, std::vector<uint8_t> &bytes,
+          const Artifact *&artifact, std::string &error) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    error = "cannot open '" + path + "'";
+    return false;
+  }
+  bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  artifact = verify(bytes, error);
+  if (!artifact)
+    error = "'" + path + "' is refused: " + error;
+  return artifact != nullptr;
+}
+
+bool write(const ArtifactT &artifact, const std::string &path,
+           std::string &error) {
+  flatbuffers::FlatBufferBuilder builder(1 << 20);
+  builder.Finish(Artifact::Pack(builder, &artifact), ArtifactIdentifier());
+  std::string temporary = path + ".partial";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    file.write(reinterpret_cast<const char *>(builder.GetBufferPointer()),
+               builder.GetSize());
+    if (!file.flush()) {
+      error = "cannot write '" + temporary + "'";
+      std::remove(temporary.c_str());
+      return false;
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    error = "cannot rename '" + temporary + "' to '" + path + "'";
+    std::remove(temporary.c_str());
+    return false;
+  }
+  return true;
+}
+
+} // namespace kiln::artifact

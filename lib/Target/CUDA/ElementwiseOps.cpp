@@ -1,0 +1,177 @@
+//===- ElementwiseOps.cpp - elementwise ops as element lambdas ------------===//
+//
+// Operands broadcast to the result's shape (NumPy) by index arithmetic;
+// every result is rounded to its element type, as the interpreter rounds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace kiln::cuda {
+
+namespace {
+/// Emits one elementwise op: `operand(n)` reads operand n at the result's
+/// index, `returns(expr)` defines the result as `expr` rounded to its type.
+struct ElementwiseEmitter {
+  KernelWriter &writer;
+  Value value;
+  bool nested;
+  Operation *op = value.getDefiningOp();
+  Type type = elementTypeOf(value);
+
+  FailureOr<std::string> operand(unsigned n) {
+    Value v = op->getOperand(n);
+    return writer.at(v, broadcastIndex(v, shapeOf(value), "i"), nested);
+  }
+  std::string operandType(unsigned n) {
+    return computeType(elementTypeOf(op->getOperand(n)));
+  }
+  /// Defines the result from its operands bound to `names` (in order).
+  FailureOr<std::string> returns(ArrayRef<const char *> names,
+                                 const std::string &expr) {
+    std::string body;
+    for (auto [n, name] : llvm::enumerate(names)) {
+      FailureOr<std::string> x = operand(n);
+      if (failed(x))
+        return failure();
+      body += "    const " + operandType(n) + " " + name + " = " + *x + ";\n";
+    }
+    return writer.define(value, nested,
+                         body + "    return " + rounded(type, expr) + ";\n");
+  }
+  FailureOr<std::string> unary(const std::string &expr) {
+    return returns({"x"}, expr);
+  }
+  FailureOr<std::string> binary(const std::string &expr) {
+    return returns({"a", "b"}, expr);
+  }
+  bool isFloat() { return isa<FloatType>(type); }
+};
+} // namespace
+
+static std::string castExpr(Type from, Type to) {
+  bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
+  if (to.isInteger(1))
+    return fromFloat ? "x != 0.0" : "x != 0";
+  if (fromFloat && !toFloat) // toward zero; NaN to 0; saturating
+    return "x != x ? (i64)0 : x >= 9.2233720368547758e18 ? (i64)9223372036854775807ll"
+           " : x <= -9.2233720368547758e18 ? (-9223372036854775807ll - 1) : (i64)x";
+  return toFloat ? "(double)x" : "(i64)x";
+}
+
+FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
+                                       bool nested, bool &handled) {
+  ElementwiseEmitter e{writer, value, nested};
+  handled = true;
+  auto gelu = [](GeluApproximation a, const char *tanhForm, const char *erfForm) {
+    return std::string(a == GeluApproximation::Tanh ? tanhForm : erfForm);
+  };
+  return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(e.op)
+      .Case([&](ConstantOp c) -> FailureOr<std::string> {
+        // Dense constants are read from memory (KernelWriter::lambda).
+        auto splat = cast<DenseElementsAttr>(c.getValue());
+        std::string x =
+            e.isFloat() ? literal(splat.getSplatValue<APFloat>().convertToDouble())
+                        : literal(splat.getSplatValue<APInt>().getSExtValue());
+        return writer.define(value, nested, "    return " + rounded(e.type, x) + ";\n");
+      })
+      .Case([&](RangeOp r) {
+        std::string x = literal(r.getStart().convertToDouble()) + " + (double)i * " +
+                        literal(r.getStep().convertToDouble());
+        return writer.define(value, nested,
+                             "    return " +
+                                 rounded(e.type, e.isFloat() ? x : "(i64)(" + x + ")") +
+                                 ";\n");
+      })
+      .Case([&](NegOp) { return e.unary("-x"); })
+      .Case([&](AbsOp) { return e.unary(e.isFloat() ? "fabs(x)" : "(x < 0 ? -x : x)"); })
+      .Case([&](SignOp) { return e.unary("(x > 0) - (x < 0)"); })
+      .Case([&](ExpOp) { return e.unary("exp(x)"); })
+      .Case([&](LogOp) { return e.unary("log(x)"); })
+      .Case([&](TanhOp) { return e.unary("tanh(x)"); })
+      .Case([&](ErfOp) { return e.unary("erf(x)"); })
+      .Case([&](SigmoidOp) { return e.unary("1.0 / (1.0 + exp(-x))"); })
+      .Case([&](SiluOp) { return e.unary("x / (1.0 + exp(-x))"); })
+      .Case([&](ReluOp) { return e.unary("(x > 0.0 || x != x) ? x : 0.0"); })
+      .Case([&](SinOp) { return e.unary("sin(x)"); })
+      .Case([&](CosOp) { return e.unary("cos(x)"); })
+      .Case([&](SqrtOp) { return e.unary("sqrt(x)"); })
+      .Case([&](RsqrtOp) { return e.unary("1.0 / sqrt(x)"); })
+      .Case([&](ReciprocalOp) { return e.unary("1.0 / x"); })
+      .Case([&](FloorOp) { return e.unary("floor(x)"); })
+      .Case([&](CeilOp) { return e.unary("ceil(x)"); })
+      .Case([&](RoundOp) { return e.unary("rint(x)"); })
+      .Case([&](NotOp) { return e.unary("!x"); })
+      .Case([&](IsNanOp) { return e.unary("x != x"); })
+      .Case([&](IsInfOp o) {
+        std::string pos = o.getDetectPositive() ? "x == (1.0 / 0.0)" : "false";
+        std::string neg = o.getDetectNegative() ? "x == (-1.0 / 0.0)" : "false";
+        return e.unary(pos + " || " + neg);
+      })
+      .Case([&](GeluOp g) {
+        return e.unary(gelu(g.getApproximation(), "gelu_tanh(x)", "gelu_erf(x)"));
+      })
+      .Case([&](GeluGradOp g) {
+        return e.binary(gelu(g.getApproximation(), "gelu_tanh_grad(a) * b",
+                             "gelu_erf_grad(a) * b"));
+      })
+      .Case([&](CastOp c) {
+        return e.unary(castExpr(elementTypeOf(c.getInput()), e.type));
+      })
+      .Case([&](AddOp) { return e.binary("a + b"); })
+      .Case([&](SubOp) { return e.binary("a - b"); })
+      .Case([&](MulOp) { return e.binary("a * b"); })
+      .Case([&](DivOp) {
+        return e.binary(e.isFloat() ? "a / b" : "b == 0 ? (i64)0 : a / b");
+      })
+      .Case([&](PowOp) { return e.binary("pow((double)a, (double)b)"); })
+      .Case([&](MaxOp) {
+        return e.binary(e.isFloat() ? "kiln_max(a, b)" : "a > b ? a : b");
+      })
+      .Case([&](MinOp) {
+        return e.binary(e.isFloat() ? "kiln_min(a, b)" : "a < b ? a : b");
+      })
+      .Case([&](RemainderOp r) {
+        std::string m = e.isFloat() ? "fmod(a, b)" : "(b == 0 ? (i64)0 : a % b)";
+        if (!r.getFloored())
+          return e.binary(m);
+        // The sign of the divisor, as Python's %.
+        return e.binary("[&] { auto m = " + m +
+                        "; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }()");
+      })
+      .Case([&](AndOp) { return e.binary("a && b"); })
+      .Case([&](OrOp) { return e.binary("a || b"); })
+      .Case([&](XorOp) { return e.binary("a != b"); })
+      .Case([&](CompareOp c) {
+        static const char *predicates[] = {"a == b", "a != b", "a < b",
+                                           "a <= b", "a > b",  "a >= b"};
+        return e.binary(predicates[static_cast<int>(c.getPredicate())]);
+      })
+      .Case([&](WhereOp) { return e.returns({"c", "t", "f"}, "c ? t : f"); })
+      .Case([&](DropoutOp d) -> FailureOr<std::string> {
+        std::string key = "dropout_key(" + std::to_string(d.getSeed()) + "ll";
+        if (d.getOffset()) {
+          FailureOr<std::string> offset = writer.at(d.getOffset(), "0", nested);
+          if (failed(offset))
+            return failure();
+          key += ", " + *offset;
+        }
+        double ratio = d.getRatio().convertToDouble();
+        std::string keep = "dropout_keep(" + key + "), i, " + literal(ratio) + ")";
+        if (value == d.getMask())
+          return writer.define(value, nested, "    return " + keep + ";\n");
+        return e.unary(keep + " ? x * " + literal(1.0 / (1.0 - ratio)) + " : 0.0");
+      })
+      .Default([&](Operation *) -> FailureOr<std::string> {
+        handled = false;
+        return failure();
+      });
+}
+
+} // namespace kiln::cuda

@@ -1,0 +1,61 @@
+//===- Emitter.h - CUDA C++ for the ops of a planned step -------*- C++ -*-===//
+//
+// The pieces of the CUDA target that turn kiln IR into kernel source. The
+// generated code is deliberately plain: every value of a kernel is a device
+// lambda from an element index to the value at that index, so that any
+// fusion region, broadcast and view composes without special cases.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TARGET_CUDA_EMITTER_H
+#define KILN_LIB_TARGET_CUDA_EMITTER_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace kiln::cuda {
+
+/// Helpers, conversions and reductions every kernel source starts with.
+llvm::StringRef kernelPrelude();
+
+/// One kernel launch to be: the `__global__` function's body and how many
+/// threads run it. Every kernel takes `void *const *args`, the arena
+/// pointers of `operands` followed by those of `results`.
+struct KernelPlan {
+  std::string body;
+  /// Blocks and threads per block.
+  int64_t grid = 1, block = 256;
+  llvm::SmallVector<mlir::Value> operands, results;
+  /// Dense constants the body reads, in the order of their pointers after
+  /// `operands` (they get buffers in the arena).
+  llvm::SmallVector<mlir::Operation *> constants;
+};
+
+/// Kernels computing `results` (values defined by ops of `region`, a fusion
+/// body, or the results of a single op when `region` is null) from the
+/// values the ops read from outside, which `externalValue` maps to the value
+/// holding them in memory (a fusion's operand for its block argument).
+/// `materialized` are values inside the region already in memory (a GEMM's
+/// product): they are read, not computed. Fails with an error on the op that
+/// cannot be compiled.
+mlir::FailureOr<llvm::SmallVector<KernelPlan>>
+planElementKernels(llvm::ArrayRef<mlir::Value> results,
+                   llvm::function_ref<mlir::Value(mlir::Value)> externalValue,
+                   llvm::ArrayRef<mlir::Value> materialized);
+
+/// Kernels of ops with a schedule of their own: attention and its gradient,
+/// the scatter-add of gather_grad.
+mlir::FailureOr<llvm::SmallVector<KernelPlan>>
+planTemplateKernels(mlir::Operation *op);
+
+/// The C type a tensor of `elementType` is stored as.
+std::string storageType(mlir::Type elementType);
+
+} // namespace kiln::cuda
+
+#endif // KILN_LIB_TARGET_CUDA_EMITTER_H

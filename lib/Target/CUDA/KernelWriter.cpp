@@ -1,0 +1,412 @@
+//===- KernelWriter.cpp - one kernel as lambdas over element indices ------===//
+
+#include "KernelWriter.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+
+namespace kiln::cuda {
+
+static constexpr int64_t kMaxBlocks = 4096;
+static constexpr int64_t kThreads = 256;
+
+//===----------------------------------------------------------------------===//
+// Source text helpers
+//===----------------------------------------------------------------------===//
+
+std::string storageType(Type type) {
+  if (type.isF32() || type.isTF32())
+    return "float";
+  if (type.isF64())
+    return "double";
+  if (type.isBF16() || type.isF16())
+    return "u16";
+  if (type.isInteger(1) || type.isUnsignedInteger(8))
+    return "unsigned char";
+  switch (type.getIntOrFloatBitWidth()) {
+  case 8: return "signed char";
+  case 16: return "short";
+  case 32: return "int";
+  default: return "i64";
+  }
+}
+
+std::string computeType(Type type) {
+  if (isa<FloatType>(type))
+    return "double";
+  return type.isInteger(1) ? "bool" : "i64";
+}
+
+std::string rounded(Type type, const std::string &x) {
+  if (type.isF32())
+    return "(double)(float)(" + x + ")";
+  if (type.isBF16())
+    return "(double)round_bf16((float)(" + x + "))";
+  if (type.isF16())
+    return "(double)round_f16((float)(" + x + "))";
+  if (type.isTF32())
+    return "(double)round_tf32((float)(" + x + "))";
+  if (type.isF64() || type.isInteger(1) || type.getIntOrFloatBitWidth() == 64)
+    return "(" + x + ")";
+  return "(i64)(" + storageType(type) + ")(" + x + ")";
+}
+
+std::string loaded(Type type, const std::string &element) {
+  if (type.isBF16())
+    return "(double)bf16_to_f32(" + element + ")";
+  if (type.isF16())
+    return "(double)f16_to_f32(" + element + ")";
+  if (isa<FloatType>(type))
+    return "(double)" + element;
+  if (type.isInteger(1))
+    return "(" + element + " != 0)";
+  return "(i64)" + element;
+}
+
+std::string stored(Type type, const std::string &x) {
+  if (type.isBF16())
+    return "f32_to_bf16((float)(" + x + "))";
+  if (type.isF16())
+    return "f32_to_f16((float)(" + x + "))";
+  if (type.isTF32())
+    return "round_tf32((float)(" + x + "))";
+  return "(" + storageType(type) + ")(" + x + ")";
+}
+
+std::string literal(double value) {
+  if (std::isnan(value))
+    return "(0.0 / 0.0)";
+  if (std::isinf(value))
+    return value > 0 ? "(1.0 / 0.0)" : "(-1.0 / 0.0)";
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.17g", value);
+  return "(" + text + ")";
+}
+
+std::string literal(int64_t value) {
+  if (value == INT64_MIN)
+    return "(-9223372036854775807ll - 1)";
+  return "((i64)" + std::to_string(value) + "ll)";
+}
+
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+std::string coordinate(ArrayRef<int64_t> shape, int64_t d,
+                       const std::string &var) {
+  int64_t inner = 1;
+  for (int64_t size : shape.drop_front(d + 1))
+    inner *= size;
+  std::string q =
+      inner == 1 ? var : "(" + var + " / " + std::to_string(inner) + "ll)";
+  return d == 0 ? q : "(" + q + " % " + std::to_string(shape[d]) + "ll)";
+}
+
+std::string remap(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
+                  int64_t base, const std::string &var) {
+  if (base == 0 && ArrayRef<int64_t>(rowMajorStrides(shape)) == strides)
+    return var;
+  std::string expr = std::to_string(base) + "ll";
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1 && strides[d] != 0)
+      expr += " + " + coordinate(shape, d, var) + " * " +
+              std::to_string(strides[d]) + "ll";
+  return "(" + expr + ")";
+}
+
+Type elementTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+int64_t countOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+std::string broadcastIndex(Value operand, ArrayRef<int64_t> shape,
+                           const std::string &var) {
+  ArrayRef<int64_t> in = shapeOf(operand);
+  if (in == shape)
+    return var;
+  SmallVector<int64_t> inStrides = rowMajorStrides(in);
+  SmallVector<int64_t> strides(shape.size(), 0);
+  size_t lead = shape.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    strides[lead + d] = in[d] == 1 ? 0 : inStrides[d];
+  return remap(shape, strides, 0, var);
+}
+
+AxisSplit::AxisSplit(ArrayRef<int64_t> shape, int64_t axis) {
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    (d < axis ? outer : d == axis ? extent : inner) *= shape[d];
+}
+
+std::string AxisSplit::at(const std::string &row, const std::string &k) const {
+  std::string in = std::to_string(inner) + "ll";
+  return "((" + row + ") / " + in + " * " + std::to_string(extent * inner) +
+         "ll + (" + k + ") * " + in + " + (" + row + ") % " + in + ")";
+}
+
+std::string AxisSplit::row(const std::string &i) const {
+  std::string in = std::to_string(inner) + "ll";
+  return "((" + i + ") / " + std::to_string(extent * inner) + "ll * " + in +
+         " + (" + i + ") % " + in + ")";
+}
+
+//===----------------------------------------------------------------------===//
+// The writer
+//===----------------------------------------------------------------------===//
+
+std::string KernelWriter::pointerTo(Value memory) {
+  auto [it, added] = pointers.try_emplace(memory, "");
+  if (added) {
+    it->second = "in" + std::to_string(plan.operands.size());
+    plan.operands.push_back(memory);
+  }
+  return it->second;
+}
+
+std::string KernelWriter::constantPointer(Operation *constant) {
+  auto [it, added] = pointers.try_emplace(constant->getResult(0), "");
+  if (added) {
+    it->second = "cst" + std::to_string(plan.constants.size());
+    plan.constants.push_back(constant);
+  }
+  return it->second;
+}
+
+std::string KernelWriter::define(Value value, bool nested,
+                                 const std::string &body) {
+  std::string name = "v" + std::to_string(counter++);
+  code += "  auto " + name + " = [&](i64 i) -> " +
+          computeType(elementTypeOf(value)) + " {\n" + body + "  };\n";
+  names[{value, nested}] = name;
+  return name;
+}
+
+std::string KernelWriter::helper(const std::string &type,
+                                 const std::string &body) {
+  std::string name = "h" + std::to_string(counter++);
+  code += "  auto " + name + " = [&](i64 i) -> " + type + " {\n" + body + "  };\n";
+  return name;
+}
+
+std::string KernelWriter::defineReduction(Value value, bool nested,
+                                          const Reduction &r) {
+  std::string name = reduction(elementTypeOf(value), nested, r);
+  names[{value, nested}] = name;
+  return name;
+}
+
+std::string KernelWriter::reduction(Type resultType, bool nested,
+                                    const Reduction &r) {
+  std::string name = "v" + std::to_string(counter++);
+  std::string type = computeType(resultType);
+  bool shared = cooperative && !nested;
+  std::string loop =
+      "      double acc = " + r.init + ";\n      for (i64 k = " +
+      (shared ? "threadIdx.x" : "0") + "; k < " + std::to_string(r.extent) +
+      "ll; k += " + (shared ? "blockDim.x" : "1") + ")\n        acc = " +
+      r.combiner + "()(acc, (double)(" + r.term + "));\n";
+  if (shared)
+    loop += "      acc = block_reduce(acc, " + std::string(r.combiner) + "());\n";
+  code += "  i64 " + name + "_at = -1;\n  " + type + " " + name + "_value = 0;\n";
+  code += "  auto " + name + " = [&](i64 o) -> " + type + " {\n    if (o != " +
+          name + "_at) {\n" + loop + "      " + name + "_value = " +
+          rounded(resultType, r.finish) + ";\n      " + name +
+          "_at = o;\n    }\n    return " + name + "_value;\n  };\n";
+  rowMemo |= !shared;
+  return name;
+}
+
+FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
+  contextPtr = value.getContext();
+  // Only a cooperative kernel computes values differently inside and
+  // outside reductions.
+  nested &= cooperative;
+  // A fusion's block argument is the fusion's operand.
+  if (auto argument = dyn_cast<BlockArgument>(value))
+    if (auto fusion = dyn_cast<FusionOp>(argument.getOwner()->getParentOp()))
+      return lambda(fusion->getOperand(argument.getArgNumber()), nested);
+  auto it = names.find({value, nested});
+  if (it != names.end())
+    return it->second;
+  Value memory = materialized.contains(value) ? value : external(value);
+  if (memory) {
+    Type type = elementTypeOf(value);
+    return define(value, nested,
+                  "    return " + loaded(type, pointerTo(memory) + "[i]") + ";\n");
+  }
+  if (auto constant = value.getDefiningOp<ConstantOp>()) {
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!dense || !dense.isSplat()) {
+      Type type = elementTypeOf(value);
+      return define(value, nested,
+                    "    return " +
+                        loaded(type, constantPointer(constant) + "[i]") + ";\n");
+    }
+  }
+  return emit(value, nested);
+}
+
+FailureOr<std::string> KernelWriter::at(Value value, const std::string &index,
+                                        bool nested) {
+  FailureOr<std::string> name = lambda(value, nested);
+  if (failed(name))
+    return failure();
+  return *name + "(" + index + ")";
+}
+
+FailureOr<std::string> KernelWriter::emit(Value value, bool nested) {
+  bool handled = false;
+  FailureOr<std::string> name = emitElementwise(*this, value, nested, handled);
+  if (handled)
+    return name;
+  return emitStructured(*this, value, nested);
+}
+
+static bool isReduction(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(op))
+    return true;
+  if (auto loss = dyn_cast<CrossEntropyOp>(op))
+    return loss.getReduction() != LossReduction::None;
+  if (auto loss = dyn_cast<NllLossOp>(op))
+    return loss.getReduction() != LossReduction::None;
+  // Statistics of norms and parameter gradients of norms.
+  return isa<LayerNormOp, RmsNormOp, LayerNormGradOp, RmsNormGradOp>(op) &&
+         value != op->getResult(0);
+}
+
+bool KernelWriter::atReductionGranularity(Value value) {
+  int64_t count = countOf(value);
+  llvm::DenseSet<Value> seen;
+  std::function<bool(Value)> reaches = [&](Value v) -> bool {
+    if (!seen.insert(v).second || materialized.contains(v) || external(v))
+      return false;
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return false;
+    if (isReduction(v))
+      return countOf(v) == count;
+    return llvm::any_of(op->getOperands(), reaches);
+  };
+  return reaches(value);
+}
+
+KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
+  int64_t count = countOf(results.front());
+  std::string prologue;
+  for (auto [n, operand] : llvm::enumerate(plan.operands))
+    prologue += "  const " + storageType(elementTypeOf(operand)) + " *in" +
+                std::to_string(n) + " = (const " +
+                storageType(elementTypeOf(operand)) + " *)args[" +
+                std::to_string(n) + "];\n";
+  size_t next = plan.operands.size();
+  for (auto [n, constant] : llvm::enumerate(plan.constants))
+    prologue += "  const " + storageType(elementTypeOf(constant->getResult(0))) +
+                " *cst" + std::to_string(n) + " = (const " +
+                storageType(elementTypeOf(constant->getResult(0))) + " *)args[" +
+                std::to_string(next++) + "];\n";
+  std::string compute, store;
+  for (auto [n, result] : llvm::enumerate(results)) {
+    std::string r = std::to_string(n);
+    Type type = elementTypeOf(result);
+    prologue += "  " + storageType(type) + " *out" + r + " = (" +
+                storageType(type) + " *)args[" + std::to_string(next++) + "];\n";
+    compute += "    " + computeType(type) + " r" + r + " = " +
+               names.lookup({result, false}) + "(i);\n";
+    store += "    out" + r + "[i] = " + stored(type, "r" + r) + ";\n";
+  }
+  std::string n = std::to_string(count) + "ll";
+  std::string loop;
+  if (cooperative) {
+    // Every thread of the block computes element i; one stores it.
+    loop = "  for (i64 i = blockIdx.x; i < " + n + "; i += gridDim.x) {\n" +
+           compute + "    if (threadIdx.x == 0) {\n" + store + "    }\n  }\n";
+    plan.grid = std::min(count, kMaxBlocks);
+  } else if (rowMemo) {
+    // Each thread walks whole rows, so that row statistics are computed
+    // once per row.
+    int64_t rowLength = shapeOf(results.front()).empty()
+                            ? 1
+                            : shapeOf(results.front()).back();
+    int64_t rows = (count + rowLength - 1) / rowLength;
+    std::string len = std::to_string(rowLength) + "ll";
+    loop = "  for (i64 row = global_thread(); row < " + std::to_string(rows) +
+           "ll; row += thread_count()) {\n    for (i64 i = row * " + len +
+           "; i < (row + 1) * " + len + " && i < " + n + "; ++i) {\n" + compute +
+           store + "    }\n  }\n";
+    plan.grid = std::min((rows + kThreads - 1) / kThreads, kMaxBlocks);
+  } else {
+    loop = "  for (i64 i = global_thread(); i < " + n +
+           "; i += thread_count()) {\n" + compute + store + "  }\n";
+    plan.grid = std::min((count + kThreads - 1) / kThreads, kMaxBlocks);
+  }
+  plan.block = kThreads;
+  plan.results.assign(results.begin(), results.end());
+  plan.body = prologue + code + loop;
+  return std::move(plan);
+}
+
+//===----------------------------------------------------------------------===//
+// Grouping results into launches
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<KernelPlan>>
+planElementKernels(ArrayRef<Value> results,
+                   function_ref<Value(Value)> externalValue,
+                   ArrayRef<Value> materialized) {
+  // Results are grouped by schedule and element count: every thread of a
+  // group computes all of the group's results at its index before storing
+  // any, so that a result may update its own operand in place.
+  struct Group {
+    bool cooperative;
+    int64_t count;
+    SmallVector<Value> results;
+  };
+  SmallVector<Group> groups;
+  for (Value result : results) {
+    auto notResult = [&](Value v) {
+      return v == result ? Value() : externalValue(v);
+    };
+    KernelWriter probe(notResult, materialized, false);
+    bool cooperative = probe.atReductionGranularity(result);
+    auto it = llvm::find_if(groups, [&](const Group &g) {
+      return g.cooperative == cooperative && g.count == countOf(result);
+    });
+    if (it == groups.end())
+      groups.push_back({cooperative, countOf(result), {result}});
+    else
+      it->results.push_back(result);
+  }
+  // The results are computed, never read, even those already in memory.
+  llvm::DenseSet<Value> computed(results.begin(), results.end());
+  auto external = [&](Value value) {
+    return computed.contains(value) ? Value() : externalValue(value);
+  };
+  SmallVector<KernelPlan> plans;
+  for (Group &group : groups) {
+    KernelWriter writer(external, materialized, group.cooperative);
+    for (Value result : group.results)
+      if (failed(writer.lambda(result, false)))
+        return failure();
+    plans.push_back(writer.finish(group.results));
+  }
+  return plans;
+}
+
+} // namespace kiln::cuda

@@ -1,0 +1,142 @@
+//===- KernelWriter.h - one kernel as lambdas over element indices -*- C++ -*-===//
+//
+// Every value a kernel computes becomes a lambda `v(i)` giving its element
+// at linear index i: a double for floats (rounded to the value's type after
+// every op, as the interpreter rounds), an i64 for integers, a bool for i1.
+// Views, broadcasts and slices are index arithmetic; reductions are loops
+// that keep their last result, so that a thread walking a row computes the
+// row's statistics once. In a cooperative kernel (one block per result
+// element) the threads of the block share the outermost reductions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TARGET_CUDA_KERNELWRITER_H
+#define KILN_LIB_TARGET_CUDA_KERNELWRITER_H
+
+#include "Emitter.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace kiln::cuda {
+
+//===- Source text helpers ------------------------------------------------===//
+
+/// The type a value of `elementType` is computed in: double, i64 or bool.
+std::string computeType(mlir::Type elementType);
+/// `x` rounded to `type` as the interpreter stores it (integers wrapped).
+std::string rounded(mlir::Type type, const std::string &x);
+/// The compute-type value of the stored element `element`.
+std::string loaded(mlir::Type type, const std::string &element);
+/// The stored form of the compute-type value `x`.
+std::string stored(mlir::Type type, const std::string &x);
+std::string literal(double value);
+std::string literal(int64_t value);
+
+llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
+/// `base + sum_d coordinate_d(var in shape) * strides[d]`.
+std::string remap(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> strides,
+                  int64_t base, const std::string &var);
+/// Coordinate `d` of the linear index `var` in `shape`.
+std::string coordinate(llvm::ArrayRef<int64_t> shape, int64_t d,
+                       const std::string &var);
+/// The index into `operand` that NumPy broadcasting to `shape` reads at `var`.
+std::string broadcastIndex(mlir::Value operand, llvm::ArrayRef<int64_t> shape,
+                           const std::string &var);
+
+mlir::Type elementTypeOf(mlir::Value value);
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value value);
+int64_t countOf(mlir::Value value);
+
+/// A shape split around one axis: `outer` elements before it, `extent`
+/// along it, `inner` after it. A row is one (outer, inner) pair.
+struct AxisSplit {
+  AxisSplit(llvm::ArrayRef<int64_t> shape, int64_t axis);
+  /// The linear index of element `k` of row `row`.
+  std::string at(const std::string &row, const std::string &k) const;
+  /// The row of linear index `i`.
+  std::string row(const std::string &i) const;
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+
+/// `finish(combine over k < extent of term)`, where `term` may use the
+/// reduction's own index `o` and `k`, and `finish` uses `acc` and `o`.
+struct Reduction {
+  const char *combiner; // Sum, Prod, Max or Min (prelude functors)
+  std::string init;
+  int64_t extent;
+  std::string term;
+  std::string finish = "acc";
+};
+
+//===- The writer ---------------------------------------------------------===//
+
+class KernelWriter {
+public:
+  KernelWriter(llvm::function_ref<mlir::Value(mlir::Value)> external,
+               llvm::ArrayRef<mlir::Value> materialized, bool cooperative)
+      : external(external),
+        materialized(materialized.begin(), materialized.end()),
+        cooperative(cooperative) {}
+
+  /// The name of the lambda computing `value`; `nested` inside another
+  /// reduction's term. Fails with an error on an op that cannot be compiled.
+  mlir::FailureOr<std::string> lambda(mlir::Value value, bool nested);
+  /// `lambda(value)(index)`.
+  mlir::FailureOr<std::string> at(mlir::Value value, const std::string &index,
+                                  bool nested);
+
+  /// Defines `value` as a lambda with `body` (statements using `i`).
+  std::string define(mlir::Value value, bool nested, const std::string &body);
+  /// An unnamed lambda `(i64 i) -> type` with `body`, for terms that ops
+  /// share between their results.
+  std::string helper(const std::string &type, const std::string &body);
+  /// Defines `value` as `reduction` at index `o`.
+  std::string defineReduction(mlir::Value value, bool nested,
+                              const Reduction &reduction);
+  /// A lambda computing `reduction`, rounded to `type` (unrounded for f64):
+  /// the statistics ops compute on the way.
+  std::string reduction(mlir::Type type, bool nested, const Reduction &reduction);
+  mlir::MLIRContext *context() const { return contextPtr; }
+
+  /// Whether `value` reaches, through ops that are not reductions, a
+  /// reduction with as many results as `value` has elements: it is then
+  /// computed by one block per element.
+  bool atReductionGranularity(mlir::Value value);
+
+  /// The kernel's plan, with the loop over `results` appended to the body.
+  KernelPlan finish(llvm::ArrayRef<mlir::Value> results);
+
+private:
+  mlir::FailureOr<std::string> emit(mlir::Value value, bool nested);
+  std::string pointerTo(mlir::Value memory);
+  std::string constantPointer(mlir::Operation *constant);
+
+  llvm::function_ref<mlir::Value(mlir::Value)> external;
+  mlir::MLIRContext *contextPtr = nullptr;
+  llvm::DenseSet<mlir::Value> materialized;
+  bool cooperative;
+  /// A reduction keeps its last result per thread: threads should walk
+  /// rows in order.
+  bool rowMemo = false;
+  std::string code;
+  llvm::DenseMap<std::pair<mlir::Value, unsigned>, std::string> names;
+  llvm::DenseMap<mlir::Value, std::string> pointers;
+  KernelPlan plan;
+  unsigned counter = 0;
+};
+
+/// Defines `value`, a result of an elementwise op, or fails (without an
+/// error) when its op is not elementwise.
+mlir::FailureOr<std::string> emitElementwise(KernelWriter &writer,
+                                             mlir::Value value, bool nested,
+                                             bool &handled);
+/// Defines `value`, a result of a data-movement, reduction, normalization,
+/// loss or optimizer op.
+mlir::FailureOr<std::string> emitStructured(KernelWriter &writer,
+                                            mlir::Value value, bool nested);
+
+} // namespace kiln::cuda
+
+#endif // KILN_LIB_TARGET_CUDA_KERNELWRITER_H

@@ -1,0 +1,553 @@
+//===- Lowering.cpp - a planned function as an artifact -------------------===//
+//
+// Walks the function in order, the order the memory plan assumed, and turns
+// each op into kernel launches or GEMMs on arena offsets:
+//   - matrix products become cuBLASLt GEMMs (a fusion that starts with one
+//     applies the bias in the GEMM's epilogue and the rest of its body in
+//     one kernel reading the product back);
+//   - attention and scatter-adds use their kernel templates;
+//   - every other op and fusion region becomes generated element kernels.
+// The arena is the memory plan's, followed by a scratch area for GEMM
+// products that no result holds and by the constants.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/CUDATarget.h"
+
+#include "Emitter.h"
+#include "KernelWriter.h"
+
+#include "kiln/Autodiff/TrainingStep.h"
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Interpreter/TensorAttr.h"
+#include "kiln/Training/Checkpoint.h"
+#include "kiln/Transforms/MemoryPlan.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace kiln::cuda {
+
+static constexpr int64_t kAlignment = 256;
+
+static int64_t alignUp(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+static FailureOr<artifact::ElementType> artifactType(Type type) {
+  using artifact::ElementType;
+  if (type.isF32() || type.isTF32()) return ElementType::F32;
+  if (type.isF64()) return ElementType::F64;
+  if (type.isF16()) return ElementType::F16;
+  if (type.isBF16()) return ElementType::BF16;
+  if (type.isInteger(1)) return ElementType::Bool;
+  if (type.isUnsignedInteger(8)) return ElementType::U8;
+  if (type.isInteger(64)) return ElementType::I64;
+  if (type.isInteger(32)) return ElementType::I32;
+  if (type.isInteger(16)) return ElementType::I16;
+  if (type.isInteger(8)) return ElementType::I8;
+  return failure();
+}
+
+namespace {
+
+class Lowering {
+public:
+  Lowering(func::FuncOp function, const TargetOptions &options)
+      : function(function), options(options), plan(planMemory(function)) {}
+
+  FailureOr<std::unique_ptr<artifact::ArtifactT>> run();
+
+private:
+  /// The arena offset of a value held in memory, or -1.
+  int64_t offsetOf(Value value) const {
+    if (auto it = extraOffsets.find(value); it != extraOffsets.end())
+      return it->second;
+    auto it = plan.bufferOf.find(value);
+    return it == plan.bufferOf.end() ? -1 : plan.buffers[it->second].offset;
+  }
+  LogicalResult lowerOp(Operation &op);
+  LogicalResult lowerFusion(FusionOp fusion);
+  /// Emits `kernels`; `resultOffset` gives where each kernel result goes.
+  LogicalResult emitKernels(Operation *origin, ArrayRef<KernelPlan> kernels,
+                            function_ref<int64_t(Value)> resultOffset);
+  LogicalResult emitElementKernels(Operation *origin, ArrayRef<Value> results,
+                                   ArrayRef<Value> materialized,
+                                   function_ref<int64_t(Value)> resultOffset);
+  /// A GEMM for `matmul` writing to `d` (+ `bias`), or failure if its batch
+  /// dimensions broadcast in a way one strided batch cannot express.
+  LogicalResult emitGemm(MatmulOp matmul, Value lhs, Value rhs, int64_t d,
+                         int64_t bias);
+  int64_t constantOffset(Operation *constant);
+  int64_t scratch(int64_t bytes) {
+    scratchBytes = std::max(scratchBytes, bytes);
+    return scratchOffset;
+  }
+  LogicalResult describeInterface(artifact::ArtifactT &result);
+  /// Updated parameters and state are written over the old values.
+  void placeUpdates();
+
+  func::FuncOp function;
+  const TargetOptions &options;
+  MemoryPlan plan;
+  /// Values not in the plan that kernels read: GEMM products in scratch.
+  DenseMap<Value, int64_t> extraOffsets;
+  int64_t scratchOffset = 0, scratchBytes = 0;
+  /// Constants, placed after the scratch area once its size is known:
+  /// offsets relative to the constants' area until then.
+  struct PendingConstant {
+    Operation *op;
+    int64_t offset;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<PendingConstant> constants;
+  DenseMap<Operation *, size_t> constantIndex;
+  int64_t constantBytes = 0;
+  /// Operations whose constant arguments still need the final offset.
+  struct ConstantUse {
+    size_t operation, arg, constant;
+  };
+  std::vector<ConstantUse> constantUses;
+  std::vector<std::unique_ptr<artifact::OperationT>> operations;
+  std::vector<std::string> kernelNames;
+  llvm::StringMap<unsigned> kernelBySource;
+  std::string source;
+};
+
+} // namespace
+
+int64_t Lowering::constantOffset(Operation *constant) {
+  auto [it, added] = constantIndex.try_emplace(constant, constants.size());
+  if (added) {
+    auto attr = cast<ElementsAttr>(cast<ConstantOp>(constant).getValue());
+    Type type = attr.getElementType();
+    FailureOr<Tensor> value = tensorFromAttr(attr);
+    std::vector<uint8_t> bytes;
+    int64_t width = elementBytes(type);
+    bytes.resize(attr.getNumElements() * width);
+    for (int64_t i = 0; succeeded(value) && i < attr.getNumElements(); ++i) {
+      uint8_t *at = bytes.data() + i * width;
+      if (type.isF32()) {
+        float f = value->getAsDouble(i);
+        std::memcpy(at, &f, 4);
+      } else if (type.isF64()) {
+        double d = value->getAsDouble(i);
+        std::memcpy(at, &d, 8);
+      } else if (isa<FloatType>(type)) { // bf16, f16: the attribute's bits
+        APInt bits = cast<DenseElementsAttr>(attr).getValues<APFloat>()[i].bitcastToAPInt();
+        uint16_t half = bits.getZExtValue();
+        std::memcpy(at, &half, 2);
+      } else {
+        int64_t v = value->ints()[i];
+        std::memcpy(at, &v, width);
+      }
+    }
+    constants.push_back({constant, constantBytes, std::move(bytes)});
+    constantBytes = alignUp(constantBytes + attr.getNumElements() * width);
+  }
+  return static_cast<int64_t>(it->second);
+}
+
+LogicalResult Lowering::emitKernels(Operation *origin, ArrayRef<KernelPlan> kernels,
+                                    function_ref<int64_t(Value)> resultOffset) {
+  for (const KernelPlan &kernel : kernels) {
+    auto [it, added] = kernelBySource.try_emplace(kernel.body, kernelNames.size());
+    if (added) {
+      std::string name = "kiln_kernel_" + std::to_string(kernelNames.size());
+      kernelNames.push_back(name);
+      source += "\nextern \"C\" __global__ void __launch_bounds__(256) " + name +
+                "(void *const *args) {\n" + kernel.body + "}\n";
+    }
+    auto launch = std::make_unique<artifact::KernelLaunchT>();
+    launch->kernel = it->second;
+    launch->grid = kernel.grid;
+    launch->block = kernel.block;
+    // Constants live in their own area, placed once its size is known.
+    auto addConstant = [&](Operation *constant) {
+      constantUses.push_back({operations.size(), launch->args.size(),
+                              static_cast<size_t>(constantOffset(constant))});
+      launch->args.push_back(0);
+    };
+    for (Value operand : kernel.operands) {
+      int64_t offset = offsetOf(operand);
+      if (offset >= 0) {
+        launch->args.push_back(offset);
+      } else if (auto constant = operand.getDefiningOp<ConstantOp>()) {
+        addConstant(constant);
+      } else {
+        return origin->emitError("the CUDA target found an operand without memory");
+      }
+    }
+    for (Operation *constant : kernel.constants)
+      addConstant(constant);
+    for (Value result : kernel.results) {
+      int64_t offset = resultOffset(result);
+      if (offset < 0)
+        return origin->emitError() << "the CUDA target found a result without memory: " << result;
+      launch->args.push_back(offset);
+    }
+    auto operation = std::make_unique<artifact::OperationT>();
+    operation->kernel = std::move(launch);
+    operation->origin = origin->getName().getStringRef().str();
+    operations.push_back(std::move(operation));
+  }
+  return success();
+}
+
+LogicalResult Lowering::emitElementKernels(
+    Operation *origin, ArrayRef<Value> results, ArrayRef<Value> materialized,
+    function_ref<int64_t(Value)> resultOffset) {
+  auto external = [&](Value value) -> Value {
+    return offsetOf(value) >= 0 ? value : Value();
+  };
+  FailureOr<SmallVector<KernelPlan>> kernels =
+      planElementKernels(results, external, materialized);
+  if (failed(kernels))
+    return failure();
+  // A launch that overwrites a buffer in place (an optimizer update) runs
+  // after every other launch of the op that reads that buffer.
+  auto writes = [&](const KernelPlan &k, int64_t offset) {
+    return llvm::any_of(k.results, [&](Value r) { return resultOffset(r) == offset; });
+  };
+  auto readsWrittenBy = [&](const KernelPlan &reader, const KernelPlan &writer) {
+    return llvm::any_of(reader.operands, [&](Value v) {
+      return writes(writer, offsetOf(v));
+    });
+  };
+  SmallVector<KernelPlan> ordered;
+  SmallVector<bool> done(kernels->size(), false);
+  for (size_t placed = 0; placed < kernels->size(); ++placed) {
+    bool progress = false;
+    for (size_t i = 0; i < kernels->size() && !progress; ++i) {
+      if (done[i])
+        continue;
+      bool blocked = false;
+      for (size_t j = 0; j < kernels->size(); ++j)
+        blocked |= !done[j] && j != i && readsWrittenBy((*kernels)[j], (*kernels)[i]);
+      if (!blocked) {
+        ordered.push_back(std::move((*kernels)[i]));
+        done[i] = progress = true;
+      }
+    }
+    if (!progress)
+      return origin->emitError("the CUDA target cannot order the in-place "
+                               "updates of this op");
+  }
+  return emitKernels(origin, ordered, resultOffset);
+}
+
+LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs, int64_t d,
+                                 int64_t bias) {
+  auto resultType = cast<RankedTensorType>(matmul.getType());
+  ArrayRef<int64_t> out = resultType.getShape(), a = shapeOf(lhs), b = shapeOf(rhs);
+  int64_t rank = out.size();
+  int64_t m = out[rank - 2], n = out[rank - 1];
+  int64_t k = matmul.getTransposeLhs() ? a[a.size() - 2] : a.back();
+  int64_t batch = resultType.getNumElements() / (m * n);
+  // Each operand is either batched like the result or one matrix for all.
+  auto batchStride = [&](ArrayRef<int64_t> shape) -> std::optional<int64_t> {
+    int64_t matrix = shape[shape.size() - 2] * shape.back();
+    int64_t count = 1;
+    for (int64_t size : shape.drop_back(2))
+      count *= size;
+    if (count == 1)
+      return 0;
+    if (shape.drop_back(2) == out.drop_back(2))
+      return matrix;
+    return std::nullopt;
+  };
+  std::optional<int64_t> strideA = batchStride(a), strideB = batchStride(b);
+  Type inType = elementTypeOf(lhs);
+  if (!strideA || !strideB || !isa<FloatType>(inType) || offsetOf(lhs) < 0 ||
+      offsetOf(rhs) < 0)
+    return failure();
+  auto gemm = std::make_unique<artifact::GemmT>();
+  gemm->batch = batch;
+  gemm->m = m;
+  gemm->n = n;
+  gemm->k = k;
+  gemm->transpose_a = matmul.getTransposeLhs();
+  gemm->transpose_b = matmul.getTransposeRhs();
+  gemm->a = offsetOf(lhs);
+  gemm->b = offsetOf(rhs);
+  gemm->d = d;
+  gemm->stride_a = *strideA;
+  gemm->stride_b = *strideB;
+  gemm->stride_d = m * n;
+  gemm->input_type = *artifactType(inType);
+  gemm->output_type = *artifactType(resultType.getElementType());
+  gemm->epilogue = bias >= 0 ? artifact::Epilogue::Bias : artifact::Epilogue::None;
+  gemm->bias = std::max<int64_t>(bias, 0);
+  auto operation = std::make_unique<artifact::OperationT>();
+  operation->gemm = std::move(gemm);
+  operation->origin = matmul->getName().getStringRef().str();
+  operations.push_back(std::move(operation));
+  return success();
+}
+
+LogicalResult Lowering::lowerFusion(FusionOp fusion) {
+  Block &body = fusion.getRegion().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  DenseMap<Value, int64_t> yieldedAt;
+  for (auto [i, value] : llvm::enumerate(yield.getOperands()))
+    yieldedAt.try_emplace(value, offsetOf(fusion->getResult(i)));
+  auto resultOffset = [&](Value inner) { return yieldedAt.lookup(inner); };
+  auto outer = [&](Value inner) -> Value {
+    if (auto argument = dyn_cast<BlockArgument>(inner))
+      return fusion->getOperand(argument.getArgNumber());
+    return Value();
+  };
+  SmallVector<Value> results(yield.getOperands().begin(), yield.getOperands().end());
+  SmallVector<Value> materialized;
+
+  // A region that starts with a matrix product: the GEMM writes the product
+  // (plus a bias along its columns) where a result wants it, or to scratch.
+  auto matmul = dyn_cast<MatmulOp>(body.front());
+  Value lhs = matmul ? outer(matmul.getLhs()) : Value();
+  Value rhs = matmul ? outer(matmul.getRhs()) : Value();
+  if (lhs && rhs) {
+    Value product = matmul.getResult();
+    int64_t bias = -1;
+    auto add = dyn_cast<AddOp>(*std::next(body.begin()));
+    Value biasValue;
+    if (add && add.getLhs() == product && product.hasOneUse())
+      biasValue = outer(add.getRhs());
+    if (biasValue && shapeOf(biasValue).size() == 1 &&
+        shapeOf(biasValue)[0] == shapeOf(product).back() &&
+        elementTypeOf(biasValue) == elementTypeOf(product) &&
+        add.getType() == product.getType() && offsetOf(biasValue) >= 0) {
+      bias = offsetOf(biasValue);
+      product = add.getResult();
+    }
+    int64_t d = yieldedAt.count(product) ? yieldedAt.lookup(product) : -1;
+    if (d < 0) {
+      d = scratch(countOf(product) * elementBytes(elementTypeOf(product)));
+      extraOffsets[product] = d;
+    }
+    if (succeeded(emitGemm(matmul, lhs, rhs, d, bias))) {
+      if (!extraOffsets.count(product))
+        extraOffsets[product] = d;
+      materialized.push_back(product);
+      llvm::erase(results, product);
+    } else {
+      extraOffsets.erase(product);
+    }
+  }
+  if (results.empty())
+    return success();
+  return emitElementKernels(fusion, results, materialized, resultOffset);
+}
+
+LogicalResult Lowering::lowerOp(Operation &op) {
+  if (isa<ConstantOp, ParameterOp, func::ReturnOp>(op))
+    return success();
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    if (offsetOf(reshape.getResult()) == offsetOf(reshape.getInput()))
+      return success(); // a view
+  auto resultOffset = [&](Value value) { return offsetOf(value); };
+  if (auto fusion = dyn_cast<FusionOp>(op))
+    return lowerFusion(fusion);
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    if (succeeded(emitGemm(matmul, matmul.getLhs(), matmul.getRhs(),
+                           offsetOf(matmul.getResult()), -1)))
+      return success();
+  if (isa<AttentionOp, AttentionGradOp, GatherGradOp>(op)) {
+    FailureOr<SmallVector<KernelPlan>> kernels = planTemplateKernels(&op);
+    if (failed(kernels))
+      return failure();
+    return emitKernels(&op, *kernels, resultOffset);
+  }
+  SmallVector<Value> results;
+  for (Value result : op.getResults())
+    if (offsetOf(result) >= 0)
+      results.push_back(result);
+  if (results.empty())
+    return success();
+  return emitElementKernels(&op, results, {}, resultOffset);
+}
+
+/// The bytes of a parameter's initial value, in its stored type.
+static std::vector<uint8_t> initialBytes(ParameterOp parameter) {
+  std::optional<ElementsAttr> initial = parameter.getInitialValue();
+  if (!initial)
+    return {};
+  FailureOr<Tensor> value = tensorFromAttr(*initial);
+  Type type = parameter.getType().getElementType();
+  if (failed(value) || !(type.isF32() || type.isF64()))
+    return {};
+  Tensor stored = value->resized(parameter.getType().getShape());
+  int64_t width = elementBytes(type), count = stored.getNumElements();
+  std::vector<uint8_t> bytes(count * width);
+  for (int64_t i = 0; i < count; ++i) {
+    if (type.isF32()) {
+      float f = stored.getAsDouble(i);
+      std::memcpy(bytes.data() + i * 4, &f, 4);
+    } else {
+      double d = stored.getAsDouble(i);
+      std::memcpy(bytes.data() + i * 8, &d, 8);
+    }
+  }
+  return bytes;
+}
+
+LogicalResult Lowering::describeInterface(artifact::ArtifactT &result) {
+  auto tensorOf = [&](Value value, StringRef name, artifact::Role role)
+      -> FailureOr<std::unique_ptr<artifact::TensorT>> {
+    auto type = cast<RankedTensorType>(value.getType());
+    FailureOr<artifact::ElementType> element = artifactType(type.getElementType());
+    if (failed(element))
+      return function.emitError() << "the CUDA target cannot store " << type;
+    auto tensor = std::make_unique<artifact::TensorT>();
+    tensor->name = name.str();
+    tensor->role = role;
+    tensor->element_type = *element;
+    tensor->shape.assign(type.getShape().begin(), type.getShape().end());
+    tensor->offset = offsetOf(value);
+    return tensor;
+  };
+  Block &body = function.getBody().front();
+  for (BlockArgument argument : body.getArguments()) {
+    unsigned i = argument.getArgNumber();
+    auto owner = function.getArgAttrOfType<StringAttr>(i, kStateOfAttr);
+    std::string name;
+    if (owner) {
+      auto slot = function.getArgAttrOfType<StringAttr>(i, kSlotAttr);
+      name = (owner.getValue() + "." + (slot ? slot.getValue() : "")).str();
+    } else if (auto attr = function.getArgAttrOfType<StringAttr>(i, "kiln.name")) {
+      name = attr.str();
+    } else {
+      name = "arg" + std::to_string(i);
+    }
+    auto tensor = tensorOf(argument, name,
+                           owner ? artifact::Role::State : artifact::Role::Input);
+    if (failed(tensor))
+      return failure();
+    if (auto init = function.getArgAttrOfType<FloatAttr>(i, kStateInitAttr))
+      (*tensor)->fill = init.getValueAsDouble();
+    else if (owner && owner.getValue() != kLossScalerState &&
+             function.getArgAttrOfType<StringAttr>(i, kSlotAttr).getValue() == "sum")
+      (*tensor)->fill = options.initialAccumulator;
+    result.tensors.push_back(std::move(*tensor));
+  }
+  llvm::StringSet<> trained, seen;
+  for (unsigned i = 0; i < function.getNumResults(); ++i)
+    if (auto name = function.getResultAttrOfType<StringAttr>(i, kUpdateOfAttr))
+      trained.insert(name.getValue());
+  for (auto parameter : body.getOps<ParameterOp>()) {
+    if (!seen.insert(parameter.getName()).second)
+      continue;
+    auto tensor = tensorOf(parameter, parameter.getName(), artifact::Role::Parameter);
+    if (failed(tensor))
+      return failure();
+    if (std::optional<ArrayRef<int64_t>> logical = parameter.getLogicalShape())
+      (*tensor)->logical_shape.assign(logical->begin(), logical->end());
+    (*tensor)->trained = trained.contains(parameter.getName());
+    (*tensor)->data = initialBytes(parameter);
+    result.tensors.push_back(std::move(*tensor));
+  }
+  auto terminator = body.getTerminator();
+  for (auto [i, value] : llvm::enumerate(terminator->getOperands())) {
+    if (function.getResultAttr(i, kUpdateOfAttr) ||
+        function.getResultAttr(i, kStateOfAttr))
+      continue;
+    auto name = function.getResultAttrOfType<StringAttr>(i, "kiln.name");
+    auto tensor = tensorOf(value, name ? name.getValue() : "result" + std::to_string(i),
+                           artifact::Role::Output);
+    if (failed(tensor))
+      return failure();
+    if ((*tensor)->offset < 0)
+      return function.emitError() << "the CUDA target needs result " << i
+                                  << " in memory";
+    result.tensors.push_back(std::move(*tensor));
+  }
+  return success();
+}
+
+void Lowering::placeUpdates() {
+  Block &body = function.getBody().front();
+  llvm::StringMap<int64_t> parameters, state;
+  for (auto parameter : body.getOps<ParameterOp>())
+    parameters[parameter.getName()] = offsetOf(parameter);
+  auto stateKey = [&](auto attrs) {
+    auto owner = attrs.template getAs<StringAttr>(kStateOfAttr);
+    auto slot = attrs.template getAs<StringAttr>(kSlotAttr);
+    return owner && slot ? (owner.getValue() + "." + slot.getValue()).str()
+                         : std::string();
+  };
+  for (BlockArgument argument : body.getArguments())
+    if (DictionaryAttr attrs = function.getArgAttrDict(argument.getArgNumber()))
+      if (std::string key = stateKey(attrs); !key.empty())
+        state[key] = offsetOf(argument);
+  for (auto [i, value] : llvm::enumerate(body.getTerminator()->getOperands())) {
+    DictionaryAttr attrs = function.getResultAttrDict(i);
+    if (!attrs)
+      continue;
+    if (auto name = attrs.getAs<StringAttr>(kUpdateOfAttr))
+      extraOffsets[value] = parameters.lookup(name.getValue());
+    else if (std::string key = stateKey(attrs); !key.empty())
+      extraOffsets[value] = state.lookup(key);
+  }
+}
+
+FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
+  if (!function.getBody().hasOneBlock())
+    return function.emitError("the CUDA target compiles single-block functions");
+  // The plan shares these buffers without listing the updated values.
+  placeUpdates();
+  scratchOffset = alignUp(plan.arenaBytes);
+  for (Operation &op : function.getBody().front())
+    if (failed(lowerOp(op)))
+      return failure();
+  auto result = std::make_unique<artifact::ArtifactT>();
+  result->format_version = artifact::kFormatVersion;
+  result->kiln_version = kKilnVersion;
+  result->model_hash = options.modelHash;
+  result->options = options.optionsText;
+  int64_t constantsAt = alignUp(scratchOffset + scratchBytes);
+  for (ConstantUse use : constantUses)
+    operations[use.operation]->kernel->args[use.arg] =
+        constantsAt + constants[use.constant].offset;
+  for (PendingConstant &constant : constants) {
+    auto entry = std::make_unique<artifact::ConstantT>();
+    entry->offset = constantsAt + constant.offset;
+    entry->data = std::move(constant.bytes);
+    result->constants.push_back(std::move(entry));
+  }
+  result->arena_bytes = constantsAt + constantBytes;
+  if (failed(describeInterface(*result)))
+    return failure();
+  result->kernel_names = kernelNames;
+  result->source = kernelPrelude().str() + source;
+  result->operations = std::move(operations);
+  for (const std::string &arch : options.archs) {
+    llvm::Expected<std::vector<uint8_t>> cubin =
+        compileWithNVRTC(result->source, arch, /*ptx=*/false);
+    if (!cubin)
+      return function.emitError() << llvm::toString(cubin.takeError());
+    auto entry = std::make_unique<artifact::CubinT>();
+    entry->arch = arch;
+    entry->image = std::move(*cubin);
+    result->cubins.push_back(std::move(entry));
+  }
+  if (!options.archs.empty()) {
+    std::string newest = *llvm::max_element(options.archs, [](auto &a, auto &b) {
+      return std::stoi(a.substr(3)) < std::stoi(b.substr(3));
+    });
+    llvm::Expected<std::vector<uint8_t>> ptx =
+        compileWithNVRTC(result->source, newest, /*ptx=*/true);
+    if (!ptx)
+      return function.emitError() << llvm::toString(ptx.takeError());
+    result->ptx.assign(ptx->begin(), ptx->end());
+    result->ptx_arch = newest;
+  }
+  return result;
+}
+
+FailureOr<std::unique_ptr<artifact::ArtifactT>>
+compileFunction(func::FuncOp function, const TargetOptions &options) {
+  return Lowering(function, options).run();
+}
+
+} // namespace kiln::cuda

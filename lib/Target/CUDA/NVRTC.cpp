@@ -1,0 +1,50 @@
+//===- NVRTC.cpp - compiling generated kernels without a GPU --------------===//
+
+#include "kiln/Target/CUDATarget.h"
+
+#include <nvrtc.h>
+
+#include <memory>
+
+namespace kiln::cuda {
+
+llvm::Expected<std::vector<uint8_t>>
+compileWithNVRTC(const std::string &source, const std::string &arch, bool ptx) {
+  auto failure = [&](const std::string &what, nvrtcResult status,
+                     const std::string &log = "") {
+    return llvm::createStringError(
+        "NVRTC " + what + " for " + arch + ": " + nvrtcGetErrorString(status) +
+        (log.empty() ? "" : "\n" + log));
+  };
+  nvrtcProgram program;
+  nvrtcResult status = nvrtcCreateProgram(&program, source.c_str(), "kiln_step.cu",
+                                          0, nullptr, nullptr);
+  if (status != NVRTC_SUCCESS)
+    return failure("cannot create the program", status);
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram *)> release(
+      &program, [](nvrtcProgram *p) { nvrtcDestroyProgram(p); });
+  // A cubin is compiled for the exact architecture, PTX for its virtual one.
+  std::string target = "--gpu-architecture=" +
+                       (ptx ? "compute_" + arch.substr(3) : arch);
+  const char *flags[] = {target.c_str(), "--std=c++17", "-default-device"};
+  status = nvrtcCompileProgram(program, 3, flags);
+  if (status != NVRTC_SUCCESS) {
+    size_t size = 0;
+    nvrtcGetProgramLogSize(program, &size);
+    std::string log(size, '\0');
+    nvrtcGetProgramLog(program, log.data());
+    return failure("compilation failed", status, log);
+  }
+  size_t size = 0;
+  status = ptx ? nvrtcGetPTXSize(program, &size) : nvrtcGetCUBINSize(program, &size);
+  if (status != NVRTC_SUCCESS)
+    return failure("has no output", status);
+  std::vector<uint8_t> image(size);
+  status = ptx ? nvrtcGetPTX(program, reinterpret_cast<char *>(image.data()))
+               : nvrtcGetCUBIN(program, reinterpret_cast<char *>(image.data()));
+  if (status != NVRTC_SUCCESS)
+    return failure("has no output", status);
+  return image;
+}
+
+} // namespace kiln::cuda

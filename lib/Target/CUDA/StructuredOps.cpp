@@ -1,0 +1,602 @@
+//===- StructuredOps.cpp - data movement, reductions, norms, losses -------===//
+//
+// Ops whose elements read other positions of their operands. Each follows
+// its op's description in the dialect and the interpreter's order of
+// computation (statistics in double, rounded once where the op stores
+// them). Indices a kernel cannot check (gather, labels) are clamped into
+// range so that a bad index never reads outside its tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace kiln::cuda {
+
+namespace {
+
+std::string num(int64_t value) { return std::to_string(value) + "ll"; }
+
+
+/// `index` wrapped (negative counts from the end) and clamped to [0, size).
+std::string wrapIndex(const std::string &index, int64_t size) {
+  return "[&] { i64 q = " + index + "; if (q < 0) q += " + num(size) +
+         "; return q < 0 ? (i64)0 : q >= " + num(size) + " ? " +
+         num(size - 1) + " : q; }()";
+}
+
+struct StructuredEmitter {
+  KernelWriter &w;
+  Value value;
+  bool nested;
+  Operation *op = value.getDefiningOp();
+  Type type = elementTypeOf(value);
+  ArrayRef<int64_t> shape = shapeOf(value);
+  Type f64 = Float64Type::get(value.getContext());
+  bool failedOperand = false;
+
+  /// `operand(index)`; records a failure (already reported) instead of
+  /// returning it, so that expressions compose.
+  std::string at(Value operand, const std::string &index, bool inTerm = false) {
+    FailureOr<std::string> x = w.at(operand, index, nested || inTerm);
+    if (failed(x)) {
+      failedOperand = true;
+      return "0";
+    }
+    return *x;
+  }
+  FailureOr<std::string> returns(const std::string &body) {
+    if (failedOperand)
+      return failure();
+    return w.define(value, nested, body);
+  }
+  FailureOr<std::string> returnsExpr(const std::string &expr) {
+    return returns("    return " + rounded(type, expr) + ";\n");
+  }
+  FailureOr<std::string> reduces(const Reduction &r) {
+    if (failedOperand)
+      return failure();
+    return w.defineReduction(value, nested, r);
+  }
+  std::string stat(const Reduction &r) { return w.reduction(f64, nested, r); }
+  FailureOr<std::string> unsupported(const Twine &why) {
+    return op->emitError() << "the CUDA target cannot compile '"
+                           << op->getName() << "': " << why;
+  }
+
+  FailureOr<std::string> emit();
+  FailureOr<std::string> reduction(Value input, ArrayRef<int64_t> axes,
+                                   const char *combiner, const std::string &init,
+                                   bool mean);
+  FailureOr<std::string> argReduction(Value input, int64_t axis, bool max,
+                                      bool last);
+  FailureOr<std::string> softmax(Value input, int64_t axis, bool log);
+  FailureOr<std::string> normalization(Value input, Value mean, Value scale,
+                                       Value bias, int64_t axis, double epsilon);
+  FailureOr<std::string> normalizationGrad(Value input, Value mean, Value rstd,
+                                           Value grad, Value scale, int64_t axis);
+  FailureOr<std::string> classification(Value input, Value labels, Value weight,
+                                        Value grad, LossReduction reduction,
+                                        std::optional<int64_t> ignoreIndex,
+                                        std::optional<int64_t> classes,
+                                        bool logits);
+  FailureOr<std::string> matmul(MatmulOp op);
+  FailureOr<std::string> pad(PadOp op);
+};
+
+} // namespace
+
+FailureOr<std::string>
+StructuredEmitter::reduction(Value input, ArrayRef<int64_t> axes,
+                             const char *combiner, const std::string &init,
+                             bool mean) {
+  ArrayRef<int64_t> in = shapeOf(input);
+  SmallVector<int64_t> inStrides = rowMajorStrides(in);
+  SmallVector<int64_t> keptShape, keptStrides, reducedShape, reducedStrides;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
+    bool reduced = llvm::is_contained(axes, d);
+    (reduced ? reducedShape : keptShape).push_back(in[d]);
+    (reduced ? reducedStrides : keptStrides).push_back(inStrides[d]);
+  }
+  int64_t extent = 1;
+  for (int64_t size : reducedShape)
+    extent *= size;
+  std::string index = remap(keptShape, keptStrides, 0, "o") + " + " +
+                      remap(reducedShape, reducedStrides, 0, "k");
+  Reduction r{combiner, init, extent, at(input, index, true)};
+  if (mean)
+    r.finish = "acc / " + std::to_string(extent) + ".0";
+  return reduces(r);
+}
+
+FailureOr<std::string> StructuredEmitter::argReduction(Value input, int64_t axis,
+                                                       bool max, bool last) {
+  AxisSplit split(shapeOf(input), axis);
+  std::string better = max ? (last ? ">=" : ">") : (last ? "<=" : "<");
+  std::string x = at(input, split.at("i", "k"));
+  return returns("    i64 best = 0; double top = 0;\n    for (i64 k = 0; k < " +
+                 num(split.extent) + "; ++k) {\n      double x = (double)" + x +
+                 ";\n      if (k == 0 || x " + better +
+                 " top || (x != x && top == top)) { top = x; best = k; }\n" +
+                 "      if (top != top) break;\n    }\n    return best;\n");
+}
+
+FailureOr<std::string> StructuredEmitter::softmax(Value input, int64_t axis,
+                                                  bool log) {
+  AxisSplit split(shapeOf(input), axis);
+  std::string x = at(input, split.at("o", "k"), true);
+  // An all -inf row: maximum 0, so that the sum is 0 and the result NaN.
+  Reduction maxR{"Max", literal(-INFINITY), split.extent, x};
+  maxR.finish = "acc == (-1.0 / 0.0) ? 0.0 : acc";
+  std::string maximum = stat(maxR);
+  std::string sum = stat({"Sum", "0.0", split.extent,
+                          "exp(" + x + " - " + maximum + "(o))"});
+  std::string row = split.row("i"), xi = at(input, "i");
+  std::string shifted = "(" + xi + " - " + maximum + "(" + row + "))";
+  return returnsExpr(log ? shifted + " - log(" + sum + "(" + row + "))"
+                         : "exp(" + shifted + ") / " + sum + "(" + row + ")");
+}
+
+FailureOr<std::string>
+StructuredEmitter::normalization(Value input, Value centered, Value scale,
+                                 Value bias, int64_t axis, double epsilon) {
+  // Shared by layer_norm (centered) and rms_norm: results are the output,
+  // then the statistics.
+  ArrayRef<int64_t> in = shapeOf(input);
+  ArrayRef<int64_t> normalized = in.drop_front(axis);
+  int64_t n = 1;
+  for (int64_t size : normalized)
+    n *= size;
+  std::string x = at(input, "o * " + num(n) + " + k", true);
+  std::string mean = "[](i64) { return 0.0; }";
+  std::string deviation = x;
+  if (centered) {
+    Reduction r{"Sum", "0.0", n, x};
+    r.finish = "acc / " + std::to_string(n) + ".0";
+    mean = stat(r);
+    deviation = "(" + x + " - " + mean + "(o))";
+  }
+  Reduction squares{"Sum", "0.0", n, deviation + " * " + deviation};
+  squares.finish = "1.0 / sqrt(acc / " + std::to_string(n) + ".0 + " +
+                   literal(epsilon) + ")";
+  std::string rstd = stat(squares);
+  unsigned result = cast<OpResult>(value).getResultNumber();
+  if (result == 1 && centered)
+    return returnsExpr(mean + "(i)");
+  if (result > 0)
+    return returnsExpr(rstd + "(i)");
+  std::string c = "(i % " + num(n) + ")", r = "(i / " + num(n) + ")";
+  std::string y = "(" + at(input, "i") + " - " + mean + r + ") * " + rstd + r;
+  if (scale)
+    y += " * " + at(scale, broadcastIndex(scale, normalized, c));
+  if (bias)
+    y += " + " + at(bias, broadcastIndex(bias, normalized, c));
+  return returnsExpr(y);
+}
+
+FailureOr<std::string>
+StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
+                                     Value grad, Value scale, int64_t axis) {
+  ArrayRef<int64_t> normalized = shapeOf(input).drop_front(axis);
+  int64_t n = 1;
+  for (int64_t size : normalized)
+    n *= size;
+  int64_t rows = countOf(input) / n;
+  unsigned result = cast<OpResult>(value).getResultNumber();
+  if (result > 0 && countOf(value) != n)
+    return unsupported("a scale or bias smaller than the normalized shape");
+  // x^ and g = dy * scale at element i of the input, inside reduction terms
+  // and outside.
+  auto terms = [&](bool inTerm) {
+    std::string r = "(i / " + num(n) + ")", c = "(i % " + num(n) + ")";
+    std::string xhat = "(" + at(input, "i", inTerm);
+    xhat += mean ? " - " + at(mean, r, inTerm) + ")" : ")";
+    xhat += " * " + at(rstd, r, inTerm);
+    std::string g = at(grad, "i", inTerm);
+    if (scale)
+      g += " * " + at(scale, broadcastIndex(scale, normalized, c), inTerm);
+    return std::make_pair(w.helper("double", "    return " + xhat + ";\n"),
+                          w.helper("double", "    return " + g + ";\n"));
+  };
+  auto [xhatTerm, gTerm] = terms(true);
+  std::string element = "o * " + num(n) + " + k";
+  if (result == 0) {
+    auto [xhat, g] = terms(false);
+    Reduction meanGX{"Sum", "0.0", n,
+                     gTerm + "(" + element + ") * " + xhatTerm + "(" + element + ")"};
+    meanGX.finish = "acc / " + std::to_string(n) + ".0";
+    std::string dx = g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " +
+                     num(n) + ")";
+    if (mean) {
+      Reduction meanG{"Sum", "0.0", n, gTerm + "(" + element + ")"};
+      meanG.finish = "acc / " + std::to_string(n) + ".0";
+      dx += " - " + stat(meanG) + "(i / " + num(n) + ")";
+    }
+    return returnsExpr(at(rstd, "(i / " + num(n) + ")") + " * (" + dx + ")");
+  }
+  // Parameter gradients: sums over rows at normalized position o.
+  std::string column = "k * " + num(n) + " + o";
+  std::string dy = at(grad, column, true);
+  bool isBias = mean && result == 2;
+  return reduces({"Sum", "0.0", rows,
+                  isBias ? dy : dy + " * " + xhatTerm + "(" + column + ")"});
+}
+
+FailureOr<std::string> StructuredEmitter::classification(
+    Value input, Value labels, Value weight, Value grad, LossReduction reduction,
+    std::optional<int64_t> ignoreIndex, std::optional<int64_t> classes,
+    bool logits) {
+  AxisSplit split(shapeOf(input), shapeOf(input).size() > 1 ? 1 : 0);
+  int64_t valid = classes.value_or(split.extent);
+  int64_t rows = countOf(labels);
+  // Lambdas of a row r (a position of `labels`): its class, its weight (0
+  // when ignored), its log-sum-exp (logits) and its weighted loss.
+  struct Row {
+    std::string label, weight, lse, loss;
+  };
+  auto rowTerms = [&](bool inTerm) {
+    Row row;
+    std::string label = at(labels, "i", inTerm);
+    row.label = w.helper("i64", "    return " + wrapIndex(label, valid) + ";\n");
+    std::string ignored =
+        ignoreIndex ? "(" + label + " == " + num(*ignoreIndex) + ")" : "false";
+    std::string wy = weight ? at(weight, row.label + "(i)", inTerm) : "1.0";
+    row.weight = w.helper("double", "    return " + ignored + " ? 0.0 : " + wy + ";\n");
+    std::string lse = "0.0";
+    if (logits) {
+      std::string x = at(input, split.at("o", "k"), true);
+      std::string maximum = stat({"Max", literal(-INFINITY), valid, x});
+      Reduction sum{"Sum", "0.0", valid, "exp(" + x + " - " + maximum + "(o))"};
+      sum.finish = maximum + "(o) + log(acc)";
+      row.lse = stat(sum);
+      lse = row.lse + "(i)";
+    }
+    std::string picked = at(input, split.at("i", row.label + "(i)"), inTerm);
+    row.loss = w.helper("double", "    return " + row.weight + "(i) * (" + lse +
+                                      " - " + picked + ");\n");
+    return row;
+  };
+  auto totalWeight = [&] {
+    return stat({"Sum", "0.0", rows, rowTerms(true).weight + "(k)"});
+  };
+  if (!grad) {
+    if (reduction == LossReduction::None)
+      return returnsExpr(rowTerms(false).loss + "(i)");
+    Reduction total{"Sum", "0.0", rows, rowTerms(true).loss + "(k)"};
+    if (reduction == LossReduction::Mean)
+      total.finish = "acc / " + totalWeight() + "(o)";
+    return reduces(total);
+  }
+  // The gradient at element i of the input, of row r and class c.
+  Row row = rowTerms(false);
+  std::string share = at(grad, reduction == LossReduction::None ? "r" : "0");
+  if (reduction == LossReduction::Mean)
+    share += " / " + totalWeight() + "(0)";
+  std::string p =
+      logits ? "exp(" + at(input, "i") + " - " + row.lse + "(r))" : "0.0";
+  return returns("    const i64 r = " + split.row("i") + ", c = i / " +
+                 num(split.inner) + " % " + num(split.extent) + ";\n    if (c >= " +
+                 num(valid) + ") return 0.0;\n    return " +
+                 rounded(type, "(" + p + " - (c == " + row.label +
+                                   "(r) ? 1.0 : 0.0)) * " + row.weight + "(r) * " +
+                                   share) +
+                 ";\n");
+}
+
+FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
+  // The product as a loop, for batch broadcasts a GEMM cannot express.
+  ArrayRef<int64_t> lhs = shapeOf(mm.getLhs());
+  int64_t rank = shape.size(), k = mm.getTransposeLhs() ? lhs[lhs.size() - 2]
+                                                        : lhs.back();
+  auto operandIndex = [&](Value operand, bool transposed, bool isLhs) {
+    ArrayRef<int64_t> s = shapeOf(operand);
+    SmallVector<int64_t> strides = rowMajorStrides(s);
+    std::string index;
+    size_t lead = rank - s.size();
+    for (int64_t d = 0; d + 2 < rank; ++d) {
+      int64_t od = d - lead;
+      if (od >= 0 && s[od] != 1)
+        index += coordinate(shape, d, "o") + " * " + num(strides[od]) + " + ";
+    }
+    int64_t rowStride = strides[s.size() - 2], colStride = strides.back();
+    if (transposed)
+      std::swap(rowStride, colStride);
+    std::string outer = coordinate(shape, rank - (isLhs ? 2 : 1), "o");
+    if (isLhs)
+      index += outer + " * " + num(rowStride) + " + k * " + num(colStride);
+    else
+      index += "k * " + num(rowStride) + " + " + outer + " * " + num(colStride);
+    return "(" + index + ")";
+  };
+  std::string a =
+      at(mm.getLhs(), operandIndex(mm.getLhs(), mm.getTransposeLhs(), true), true);
+  std::string b =
+      at(mm.getRhs(), operandIndex(mm.getRhs(), mm.getTransposeRhs(), false), true);
+  return reduces({"Sum", "0.0", k, a + " * " + b});
+}
+
+FailureOr<std::string> StructuredEmitter::pad(PadOp p) {
+  ArrayRef<int64_t> in = shapeOf(p.getInput());
+  SmallVector<int64_t> strides = rowMajorStrides(in);
+  std::string body = "    i64 j = 0;\n";
+  for (size_t d = 0; d < in.size(); ++d) {
+    std::string x = "x" + std::to_string(d), n = num(in[d]);
+    body += "    i64 " + x + " = " + coordinate(shape, d, "i") + " - " +
+            num(p.getLow()[d]) + ";\n";
+    switch (p.getMode()) {
+    case PadMode::Constant:
+      body += "    if (" + x + " < 0 || " + x + " >= " + n + ") return " +
+              rounded(type, literal(p.getValue().convertToDouble())) + ";\n";
+      break;
+    case PadMode::Edge:
+      body += "    " + x + " = " + x + " < 0 ? 0 : " + x + " >= " + n + " ? " +
+              n + " - 1 : " + x + ";\n";
+      break;
+    case PadMode::Reflect:
+      if (in[d] == 1) {
+        body += "    " + x + " = 0;\n";
+        break;
+      }
+      body += "    { i64 period = 2 * (" + n + " - 1); i64 m = ((" + x +
+              " % period) + period) % period; " + x + " = m >= " + n +
+              " ? period - m : m; }\n";
+      break;
+    case PadMode::Wrap:
+      body += "    " + x + " = ((" + x + " % " + n + ") + " + n + ") % " + n + ";\n";
+      break;
+    }
+    body += "    j += " + x + " * " + num(strides[d]) + ";\n";
+  }
+  return returns(body + "    return " + at(p.getInput(), "j") + ";\n");
+}
+
+FailureOr<std::string> StructuredEmitter::emit() {
+  auto adamMoments = [&](AdamWOp a, unsigned which) {
+    double beta = (which == 1 ? a.getBeta1() : a.getBeta2()).convertToDouble();
+    std::string g = at(a.getGrad(), "i");
+    std::string m = at(which == 1 ? a.getExpAvg() : a.getExpAvgSq(), "i");
+    return literal(beta) + " * " + m + " + " + literal(1.0 - beta) + " * " + g +
+           (which == 2 ? " * " + g : "");
+  };
+  return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
+      .Case([&](ReshapeOp r) { return returnsExpr(at(r.getInput(), "i")); })
+      .Case([&](BroadcastOp b) {
+        return returnsExpr(at(b.getInput(), broadcastIndex(b.getInput(), shape, "i")));
+      })
+      .Case([&](TransposeOp t) {
+        SmallVector<int64_t> in = rowMajorStrides(shapeOf(t.getInput()));
+        SmallVector<int64_t> strides;
+        for (int64_t d : t.getPermutation())
+          strides.push_back(in[d]);
+        return returnsExpr(at(t.getInput(), remap(shape, strides, 0, "i")));
+      })
+      .Case([&](SliceOp s) {
+        SmallVector<int64_t> in = rowMajorStrides(shapeOf(s.getInput()));
+        SmallVector<int64_t> strides;
+        int64_t base = 0;
+        for (size_t d = 0; d < in.size(); ++d) {
+          base += s.getStart()[d] * in[d];
+          strides.push_back(s.getStride()[d] * in[d]);
+        }
+        return returnsExpr(at(s.getInput(), remap(shape, strides, base, "i")));
+      })
+      .Case([&](ConcatOp c) {
+        int64_t axis = c.getAxis(), offset = 0;
+        std::string body = "    const i64 c = " + coordinate(shape, axis, "i") + ";\n";
+        for (Value input : c.getInputs()) {
+          SmallVector<int64_t> strides = rowMajorStrides(shapeOf(input));
+          int64_t size = shapeOf(input)[axis];
+          std::string index = remap(shape, strides, -offset * strides[axis], "i");
+          body += "    if (c < " + num(offset + size) + ") return " +
+                  at(input, index) + ";\n";
+          offset += size;
+        }
+        return returns(body + "    return 0;\n");
+      })
+      .Case([&](PadOp p) { return pad(p); })
+      .Case([&](TriluOp t) {
+        int64_t rank = shape.size();
+        std::string diff = coordinate(shape, rank - 1, "i") + " - " +
+                           coordinate(shape, rank - 2, "i");
+        std::string keep = diff + (t.getUpper() ? " >= " : " <= ") + num(t.getDiagonal());
+        return returnsExpr("(" + keep + ") ? " + at(t.getInput(), "i") + " : 0");
+      })
+      .Case([&](GatherOp g) {
+        ArrayRef<int64_t> data = shapeOf(g.getData());
+        int64_t axis = g.getAxis(), inner = 1;
+        for (int64_t size : data.drop_front(axis + 1))
+          inner *= size;
+        int64_t indices = countOf(g.getIndices());
+        std::string k = wrapIndex(
+            at(g.getIndices(), "(i / " + num(inner) + ") % " + num(indices)), data[axis]);
+        return returnsExpr(at(g.getData(), "(i / " + num(inner * indices) + " * " +
+                                               num(data[axis]) + " + " + k + ") * " +
+                                               num(inner) + " + i % " + num(inner)));
+      })
+      .Case([&](GatherElementsOp g) {
+        ArrayRef<int64_t> data = shapeOf(g.getData());
+        SmallVector<int64_t> strides = rowMajorStrides(data);
+        int64_t axis = g.getAxis();
+        int64_t along = strides[axis];
+        strides[axis] = 0;
+        std::string k = wrapIndex(at(g.getIndices(), "i"), data[axis]);
+        return returnsExpr(at(g.getData(), remap(shape, strides, 0, "i") + " + " +
+                                               k + " * " + num(along)));
+      })
+      .Case([&](InsertSliceOp s) {
+        ArrayRef<int64_t> source = shapeOf(s.getSource());
+        SmallVector<int64_t> strides = rowMajorStrides(source);
+        std::string body = "    i64 j = 0;\n";
+        for (size_t d = 0; d < source.size(); ++d) {
+          std::string q = "q" + std::to_string(d);
+          body += "    i64 " + q + " = " + coordinate(shape, d, "i") + " - " +
+                  num(s.getStart()[d]) + ";\n    if (" + q + " % " +
+                  num(s.getStride()[d]) + " != 0) return " + at(s.getDest(), "i") +
+                  ";\n    " + q + " /= " + num(s.getStride()[d]) + ";\n    if (" +
+                  q + " < 0 || " + q + " >= " + num(source[d]) + ") return " +
+                  at(s.getDest(), "i") + ";\n    j += " + q + " * " +
+                  num(strides[d]) + ";\n";
+        }
+        return returns(body + "    return " + at(s.getSource(), "j") + ";\n");
+      })
+      .Case([&](CumsumOp c) {
+        AxisSplit split(shape, c.getAxis());
+        std::string k = "(i / " + num(split.inner) + " % " + num(split.extent) + ")";
+        std::string from = c.getReverse() ? k + (c.getExclusive() ? " + 1" : "") : "0";
+        std::string to = c.getReverse()
+                             ? num(split.extent)
+                             : k + (c.getExclusive() ? "" : " + 1");
+        std::string ctype = computeType(type);
+        return returns("    const i64 row = " + split.row("i") + ";\n    " + ctype +
+                       " acc = 0;\n    for (i64 j = " + from + "; j < " + to +
+                       "; ++j) acc = " +
+                       rounded(type, "acc + " + at(c.getInput(), split.at("row", "j"))) +
+                       ";\n    return acc;\n");
+      })
+      .Case([&](ReduceSumOp r) {
+        return reduction(r.getInput(), r.getAxes(), "Sum", "0.0", false);
+      })
+      .Case([&](ReduceMeanOp r) {
+        return reduction(r.getInput(), r.getAxes(), "Sum", "0.0", true);
+      })
+      .Case([&](ReduceMaxOp r) {
+        return reduction(r.getInput(), r.getAxes(), "Max", literal(-INFINITY), false);
+      })
+      .Case([&](ReduceMinOp r) {
+        return reduction(r.getInput(), r.getAxes(), "Min", literal(INFINITY), false);
+      })
+      .Case([&](ReduceProdOp r) {
+        return reduction(r.getInput(), r.getAxes(), "Prod", "1.0", false);
+      })
+      .Case([&](ArgMaxOp a) {
+        return argReduction(a.getInput(), a.getAxis(), true, a.getSelectLastIndex());
+      })
+      .Case([&](ArgMinOp a) {
+        return argReduction(a.getInput(), a.getAxis(), false, a.getSelectLastIndex());
+      })
+      .Case([&](SoftmaxOp s) { return softmax(s.getInput(), s.getAxis(), false); })
+      .Case([&](LogSoftmaxOp s) { return softmax(s.getInput(), s.getAxis(), true); })
+      .Case([&](SoftmaxGradOp s) {
+        AxisSplit split(shape, s.getAxis());
+        std::string at_ = split.at("o", "k");
+        std::string sum = stat({"Sum", "0.0", split.extent,
+                                at(s.getGrad(), at_, true) + " * " +
+                                    at(s.getOutput(), at_, true)});
+        return returnsExpr(at(s.getOutput(), "i") + " * (" + at(s.getGrad(), "i") +
+                           " - " + sum + "(" + split.row("i") + "))");
+      })
+      .Case([&](LogSoftmaxGradOp s) {
+        AxisSplit split(shape, s.getAxis());
+        std::string sum =
+            stat({"Sum", "0.0", split.extent, at(s.getGrad(), split.at("o", "k"), true)});
+        return returnsExpr(at(s.getGrad(), "i") + " - exp(" + at(s.getOutput(), "i") +
+                           ") * " + sum + "(" + split.row("i") + ")");
+      })
+      .Case([&](LayerNormOp n) {
+        return normalization(n.getInput(), n.getInput(), n.getScale(), n.getBias(),
+                             n.getAxis(), n.getEpsilon().convertToDouble());
+      })
+      .Case([&](RmsNormOp n) {
+        return normalization(n.getInput(), Value(), n.getScale(), Value(),
+                             n.getAxis(), n.getEpsilon().convertToDouble());
+      })
+      .Case([&](LayerNormGradOp g) {
+        return normalizationGrad(g.getInput(), g.getMean(), g.getInvStdDev(),
+                                 g.getGrad(), g.getScale(), g.getAxis());
+      })
+      .Case([&](RmsNormGradOp g) {
+        return normalizationGrad(g.getInput(), Value(), g.getInvRms(), g.getGrad(),
+                                 g.getScale(), g.getAxis());
+      })
+      .Case([&](CrossEntropyOp l) {
+        return classification(l.getInput(), l.getLabels(), l.getWeight(), Value(),
+                              l.getReduction(), l.getIgnoreIndex(),
+                              l.getNumClasses(), true);
+      })
+      .Case([&](NllLossOp l) {
+        return classification(l.getInput(), l.getLabels(), l.getWeight(), Value(),
+                              l.getReduction(), l.getIgnoreIndex(),
+                              l.getNumClasses(), false);
+      })
+      .Case([&](CrossEntropyGradOp l) {
+        return classification(l.getInput(), l.getLabels(), l.getWeight(), l.getGrad(),
+                              l.getReduction(), l.getIgnoreIndex(),
+                              l.getNumClasses(), true);
+      })
+      .Case([&](NllLossGradOp l) {
+        return classification(l.getInput(), l.getLabels(), l.getWeight(), l.getGrad(),
+                              l.getReduction(), l.getIgnoreIndex(),
+                              l.getNumClasses(), false);
+      })
+      .Case([&](AdamWOp a) -> FailureOr<std::string> {
+        unsigned result = cast<OpResult>(value).getResultNumber();
+        if (result > 0)
+          return returnsExpr(adamMoments(a, result));
+        std::string lr = at(a.getLr(), "0"), step = at(a.getStep(), "0");
+        std::string m = at(a.getNewExpAvg(), "i"), v = at(a.getNewExpAvgSq(), "i");
+        return returns(
+            "    const double lr = " + lr + ";\n    const double t = (double)" + step +
+            ";\n    const double denominator = sqrt(" + v + ") / sqrt(1.0 - pow(" +
+            literal(a.getBeta2().convertToDouble()) + ", t)) + " +
+            literal(a.getEpsilon().convertToDouble()) + ";\n    return " +
+            rounded(type, at(a.getParam(), "i") + " * (1.0 - lr * " +
+                              literal(a.getWeightDecay().convertToDouble()) +
+                              ") - lr / (1.0 - pow(" +
+                              literal(a.getBeta1().convertToDouble()) + ", t)) * " +
+                              m + " / denominator") +
+            ";\n");
+      })
+      .Case([&](SgdOp s) -> FailureOr<std::string> {
+        double momentum = s.getMomentum().convertToDouble();
+        std::string g = "(" + at(s.getGrad(), "i") + " + " +
+                        literal(s.getWeightDecay().convertToDouble()) + " * " +
+                        at(s.getParam(), "i") + ")";
+        if (value == s.getNewMomentumBuffer()) {
+          if (momentum == 0.0)
+            return returnsExpr("0.0");
+          return returnsExpr("(" + at(s.getStep(), "0") + " == 1) ? " + g + " : " +
+                             literal(momentum) + " * " +
+                             at(s.getMomentumBuffer(), "i") + " + " +
+                             literal(1.0 - s.getDampening().convertToDouble()) +
+                             " * " + g);
+        }
+        std::string direction = g;
+        if (momentum != 0.0) {
+          std::string buffer = at(s.getNewMomentumBuffer(), "i");
+          direction = s.getNesterov() ? g + " + " + literal(momentum) + " * " + buffer
+                                      : buffer;
+        }
+        return returnsExpr(at(s.getParam(), "i") + " - " + at(s.getLr(), "0") +
+                           " * (" + direction + ")");
+      })
+      .Case([&](AdagradOp a) -> FailureOr<std::string> {
+        std::string g = "(" + at(a.getGrad(), "i") + " + " +
+                        literal(a.getWeightDecay().convertToDouble()) + " * " +
+                        at(a.getParam(), "i") + ")";
+        if (value == a.getNewSum())
+          return returnsExpr(at(a.getSum(), "i") + " + " + g + " * " + g);
+        std::string clr = at(a.getLr(), "0") + " / (1.0 + (double)(" +
+                          at(a.getStep(), "0") + " - 1) * " +
+                          literal(a.getLrDecay().convertToDouble()) + ")";
+        return returnsExpr(at(a.getParam(), "i") + " - " + clr + " * " + g +
+                           " / (sqrt(" + at(a.getNewSum(), "i") + ") + " +
+                           literal(a.getEpsilon().convertToDouble()) + ")");
+      })
+      .Case([&](MatmulOp m) { return matmul(m); })
+      .Default([&](Operation *) {
+        return unsupported("no kernel for this op");
+      });
+}
+
+FailureOr<std::string> emitStructured(KernelWriter &writer, Value value,
+                                      bool nested) {
+  StructuredEmitter emitter{writer, value, nested};
+  return emitter.emit();
+}
+
+} // namespace kiln::cuda
