@@ -1,0 +1,94 @@
+//===- ArtifactTest.cpp - the artifact verifier ---------------------------===//
+//
+// A runtime must refuse an artifact it cannot trust before it allocates or
+// launches anything: truncated or corrupted files, other format versions,
+// offsets outside the arena.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Artifact/Artifact.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln::artifact;
+
+namespace {
+
+/// A small valid artifact: one kernel launch and one GEMM in a 4 KiB arena.
+ArtifactT sample() {
+  ArtifactT a;
+  a.format_version = kFormatVersion;
+  a.kiln_version = "test";
+  a.arena_bytes = 4096;
+  a.kernel_names = {"kiln_kernel_0"};
+  a.ptx = "// ptx";
+  auto tensor = std::make_unique<TensorT>();
+  tensor->name = "loss";
+  tensor->role = Role::Output;
+  tensor->offset = 0;
+  a.tensors.push_back(std::move(tensor));
+  auto launch = std::make_unique<OperationT>();
+  launch->kernel = std::make_unique<KernelLaunchT>();
+  launch->kernel->grid = launch->kernel->block = 1;
+  launch->kernel->args = {0, 256};
+  a.operations.push_back(std::move(launch));
+  auto gemm = std::make_unique<OperationT>();
+  gemm->gemm = std::make_unique<GemmT>();
+  gemm->gemm->batch = gemm->gemm->m = gemm->gemm->n = gemm->gemm->k = 8;
+  gemm->gemm->stride_a = gemm->gemm->stride_b = gemm->gemm->stride_d = 64;
+  gemm->gemm->b = 1024;
+  gemm->gemm->d = 2048;
+  gemm->gemm->output_type = ElementType::F32;
+  gemm->gemm->input_type = ElementType::BF16;
+  a.operations.push_back(std::move(gemm));
+  return a;
+}
+
+std::vector<uint8_t> pack(const ArtifactT &a) {
+  flatbuffers::FlatBufferBuilder builder;
+  builder.Finish(Artifact::Pack(builder, &a), ArtifactIdentifier());
+  return {builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize()};
+}
+
+TEST(ArtifactTest, AcceptsAValidArtifact) {
+  std::string error;
+  EXPECT_NE(verify(pack(sample()), error), nullptr) << error;
+}
+
+TEST(ArtifactTest, RefusesTruncatedAndForeignFiles) {
+  std::vector<uint8_t> bytes = pack(sample());
+  std::string error;
+  std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + bytes.size() / 2);
+  EXPECT_EQ(verify(truncated, error), nullptr);
+  EXPECT_NE(error.find("truncated or corrupted"), std::string::npos) << error;
+  std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'};
+  EXPECT_EQ(verify(text, error), nullptr);
+  EXPECT_NE(error.find("not a kiln artifact"), std::string::npos) << error;
+}
+
+TEST(ArtifactTest, RefusesAnotherFormatVersion) {
+  ArtifactT a = sample();
+  a.format_version = kFormatVersion + 1;
+  std::string error;
+  EXPECT_EQ(verify(pack(a), error), nullptr);
+  EXPECT_NE(error.find("format version"), std::string::npos) << error;
+}
+
+TEST(ArtifactTest, RefusesOffsetsOutsideTheArena) {
+  std::string error;
+  ArtifactT a = sample();
+  a.operations[0]->kernel->args.push_back(4097);
+  EXPECT_EQ(verify(pack(a), error), nullptr);
+  EXPECT_NE(error.find("outside the arena"), std::string::npos) << error;
+
+  ArtifactT b = sample();
+  b.operations[1]->gemm->d = 4000; // 8 x 8 x 8 f32 do not fit
+  EXPECT_EQ(verify(pack(b), error), nullptr);
+  EXPECT_NE(error.find("GEMM operand"), std::string::npos) << error;
+
+  ArtifactT c = sample();
+  c.operations[0]->kernel->kernel = 3;
+  EXPECT_EQ(verify(pack(c), error), nullptr);
+}
+
+} // namespace

@@ -1,0 +1,53 @@
+//===- CudaEmulation.h - running an artifact on the CPU ---------*- C++ -*-===//
+//
+// Executes a `.kiln` artifact without a GPU: its generated CUDA C++ is
+// compiled as host C++ (a small shim defines the CUDA keywords; every block
+// runs with one thread, which every kernel supports) and its GEMMs run as
+// plain loops over their descriptions. This checks the CUDA target's code
+// and arena layout against the interpreter in CI; the GPU tests check the
+// same artifacts on a device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_UNITTESTS_TARGET_CUDAEMULATION_H
+#define KILN_UNITTESTS_TARGET_CUDAEMULATION_H
+
+#include "kiln/Artifact/Artifact.h"
+#include "kiln/Interpreter/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::testing {
+
+class CudaEmulation {
+public:
+  /// Compiles the artifact's kernels with the host compiler; on failure
+  /// `error` holds the compiler's output.
+  static std::unique_ptr<CudaEmulation> create(const artifact::ArtifactT &artifact,
+                                               std::string &error);
+  ~CudaEmulation();
+
+  /// Writes `value` into the tensor `name` of the arena.
+  void write(const std::string &name, const Tensor &value);
+  Tensor read(const std::string &name) const;
+  /// Runs every operation once, in order.
+  void run();
+
+private:
+  CudaEmulation(const artifact::ArtifactT &artifact) : artifact(artifact) {}
+  const artifact::TensorT &tensor(const std::string &name) const;
+  void gemm(const artifact::GemmT &g);
+
+  const artifact::ArtifactT &artifact;
+  std::vector<uint8_t> arena;
+  void *library = nullptr;
+  std::vector<void (*)(void *const *)> kernels;
+  void (*configure)(unsigned, unsigned, unsigned) = nullptr;
+  std::string directory;
+};
+
+} // namespace kiln::testing
+
+#endif // KILN_UNITTESTS_TARGET_CUDAEMULATION_H
