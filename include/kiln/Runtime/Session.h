@@ -1,0 +1,72 @@
+//===- Session.h - a compiled step on one GPU --------------------*- C++ -*-===//
+//
+// The runtime: loads a verified `.kiln` artifact, allocates its arena once,
+// initializes parameters and optimizer state, and runs steps as replays of
+// one captured CUDA graph. It depends on the CUDA runtime, cuBLASLt and the
+// artifact format only (no MLIR), and reads nothing back to the host unless
+// asked.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_SESSION_H
+#define KILN_RUNTIME_SESSION_H
+
+#include "kiln/Artifact/Artifact.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+struct SessionOptions {
+  int device = 0;
+  /// Seeds the GPT-2 style initialization of parameters the artifact holds
+  /// no value for: N(0, 0.02) for matrices, 1 for norm scales, 0 otherwise.
+  uint64_t seed = 0;
+};
+
+class Session {
+public:
+  /// Loads the artifact at `path`. Fails with a message naming the reason:
+  /// no GPU (with a hint to use --device=cpu), a GPU the artifact has no
+  /// code for, an arena larger than the free memory (before allocating), a
+  /// corrupted artifact or one from another kiln version.
+  static std::unique_ptr<Session> load(const std::string &path,
+                                       const SessionOptions &options,
+                                       std::string &error);
+  ~Session();
+
+  const artifact::Artifact &artifact() const { return *model; }
+  /// The interface tensor `name`, or null.
+  const artifact::Tensor *tensor(const std::string &name) const;
+
+  /// Copies `bytes` (the tensor's exact size) into tensor `name`, ordered
+  /// after every step already launched.
+  bool write(const std::string &name, const void *bytes, size_t size,
+             std::string &error);
+  /// Waits for the launched steps and copies tensor `name` out.
+  bool read(const std::string &name, void *bytes, size_t size,
+            std::string &error);
+  /// Launches one step. The first call captures the step's operations in
+  /// a CUDA graph; every later call replays it.
+  bool step(std::string &error);
+  /// A one-line description of the device, for logs.
+  const std::string &deviceName() const { return description; }
+
+private:
+  Session() = default;
+  struct State;
+  bool initialize(const SessionOptions &options, std::string &error);
+  bool enqueueOperations(std::string &error);
+
+  std::vector<uint8_t> bytes;
+  const artifact::Artifact *model = nullptr;
+  std::unique_ptr<State> state;
+  std::string description;
+};
+
+} // namespace kiln::runtime
+
+#endif // KILN_RUNTIME_SESSION_H

@@ -1,0 +1,476 @@
+//===- Session.cpp - a compiled step on one GPU ---------------------------===//
+//
+// Loading checks everything before allocating: the artifact, the GPU, the
+// code for its architecture, the free memory. Kernels come from the cubin
+// of the device's exact architecture, or else from the PTX when the device
+// is newer. GEMMs are cuBLASLt matmuls whose descriptors are built from the
+// artifact and whose algorithm is chosen once, by heuristic, at load time.
+// Row-major products are computed as their column-major transposes:
+// D^T = op(B)^T op(A)^T, which is what cuBLASLt sees.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Runtime/Session.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <random>
+
+namespace kiln::runtime {
+
+using artifact::ElementType;
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+std::string cudaMessage(cudaError_t status) {
+  return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+}
+
+cudaDataType_t cudaType(ElementType type) {
+  switch (type) {
+  case ElementType::F64: return CUDA_R_64F;
+  case ElementType::F16: return CUDA_R_16F;
+  case ElementType::BF16: return CUDA_R_16BF;
+  default: return CUDA_R_32F;
+  }
+}
+
+/// One GEMM's cuBLASLt objects and the algorithm chosen for it.
+struct GemmPlan {
+  const artifact::Gemm *gemm = nullptr;
+  cublasLtMatmulDesc_t operation = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algorithm{};
+};
+
+bool belongsToNorm(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return name.find("norm") != std::string::npos ||
+         name.find("ln_") != std::string::npos ||
+         name.find(".ln") != std::string::npos;
+}
+
+} // namespace
+
+struct Session::State {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  char *arena = nullptr;
+  void **argumentTables = nullptr;
+  cudaLibrary_t library = nullptr;
+  std::vector<cudaKernel_t> kernels;
+  /// Per operation: the device address of its argument table.
+  std::vector<void *> tables;
+  cublasLtHandle_t blas = nullptr;
+  void *workspace = nullptr;
+  std::vector<GemmPlan> gemms;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t replay = nullptr;
+
+  ~State() {
+    if (replay) cudaGraphExecDestroy(replay);
+    if (graph) cudaGraphDestroy(graph);
+    for (GemmPlan &g : gemms) {
+      if (g.operation) cublasLtMatmulDescDestroy(g.operation);
+      if (g.a) cublasLtMatrixLayoutDestroy(g.a);
+      if (g.b) cublasLtMatrixLayoutDestroy(g.b);
+      if (g.d) cublasLtMatrixLayoutDestroy(g.d);
+    }
+    if (blas) cublasLtDestroy(blas);
+    if (workspace) cudaFree(workspace);
+    if (library) cudaLibraryUnload(library);
+    if (argumentTables) cudaFree(argumentTables);
+    if (arena) cudaFree(arena);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+Session::~Session() = default;
+
+std::unique_ptr<Session> Session::load(const std::string &path,
+                                       const SessionOptions &options,
+                                       std::string &error) {
+  std::unique_ptr<Session> session(new Session());
+  if (!artifact::read(path, session->bytes, session->model, error))
+    return nullptr;
+  session->state = std::make_unique<State>();
+  if (!session->initialize(options, error))
+    return nullptr;
+  return session;
+}
+
+const artifact::Tensor *Session::tensor(const std::string &name) const {
+  for (const artifact::Tensor *t : *model->tensors())
+    if (t->name()->str() == name)
+      return t;
+  return nullptr;
+}
+
+/// The kernel image for a device of compute capability `major.minor`.
+static bool chooseImage(const artifact::Artifact &model, int major, int minor,
+                        const void *&image, std::string &error) {
+  std::string arch = "sm_" + std::to_string(major * 10 + minor);
+  std::string compiled;
+  if (model.cubins())
+    for (const artifact::Cubin *cubin : *model.cubins()) {
+      compiled += (compiled.empty() ? "" : ", ") + cubin->arch()->str();
+      if (cubin->arch()->str() == arch) {
+        image = cubin->image()->data();
+        return true;
+      }
+    }
+  if (model.ptx() && model.ptx_arch()) {
+    int ptxArch = std::atoi(model.ptx_arch()->c_str() + 3);
+    if (ptxArch <= major * 10 + minor) {
+      image = model.ptx()->c_str();
+      return true;
+    }
+  }
+  error = "this GPU is " + arch + ", and the artifact has code for " +
+          (compiled.empty() ? std::string("no GPU") : compiled) +
+          " only: compile it again with --arch=" + arch +
+          ", or train on the CPU with --device=cpu";
+  return false;
+}
+
+bool Session::initialize(const SessionOptions &options, std::string &error) {
+  State &s = *state;
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    error = "no CUDA GPU is available (" +
+            (status == cudaSuccess ? std::string("none found") : cudaMessage(status)) +
+            "); train on the CPU with --device=cpu and the model's .onnx or .mlir";
+    return false;
+  }
+  if (options.device >= count) {
+    error = "there is no GPU " + std::to_string(options.device);
+    return false;
+  }
+  s.device = options.device;
+  cudaDeviceProp properties;
+  auto check = [&](cudaError_t result, const char *what) {
+    if (result != cudaSuccess)
+      error = std::string(what) + ": " + cudaMessage(result);
+    return result == cudaSuccess;
+  };
+  if (!check(cudaSetDevice(s.device), "cannot select the GPU") ||
+      !check(cudaGetDeviceProperties(&properties, s.device),
+             "cannot query the GPU"))
+    return false;
+  description = std::string(properties.name) + " (sm_" +
+                std::to_string(properties.major * 10 + properties.minor) + ")";
+  const void *image = nullptr;
+  if (!chooseImage(*model, properties.major, properties.minor, image, error))
+    return false;
+
+  // The plan must fit before anything is allocated.
+  size_t freeBytes = 0, totalBytes = 0;
+  if (!check(cudaMemGetInfo(&freeBytes, &totalBytes), "cannot query GPU memory"))
+    return false;
+  size_t operations = model->operations() ? model->operations()->size() : 0;
+  size_t tableBytes = 0;
+  for (size_t i = 0; i < operations; ++i)
+    if (const artifact::KernelLaunch *launch = model->operations()->Get(i)->kernel())
+      tableBytes += sizeof(void *) * (launch->args() ? launch->args()->size() : 0);
+  size_t needed = model->arena_bytes() + tableBytes + kWorkspaceBytes;
+  if (needed > freeBytes) {
+    error = "the step needs " + std::to_string(needed >> 20) + " MiB of GPU memory (arena " +
+            std::to_string(model->arena_bytes() >> 20) + " MiB) and " + description +
+            " has " + std::to_string(freeBytes >> 20) +
+            " MiB free: compile with a smaller batch (kiln-compile --max-memory)";
+    return false;
+  }
+  if (!check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking),
+             "cannot create a stream") ||
+      !check(cudaMalloc(reinterpret_cast<void **>(&s.arena),
+                        std::max<size_t>(model->arena_bytes(), 1)),
+             "cannot allocate the arena") ||
+      !check(cudaMalloc(&s.workspace, kWorkspaceBytes), "cannot allocate the GEMM workspace") ||
+      !check(cudaLibraryLoadData(&s.library, image, nullptr, nullptr, 0, nullptr,
+                                 nullptr, 0),
+             "cannot load the kernels"))
+    return false;
+  for (const auto *name : *model->kernel_names()) {
+    cudaKernel_t kernel;
+    if (!check(cudaLibraryGetKernel(&kernel, s.library, name->c_str()),
+               "a kernel is missing from the artifact's code"))
+      return false;
+    s.kernels.push_back(kernel);
+  }
+
+  // Argument tables: every kernel reads its arena pointers from one.
+  std::vector<void *> host;
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < operations; ++i) {
+    starts.push_back(host.size());
+    if (const artifact::KernelLaunch *launch = model->operations()->Get(i)->kernel())
+      if (launch->args())
+        for (int64_t offset : *launch->args())
+          host.push_back(s.arena + offset);
+  }
+  if (!host.empty()) {
+    if (!check(cudaMalloc(reinterpret_cast<void **>(&s.argumentTables),
+                          host.size() * sizeof(void *)),
+               "cannot allocate argument tables") ||
+        !check(cudaMemcpy(s.argumentTables, host.data(), host.size() * sizeof(void *),
+                          cudaMemcpyHostToDevice),
+               "cannot upload argument tables"))
+      return false;
+  }
+  for (size_t i = 0; i < operations; ++i)
+    s.tables.push_back(s.argumentTables + starts[i]);
+
+  // cuBLASLt: descriptors from the artifact, an algorithm per GEMM.
+  cublasStatus_t blasStatus = cublasLtCreate(&s.blas);
+  if (blasStatus != CUBLAS_STATUS_SUCCESS) {
+    error = std::string("cannot start cuBLASLt: ") + cublasLtGetStatusString(blasStatus);
+    return false;
+  }
+  for (size_t i = 0; i < operations; ++i) {
+    const artifact::Gemm *g = model->operations()->Get(i)->gemm();
+    if (!g)
+      continue;
+    GemmPlan plan;
+    plan.gemm = g;
+    bool f64 = g->input_type() == ElementType::F64;
+    cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    cudaDataType_t scale = f64 ? CUDA_R_64F : CUDA_R_32F;
+    cublasOperation_t opB = g->transpose_b() ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opA = g->transpose_a() ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cudaDataType_t in = cudaType(g->input_type()), out = cudaType(g->output_type());
+    // Column-major views: B^T is n x k, A^T is k x m, D^T is n x m.
+    uint64_t bRows = g->transpose_b() ? g->k() : g->n(), bCols = g->transpose_b() ? g->n() : g->k();
+    uint64_t aRows = g->transpose_a() ? g->m() : g->k(), aCols = g->transpose_a() ? g->k() : g->m();
+    bool ok = cublasLtMatmulDescCreate(&plan.operation, compute, scale) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &opB,
+                                             sizeof(opB)) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &opA,
+                                             sizeof(opA)) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&plan.a, in, bRows, bCols, bRows) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&plan.b, in, aRows, aCols, aRows) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&plan.d, out, g->n(), g->m(), g->n()) == CUBLAS_STATUS_SUCCESS;
+    if (ok && g->batch() > 1) {
+      int32_t batch = static_cast<int32_t>(g->batch());
+      int64_t strideB = g->stride_b(), strideA = g->stride_a(), strideD = g->stride_d();
+      for (auto [layout, stride] : {std::pair{plan.a, strideB}, std::pair{plan.b, strideA},
+                                    std::pair{plan.d, strideD}})
+        ok = ok &&
+             cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                              sizeof(batch)) == CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                              &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
+    }
+    if (ok && g->epilogue() == artifact::Epilogue::Bias) {
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      const void *bias = s.arena + g->bias();
+      ok = cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                          &epilogue, sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                          &bias, sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
+    }
+    cublasLtMatmulPreference_t preference = nullptr;
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    size_t workspace = kWorkspaceBytes;
+    ok = ok && cublasLtMatmulPreferenceCreate(&preference) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulPreferenceSetAttribute(preference,
+                                              CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                              &workspace, sizeof(workspace)) ==
+             CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoGetHeuristic(s.blas, plan.operation, plan.a, plan.b, plan.d,
+                                        plan.d, preference, 1, &heuristic, &found) ==
+             CUBLAS_STATUS_SUCCESS &&
+         found > 0;
+    if (preference)
+      cublasLtMatmulPreferenceDestroy(preference);
+    plan.algorithm = heuristic.algo;
+    s.gemms.push_back(plan);
+    if (!ok) {
+      error = "cuBLASLt has no algorithm for GEMM " + std::to_string(s.gemms.size()) +
+              " (" + std::to_string(g->m()) + "x" + std::to_string(g->n()) + "x" +
+              std::to_string(g->k()) + ")";
+      return false;
+    }
+  }
+
+  // Constants, then parameters and state.
+  if (model->constants())
+    for (const artifact::Constant *constant : *model->constants())
+      if (!check(cudaMemcpy(s.arena + constant->offset(), constant->data()->data(),
+                            constant->data()->size(), cudaMemcpyHostToDevice),
+                 "cannot upload constants"))
+        return false;
+  std::mt19937_64 generator(options.seed);
+  for (const artifact::Tensor *t : *model->tensors()) {
+    int64_t count = artifact::elementCount(t->shape());
+    int64_t width = artifact::elementBytes(t->element_type());
+    std::vector<uint8_t> value(count * width, 0);
+    if (t->role() == artifact::Role::Parameter && t->data() && t->data()->size()) {
+      std::memcpy(value.data(), t->data()->data(), value.size());
+    } else if (t->role() == artifact::Role::Parameter ||
+               t->role() == artifact::Role::State) {
+      if (t->element_type() != ElementType::F32) {
+        error = "cannot initialize '" + t->name()->str() + "': not f32";
+        return false;
+      }
+      // Padding (rows and columns beyond the logical shape) stays 0.
+      std::vector<int64_t> logical(t->shape()->begin(), t->shape()->end());
+      if (t->logical_shape() && t->logical_shape()->size())
+        logical.assign(t->logical_shape()->begin(), t->logical_shape()->end());
+      std::normal_distribution<double> normal(0.0, 0.02);
+      float *values = reinterpret_cast<float *>(value.data());
+      int64_t logicalCount = 1;
+      for (int64_t size : logical)
+        logicalCount *= size;
+      for (int64_t i = 0; i < logicalCount; ++i) {
+        int64_t stored = 0, rest = i;
+        for (int64_t d = static_cast<int64_t>(logical.size()) - 1, stride = 1; d >= 0; --d) {
+          stored += (rest % logical[d]) * stride;
+          rest /= logical[d];
+          stride *= t->shape()->Get(d);
+        }
+        float v = 0.0f;
+        if (t->role() == artifact::Role::State)
+          v = static_cast<float>(t->fill());
+        else if (logical.size() >= 2)
+          v = static_cast<float>(normal(generator));
+        else if (belongsToNorm(t->name()->str()))
+          v = 1.0f;
+        values[stored] = v;
+      }
+    } else {
+      continue;
+    }
+    if (!check(cudaMemcpy(s.arena + t->offset(), value.data(), value.size(),
+                          cudaMemcpyHostToDevice),
+               "cannot upload parameters"))
+      return false;
+  }
+  return true;
+}
+
+bool Session::enqueueOperations(std::string &error) {
+  State &s = *state;
+  size_t gemm = 0;
+  for (size_t i = 0; i < model->operations()->size(); ++i) {
+    const artifact::Operation *operation = model->operations()->Get(i);
+    if (const artifact::KernelLaunch *launch = operation->kernel()) {
+      void *table = s.tables[i];
+      void *arguments[] = {&table};
+      cudaError_t status = cudaLaunchKernel(
+          reinterpret_cast<const void *>(s.kernels[launch->kernel()]), dim3(launch->grid()),
+          dim3(launch->block()), arguments, 0, s.stream);
+      if (status != cudaSuccess) {
+        error = "cannot launch " + operation->origin()->str() + ": " + cudaMessage(status);
+        return false;
+      }
+      continue;
+    }
+    GemmPlan &plan = s.gemms[gemm++];
+    const artifact::Gemm *g = plan.gemm;
+    float one = 1.0f, zero = 0.0f;
+    double oneD = 1.0, zeroD = 0.0;
+    bool f64 = g->input_type() == ElementType::F64;
+    char *d = s.arena + g->d();
+    cublasStatus_t status = cublasLtMatmul(
+        s.blas, plan.operation, f64 ? static_cast<const void *>(&oneD) : &one,
+        s.arena + g->b(), plan.a, s.arena + g->a(), plan.b,
+        f64 ? static_cast<const void *>(&zeroD) : &zero, d, plan.d, d, plan.d,
+        &plan.algorithm, s.workspace, kWorkspaceBytes, s.stream);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      error = "cuBLASLt failed on " + operation->origin()->str() + ": " +
+              cublasLtGetStatusString(status);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Session::step(std::string &error) {
+  State &s = *state;
+  if (!s.replay) {
+    cudaError_t status =
+        cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal);
+    if (status != cudaSuccess) {
+      error = "cannot capture the step: " + cudaMessage(status);
+      return false;
+    }
+    bool enqueued = enqueueOperations(error);
+    status = cudaStreamEndCapture(s.stream, &s.graph);
+    if (!enqueued)
+      return false;
+    if (status == cudaSuccess)
+      status = cudaGraphInstantiate(&s.replay, s.graph, 0);
+    if (status != cudaSuccess) {
+      error = "cannot capture the step as a CUDA graph: " + cudaMessage(status);
+      return false;
+    }
+  }
+  cudaError_t status = cudaGraphLaunch(s.replay, s.stream);
+  if (status != cudaSuccess) {
+    error = "cannot launch the step: " + cudaMessage(status);
+    return false;
+  }
+  return true;
+}
+
+bool Session::write(const std::string &name, const void *data, size_t size,
+                    std::string &error) {
+  const artifact::Tensor *t = tensor(name);
+  if (!t) {
+    error = "the artifact has no tensor '" + name + "'";
+    return false;
+  }
+  size_t expected = artifact::elementCount(t->shape()) * artifact::elementBytes(t->element_type());
+  if (size != expected) {
+    error = "tensor '" + name + "' holds " + std::to_string(expected) + " bytes, not " +
+            std::to_string(size);
+    return false;
+  }
+  // Ordered after the steps already launched; the copy from pageable memory
+  // returns once the data is staged.
+  cudaError_t status = cudaMemcpyAsync(state->arena + t->offset(), data, size,
+                                       cudaMemcpyHostToDevice, state->stream);
+  if (status == cudaSuccess)
+    status = cudaStreamSynchronize(state->stream);
+  if (status != cudaSuccess) {
+    error = "cannot write '" + name + "': " + cudaMessage(status);
+    return false;
+  }
+  return true;
+}
+
+bool Session::read(const std::string &name, void *data, size_t size,
+                   std::string &error) {
+  const artifact::Tensor *t = tensor(name);
+  if (!t) {
+    error = "the artifact has no tensor '" + name + "'";
+    return false;
+  }
+  size_t expected = artifact::elementCount(t->shape()) * artifact::elementBytes(t->element_type());
+  if (size != expected) {
+    error = "tensor '" + name + "' holds " + std::to_string(expected) + " bytes, not " +
+            std::to_string(size);
+    return false;
+  }
+  cudaError_t status = cudaMemcpyAsync(data, state->arena + t->offset(), size,
+                                       cudaMemcpyDeviceToHost, state->stream);
+  if (status == cudaSuccess)
+    status = cudaStreamSynchronize(state->stream);
+  if (status != cudaSuccess) {
+    error = "cannot read '" + name + "' (a kernel of the step may have failed): " +
+            cudaMessage(status);
+    return false;
+  }
+  return true;
+}
+
+} // namespace kiln::runtime
