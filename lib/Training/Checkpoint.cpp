@@ -44,24 +44,18 @@ static Expected<std::string> fileDigest(StringRef path) {
   return digest((*file)->getBuffer());
 }
 
-Error saveCheckpoint(StringRef directory, Trainer &trainer,
-                     const CheckpointIdentity &identity) {
+Error writeCheckpoint(StringRef directory, const CheckpointContents &contents,
+                      const CheckpointIdentity &identity) {
   std::string partial = (directory + ".partial").str();
   sys::fs::remove_directories(partial);
   if (std::error_code error = sys::fs::create_directories(partial))
     return checkpointError(directory, "cannot create " + partial + ": " +
                                           error.message());
-  // Without tensor-core padding: a checkpoint holds the model's shapes.
-  NamedTensors parameters, state;
-  for (const std::string &name : trainer.parameterNames())
-    parameters.emplace_back(name,
-                            trainer.logical(name, trainer.parameters()[name]));
-  for (const auto &[name, tensor] : trainer.state())
-    state.emplace_back(name, trainer.logical(name, tensor));
   if (Error error = writeSafetensors(join(partial, kTensorFiles[0]),
-                                     parameters, {{"format", "pt"}}))
+                                     contents.parameters, {{"format", "pt"}}))
     return error;
-  if (Error error = writeSafetensors(join(partial, kTensorFiles[1]), state, {}))
+  if (Error error =
+          writeSafetensors(join(partial, kTensorFiles[1]), contents.state, {}))
     return error;
   json::Object files;
   for (const char *file : kTensorFiles) {
@@ -73,8 +67,8 @@ Error saveCheckpoint(StringRef directory, Trainer &trainer,
   json::Object meta{{"format", "kiln-checkpoint"},
                     {"format_version", kFormatVersion},
                     {"kiln_version", kKilnVersion},
-                    {"step", trainer.completedSteps()},
-                    {"seed", static_cast<int64_t>(trainer.spec().seed)},
+                    {"step", contents.step},
+                    {"seed", static_cast<int64_t>(contents.seed)},
                     {"model_hash", identity.modelHash},
                     {"spec_hash", identity.specHash},
                     {"files", std::move(files)}};
@@ -105,35 +99,32 @@ Error saveCheckpoint(StringRef directory, Trainer &trainer,
   return Error::success();
 }
 
-/// Replaces each tensor of `target` by the one of the same name in `source`,
-/// which must have exactly the same names, types and shapes.
-template <typename Lookup>
-static Error restore(StringRef directory, StringRef file,
-                     const NamedTensors &source, ArrayRef<std::string> names,
-                     const Trainer &trainer, Lookup lookup) {
-  if (source.size() != names.size())
+/// Checks that `source` holds exactly the tensors of `expected`: the same
+/// names, types and shapes.
+static Error checkTensors(StringRef directory, StringRef file,
+                          const NamedTensors &source,
+                          const NamedTensors &expected) {
+  if (source.size() != expected.size())
     return checkpointError(directory, file + " holds " + Twine(source.size()) +
                                           " tensors, the model needs " +
-                                          Twine(names.size()));
+                                          Twine(expected.size()));
   for (const auto &[name, tensor] : source) {
-    Tensor *target = lookup(name);
-    if (!target)
+    auto it = llvm::find_if(expected, [&](auto &e) { return e.first == name; });
+    if (it == expected.end())
       return checkpointError(directory, file + " holds '" + name +
                                             "', which the model does not have");
-    Tensor expected = trainer.logical(name, *target);
-    if (expected.getDType() != tensor.getDType() ||
-        expected.getShape() != tensor.getShape())
+    if (it->second.getDType() != tensor.getDType() ||
+        it->second.getShape() != tensor.getShape())
       return checkpointError(directory, "'" + name + "' in " + file +
                                             " has another type or shape than "
                                             "the model's");
   }
-  for (const auto &[name, tensor] : source)
-    *lookup(name) = trainer.stored(name, tensor);
   return Error::success();
 }
 
-Error loadCheckpoint(StringRef directory, Trainer &trainer,
-                     const CheckpointIdentity &identity) {
+Expected<CheckpointContents> readCheckpoint(StringRef directory,
+                                            const CheckpointContents &expected,
+                                            const CheckpointIdentity &identity) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> metaFile =
       MemoryBuffer::getFile(join(directory, "meta.json"));
   if (!metaFile)
@@ -175,28 +166,52 @@ Error loadCheckpoint(StringRef directory, Trainer &trainer,
       readSafetensors(join(directory, kTensorFiles[1]));
   if (!optimizer)
     return optimizer.takeError();
-  if (Error error = restore(directory, kTensorFiles[0], model->tensors,
-                            trainer.parameterNames(), trainer,
-                            [&](StringRef name) {
-                              auto it = trainer.parameters().find(name);
-                              return it == trainer.parameters().end()
-                                         ? nullptr
-                                         : &it->second;
-                            }))
-    return error;
-  std::vector<std::string> stateNames;
-  for (const auto &entry : trainer.state())
-    stateNames.push_back(entry.first);
-  if (Error error = restore(directory, kTensorFiles[1], optimizer->tensors,
-                            stateNames, trainer,
-                            [&](StringRef name) -> Tensor * {
-                              for (auto &entry : trainer.state())
-                                if (entry.first == name)
-                                  return &entry.second;
-                              return nullptr;
-                            }))
-    return error;
-  trainer.setCompletedSteps(*step);
+  if (Error error = checkTensors(directory, kTensorFiles[0], model->tensors,
+                                 expected.parameters))
+    return std::move(error);
+  if (Error error = checkTensors(directory, kTensorFiles[1], optimizer->tensors,
+                                 expected.state))
+    return std::move(error);
+  CheckpointContents contents;
+  contents.parameters = std::move(model->tensors);
+  contents.state = std::move(optimizer->tensors);
+  contents.step = *step;
+  contents.seed = expected.seed;
+  return contents;
+}
+
+/// The trainer's tensors as checkpoints hold them: without tensor-core
+/// padding, in the model's shapes.
+static CheckpointContents contentsOf(Trainer &trainer) {
+  CheckpointContents contents;
+  for (const std::string &name : trainer.parameterNames())
+    contents.parameters.emplace_back(
+        name, trainer.logical(name, trainer.parameters()[name]));
+  for (const auto &[name, tensor] : trainer.state())
+    contents.state.emplace_back(name, trainer.logical(name, tensor));
+  contents.step = trainer.completedSteps();
+  contents.seed = trainer.spec().seed;
+  return contents;
+}
+
+Error saveCheckpoint(StringRef directory, Trainer &trainer,
+                     const CheckpointIdentity &identity) {
+  return writeCheckpoint(directory, contentsOf(trainer), identity);
+}
+
+Error loadCheckpoint(StringRef directory, Trainer &trainer,
+                     const CheckpointIdentity &identity) {
+  Expected<CheckpointContents> contents =
+      readCheckpoint(directory, contentsOf(trainer), identity);
+  if (!contents)
+    return contents.takeError();
+  for (auto &[name, tensor] : contents->parameters)
+    trainer.parameters()[name] = trainer.stored(name, tensor);
+  for (auto &[name, tensor] : contents->state)
+    for (auto &entry : trainer.state())
+      if (entry.first == name)
+        entry.second = trainer.stored(name, tensor);
+  trainer.setCompletedSteps(contents->step);
   return Error::success();
 }
 

@@ -22,14 +22,32 @@ struct CheckpointIdentity {
   std::string specHash;
 };
 
-/// Writes the trainer's state to `directory`. Everything is written into a
-/// sibling directory first and renamed over `directory` only when complete,
-/// so an existing checkpoint is never replaced by a partial one.
+/// What a checkpoint holds: every tensor in the model's (logical) shapes.
+struct CheckpointContents {
+  NamedTensors parameters, state;
+  int64_t step = 0;
+  uint64_t seed = 0;
+};
+
+/// Writes `contents` to `directory`. Everything is written into a sibling
+/// directory first and renamed over `directory` only when complete, so an
+/// existing checkpoint is never replaced by a partial one.
+llvm::Error writeCheckpoint(llvm::StringRef directory,
+                            const CheckpointContents &contents,
+                            const CheckpointIdentity &identity);
+
+/// Reads `directory`, refusing a checkpoint of another format, model or
+/// training spec, one whose files fail their checksums, or one whose
+/// tensors differ in names, types or shapes from `expected`'s.
+llvm::Expected<CheckpointContents>
+readCheckpoint(llvm::StringRef directory, const CheckpointContents &expected,
+               const CheckpointIdentity &identity);
+
+/// Writes the trainer's state to `directory` (writeCheckpoint).
 llvm::Error saveCheckpoint(llvm::StringRef directory, Trainer &trainer,
                            const CheckpointIdentity &identity);
 
-/// Restores the trainer from `directory`, refusing a checkpoint of another
-/// format, model or training spec, or one whose files fail their checksums.
+/// Restores the trainer from `directory` (readCheckpoint).
 llvm::Error loadCheckpoint(llvm::StringRef directory, Trainer &trainer,
                            const CheckpointIdentity &identity);
 
