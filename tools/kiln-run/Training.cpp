@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Training.h"
+#include "StepRunner.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"
@@ -276,23 +277,20 @@ private:
 } // namespace
 
 static Expected<std::unique_ptr<BatchSource>>
-makeSource(mlir::func::FuncOp step, mlir::func::FuncOp forward,
-           const StringMap<Tensor> &inputs, int64_t microBatches) {
+makeSource(const StepRunner &runner, const StringMap<Tensor> &inputs,
+           int64_t microBatches) {
   auto bad = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);
   };
-  unsigned numInputs = forward.getNumArguments();
-  auto stepType = [&](unsigned i) {
-    return cast<mlir::RankedTensorType>(step.getArgumentTypes()[i]);
-  };
+  const std::vector<InputSpec> &specs = runner.inputs();
   if (!data.empty()) {
-    if (numInputs != 2)
+    if (specs.size() != 2)
       return bad("--data feeds models with two inputs (tokens and labels); "
-                 "this one has " + Twine(numInputs));
-    mlir::RankedTensorType tokens = stepType(0);
-    if (tokens.getRank() != 2)
+                 "this one has " + Twine(specs.size()));
+    const std::vector<int64_t> &tokens = specs[0].shape;
+    if (tokens.size() != 2)
       return bad("--data needs a [batch, seq] token input");
-    int64_t windows = tokens.getDimSize(0), length = tokens.getDimSize(1);
+    int64_t windows = tokens[0], length = tokens[1];
     if ((batch && batch * microBatches != windows) || (seq && seq != length))
       return bad(formatv("--batch {0} --seq {1} do not match the model's "
                          "compiled input {2}x{3} (use --dim to choose them)",
@@ -303,7 +301,7 @@ makeSource(mlir::func::FuncOp step, mlir::func::FuncOp forward,
     if (!width)
       return bad("--data-dtype must be uint16 or uint32");
     Expected<TokenDataset> dataset =
-        TokenDataset::open(data, width, length, vocabularyOf(forward));
+        TokenDataset::open(data, width, length, runner.vocabulary());
     if (!dataset)
       return dataset.takeError();
     return std::make_unique<TokenSource>(std::move(*dataset), windows, length);
@@ -311,32 +309,28 @@ makeSource(mlir::func::FuncOp step, mlir::func::FuncOp forward,
   SmallVector<Tensor> tensors;
   SmallVector<int64_t> rows;
   int64_t count = 0;
-  for (unsigned i = 0; i < numInputs; ++i) {
-    auto name = forward.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name");
-    std::string key = name ? name.str() : "arg" + std::to_string(i);
-    auto it = inputs.find(key);
+  for (const InputSpec &spec : specs) {
+    auto it = inputs.find(spec.name);
     if (it == inputs.end())
-      return bad("input '" + key + "' is missing; give it with --input " +
-                 key + "=FILE, or give --data");
-    mlir::RankedTensorType expected = stepType(i);
+      return bad("input '" + spec.name + "' is missing; give it with --input " +
+                 spec.name + "=FILE, or give --data");
     const Tensor &given = it->second;
-    ArrayRef<int64_t> shape = given.getShape();
-    bool fits = mlir::RankedTensorType::get(shape, expected.getElementType()) ==
-                    given.getType(forward.getContext()) &&
-                expected.getRank() >= 1 &&
-                static_cast<int64_t>(shape.size()) == expected.getRank() &&
-                shape.drop_front() == expected.getShape().drop_front() &&
-                shape[0] % expected.getDimSize(0) == 0 && shape[0] > 0;
+    ArrayRef<int64_t> shape = given.getShape(), expected = spec.shape;
+    bool fits = given.getDType() == spec.type && !expected.empty() &&
+                shape.size() == expected.size() &&
+                shape.drop_front() == expected.drop_front() &&
+                shape[0] % expected[0] == 0 && shape[0] > 0;
     if (!fits)
-      return bad(formatv("input '{0}' must be {1} (or several such batches "
-                         "stacked along the first dimension)",
-                         key, expected));
-    int64_t batches = shape[0] / expected.getDimSize(0);
+      return bad(formatv("input '{0}' must be {1}[{2}] (or several such "
+                         "batches stacked along the first dimension)",
+                         spec.name, dtypeName(spec.type),
+                         make_range(expected.begin(), expected.end())));
+    int64_t batches = shape[0] / expected[0];
     if (count && batches != count)
       return bad("inputs hold different numbers of batches");
     count = batches;
     tensors.push_back(given);
-    rows.push_back(expected.getDimSize(0));
+    rows.push_back(expected[0]);
   }
   return std::make_unique<TensorSource>(std::move(tensors), std::move(rows),
                                         count);
@@ -427,6 +421,219 @@ static int runONNXTrainingGraph(mlir::func::FuncOp function,
   return writeResults(modelPath, order, parameters);
 }
 
+namespace {
+/// Steps on the reference interpreter.
+class InterpreterRunner : public StepRunner {
+public:
+  InterpreterRunner(Trainer &trainer, mlir::func::FuncOp forward)
+      : trainer(trainer), tokens(vocabularyOf(forward)) {
+    mlir::func::FuncOp step = trainer.stepFunction();
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+      auto type = cast<mlir::RankedTensorType>(step.getArgumentTypes()[i]);
+      auto name = forward.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name");
+      specs.push_back({name ? name.str() : "arg" + std::to_string(i),
+                       *dtypeOf(type.getElementType()),
+                       {type.getShape().begin(), type.getShape().end()}});
+    }
+  }
+  const std::vector<InputSpec> &inputs() const override { return specs; }
+  int64_t vocabulary() const override { return tokens; }
+  Expected<std::optional<StepReport>> step(ArrayRef<Tensor> batch,
+                                           bool) override {
+    mlir::FailureOr<StepReport> report = trainer.step(batch);
+    if (mlir::failed(report)) // the interpreter reported the error
+      return createStringError(inconvertibleErrorCode(), "");
+    return std::optional<StepReport>(*report);
+  }
+  int64_t completedSteps() const override { return trainer.completedSteps(); }
+  Expected<CheckpointContents> contents() override {
+    CheckpointContents contents;
+    for (const std::string &name : trainer.parameterNames())
+      contents.parameters.emplace_back(
+          name, trainer.logical(name, trainer.parameters()[name]));
+    for (const auto &[name, tensor] : trainer.state())
+      contents.state.emplace_back(name, trainer.logical(name, tensor));
+    contents.step = trainer.completedSteps();
+    contents.seed = trainer.spec().seed;
+    return contents;
+  }
+  Error restore(const CheckpointContents &contents) override {
+    for (const auto &[name, tensor] : contents.parameters)
+      trainer.parameters()[name] = trainer.stored(name, tensor);
+    for (const auto &[name, tensor] : contents.state)
+      for (auto &entry : trainer.state())
+        if (entry.first == name)
+          entry.second = trainer.stored(name, tensor);
+    trainer.setCompletedSteps(contents.step);
+    return Error::success();
+  }
+  Expected<NamedTensors> gradients(ArrayRef<Tensor> batch) override {
+    mlir::FailureOr<NamedTensors> grads = trainer.gradients(batch);
+    if (mlir::failed(grads))
+      return createStringError(inconvertibleErrorCode(), "");
+    return std::move(*grads);
+  }
+  bool hasOnnxModel() const override { return true; }
+
+private:
+  Trainer &trainer;
+  std::vector<InputSpec> specs;
+  int64_t tokens;
+};
+} // namespace
+
+Expected<TrainingSpec> trainingSpecFromOptions() { return readSpec(); }
+
+std::string trainingSpecIdentity() { return specIdentity(); }
+
+int64_t trainingSteps() { return steps; }
+
+/// Reports an error that may already have been printed (empty message).
+static int failWith(Error error) {
+  std::string message = toString(std::move(error));
+  return message.empty() ? 1 : fail(message);
+}
+
+int runTrainingLoop(StepRunner &runner, StringRef modelPath,
+                    const CheckpointIdentity &identity,
+                    const StringMap<Tensor> &inputs, int64_t microBatches,
+                    int64_t reportEvery) {
+  Expected<std::unique_ptr<BatchSource>> source =
+      makeSource(runner, inputs, microBatches);
+  if (!source)
+    return fail(toString(source.takeError()));
+  if (!resume.empty()) {
+    Expected<CheckpointContents> expected = runner.contents();
+    if (!expected)
+      return failWith(expected.takeError());
+    Expected<CheckpointContents> restored =
+        readCheckpoint(resume, *expected, identity);
+    if (!restored)
+      return fail(toString(restored.takeError()));
+    if (Error error = runner.restore(*restored))
+      return failWith(std::move(error));
+    if (runner.completedSteps() >= steps)
+      return fail(formatv("checkpoint {0} is at step {1}; --steps {2} leaves "
+                          "nothing to run",
+                          resume, runner.completedSteps(), steps));
+  }
+  auto save = [&]() -> Error {
+    Expected<CheckpointContents> contents = runner.contents();
+    if (!contents)
+      return contents.takeError();
+    return writeCheckpoint(checkpoint, *contents, identity);
+  };
+
+  std::unique_ptr<raw_fd_ostream> log;
+  if (!logFile.empty()) {
+    std::error_code error;
+    log = std::make_unique<raw_fd_ostream>(
+        logFile, error, resume.empty() ? sys::fs::OF_None : sys::fs::OF_Append);
+    if (error)
+      return fail("cannot write " + logFile + ": " + error.message());
+  }
+  bool terminal = sys::Process::StandardOutIsDisplayed();
+  // The elements of the first input (tokens of a language model) per step.
+  int64_t tokensPerStep = 0;
+  if (!runner.inputs().empty()) {
+    tokensPerStep = 1;
+    for (int64_t size : runner.inputs()[0].shape)
+      tokensPerStep *= size;
+  }
+  auto start = std::chrono::steady_clock::now();
+  int64_t first = runner.completedSteps() + 1;
+  int64_t lastCheckpoint = runner.completedSteps();
+  for (int64_t step = first; step <= steps; ++step) {
+    SmallVector<Tensor> batchInputs = (*source)->batchOf(step);
+    if (step == steps && !saveGradients.empty()) {
+      Expected<NamedTensors> grads = runner.gradients(batchInputs);
+      if (!grads)
+        return failWith(grads.takeError());
+      if (Error error = writeTensors(saveGradients, *grads))
+        return fail(toString(std::move(error)));
+    }
+    bool periodic = saveEvery > 0 && step % saveEvery == 0;
+    bool saving = !checkpoint.empty() && (periodic || step == steps);
+    // Checkpoints and the last step read the loss back, and so does every
+    // `reportEvery`-th step.
+    bool reporting = step == first || step == steps || saving ||
+                     (step - first + 1) % reportEvery == 0;
+    Expected<std::optional<StepReport>> report = runner.step(batchInputs, reporting);
+    if (!report) {
+      if (!checkpoint.empty() && lastCheckpoint > 0)
+        errs() << "kiln-run: the last good checkpoint, of step "
+               << lastCheckpoint << ", is in " << checkpoint << "\n";
+      return failWith(report.takeError());
+    }
+    if (*report) {
+      double elapsed = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      int64_t done = step - first + 1;
+      double tokensPerSecond = tokensPerStep * done / std::max(elapsed, 1e-9);
+      double eta = elapsed / done * (steps - step);
+      std::string speed =
+          tokensPerStep
+              ? formatv(tokensPerSecond >= 100 ? "  {0:f0} tok/s" : "  {0:f2} tok/s",
+                        tokensPerSecond)
+                    .str()
+              : std::string();
+      // fp16's loss scaler skips a step whose gradients overflow.
+      const StepReport &r = **report;
+      std::string scaling =
+          r.lossScale ? formatv("  scale {0}{1}", r.lossScale,
+                                r.skipped ? " (overflow: step skipped)" : "")
+                            .str()
+                      : std::string();
+      std::string line = formatv(
+          "step {0}/{1}  loss {2:f4}  lr {3:e2}{4}{5}  elapsed {6}  ETA {7}",
+          step, steps, r.loss, r.lr, speed, scaling, clock(elapsed), clock(eta));
+      if (terminal)
+        outs() << "\r" << line << "\x1b[K" << (step == steps ? "\n" : "");
+      else if (step == first || step == steps ||
+               step % std::max<int64_t>(1, steps / 10) == 0)
+        outs() << line << "\n";
+      outs().flush();
+      if (log) {
+        json::Object entry{{"step", step},
+                           {"loss", r.loss},
+                           {"lr", r.lr},
+                           {"tokens_per_s", tokensPerSecond},
+                           {"elapsed_s", elapsed}};
+        // A skipped step's norm is not finite, which JSON cannot hold.
+        entry["grad_norm"] =
+            r.skipped ? json::Value(nullptr) : json::Value(r.gradNorm);
+        if (r.lossScale) {
+          entry["loss_scale"] = r.lossScale;
+          entry["skipped"] = r.skipped;
+        }
+        *log << json::Value(std::move(entry)) << "\n";
+        log->flush();
+      }
+    }
+    if (saving) {
+      if (Error error = save())
+        return fail(toString(std::move(error)));
+      lastCheckpoint = step;
+    }
+  }
+
+  // Exports hold the model's shapes, without tensor-core padding.
+  Expected<CheckpointContents> final = runner.contents();
+  if (!final)
+    return failWith(final.takeError());
+  if (!exportOnnx.empty() && !runner.hasOnnxModel())
+    return fail("--export-onnx rewrites the initializers of the model's "
+                ".onnx file; an artifact has none (use --export-safetensors)");
+  StringMap<Tensor> values;
+  std::vector<std::string> order;
+  for (auto &[name, tensor] : final->parameters) {
+    order.push_back(name);
+    values[name] = tensor;
+  }
+  return writeResults(modelPath, order, values);
+}
+
 int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
                 StringRef modelPath, StringRef importIdentity,
                 const StringMap<Tensor> &inputs) {
@@ -440,120 +647,14 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
       Trainer::create(module, forward, *spec);
   if (mlir::failed(created))
     return 1;
-  Trainer &trainer = **created;
-  Expected<std::unique_ptr<BatchSource>> source =
-      makeSource(trainer.stepFunction(), forward, inputs,
-                 spec->pipeline.optimizer.microBatches);
-  if (!source)
-    return fail(toString(source.takeError()));
-
+  InterpreterRunner runner(**created, forward);
   ErrorOr<std::unique_ptr<MemoryBuffer>> modelBytes = MemoryBuffer::getFile(modelPath);
   CheckpointIdentity identity{
       digest((modelBytes ? (*modelBytes)->getBuffer() : StringRef()).str() +
              "|" + importIdentity.str()),
       digest(specIdentity())};
-  if (!resume.empty()) {
-    if (Error error = loadCheckpoint(resume, trainer, identity))
-      return fail(toString(std::move(error)));
-    if (trainer.completedSteps() >= steps)
-      return fail(formatv("checkpoint {0} is at step {1}; --steps {2} leaves "
-                          "nothing to run",
-                          resume, trainer.completedSteps(), steps));
-  }
-
-  std::unique_ptr<raw_fd_ostream> log;
-  if (!logFile.empty()) {
-    std::error_code error;
-    log = std::make_unique<raw_fd_ostream>(
-        logFile, error, resume.empty() ? sys::fs::OF_None : sys::fs::OF_Append);
-    if (error)
-      return fail("cannot write " + logFile + ": " + error.message());
-  }
-  bool terminal = sys::Process::StandardOutIsDisplayed();
-  // The elements of the first input (tokens of a language model) per step.
-  int64_t tokensPerStep =
-      forward.getNumArguments() == 0
-          ? 0
-          : cast<mlir::RankedTensorType>(
-                trainer.stepFunction().getArgumentTypes()[0])
-                .getNumElements();
-  auto start = std::chrono::steady_clock::now();
-  int64_t first = trainer.completedSteps() + 1;
-  int64_t lastCheckpoint = trainer.completedSteps();
-  for (int64_t step = first; step <= steps; ++step) {
-    SmallVector<Tensor> batchInputs = (*source)->batchOf(step);
-    if (step == steps && !saveGradients.empty()) {
-      mlir::FailureOr<NamedTensors> grads = trainer.gradients(batchInputs);
-      if (mlir::failed(grads))
-        return 1;
-      if (Error error = writeTensors(saveGradients, *grads))
-        return fail(toString(std::move(error)));
-    }
-    mlir::FailureOr<StepReport> report = trainer.step(batchInputs);
-    if (mlir::failed(report)) {
-      if (!checkpoint.empty() && lastCheckpoint > 0)
-        errs() << "kiln-run: the last good checkpoint, of step "
-               << lastCheckpoint << ", is in " << checkpoint << "\n";
-      return 1;
-    }
-    double elapsed = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-    int64_t done = step - first + 1;
-    double tokensPerSecond = tokensPerStep * done / std::max(elapsed, 1e-9);
-    double eta = elapsed / done * (steps - step);
-    std::string speed =
-        tokensPerStep
-            ? formatv(tokensPerSecond >= 100 ? "  {0:f0} tok/s" : "  {0:f2} tok/s",
-                      tokensPerSecond)
-                  .str()
-            : std::string();
-    // fp16's loss scaler skips a step whose gradients overflow.
-    std::string scaling =
-        report->lossScale
-            ? formatv("  scale {0}{1}", report->lossScale,
-                      report->skipped ? " (overflow: step skipped)" : "")
-                  .str()
-            : std::string();
-    std::string line = formatv(
-        "step {0}/{1}  loss {2:f4}  lr {3:e2}{4}{5}  elapsed {6}  ETA {7}", step,
-        steps, report->loss, report->lr, speed, scaling, clock(elapsed),
-        clock(eta));
-    if (terminal)
-      outs() << "\r" << line << "\x1b[K" << (step == steps ? "\n" : "");
-    else if (step == first || step == steps ||
-             step % std::max<int64_t>(1, steps / 10) == 0)
-      outs() << line << "\n";
-    outs().flush();
-    if (log) {
-      json::Object entry{{"step", step},
-                         {"loss", report->loss},
-                         {"lr", report->lr},
-                         {"tokens_per_s", tokensPerSecond},
-                         {"elapsed_s", elapsed}};
-      // A skipped step's norm is not finite, which JSON cannot hold.
-      entry["grad_norm"] = report->skipped ? json::Value(nullptr)
-                                           : json::Value(report->gradNorm);
-      if (report->lossScale) {
-        entry["loss_scale"] = report->lossScale;
-        entry["skipped"] = report->skipped;
-      }
-      *log << json::Value(std::move(entry)) << "\n";
-      log->flush();
-    }
-    bool periodic = saveEvery > 0 && step % saveEvery == 0;
-    if (!checkpoint.empty() && (periodic || step == steps)) {
-      if (Error error = saveCheckpoint(checkpoint, trainer, identity))
-        return fail(toString(std::move(error)));
-      lastCheckpoint = step;
-    }
-  }
-
-  // Exports hold the model's shapes, without tensor-core padding.
-  StringMap<Tensor> logical;
-  for (const std::string &name : trainer.parameterNames())
-    logical[name] = trainer.logical(name, trainer.parameters()[name]);
-  return writeResults(modelPath, trainer.parameterNames(), logical);
+  return runTrainingLoop(runner, modelPath, identity, inputs,
+                         spec->pipeline.optimizer.microBatches, /*reportEvery=*/1);
 }
 
 } // namespace kiln

@@ -29,6 +29,26 @@ int runTraining(mlir::ModuleOp module, mlir::func::FuncOp forward,
                 llvm::StringRef modelPath, llvm::StringRef importIdentity,
                 const llvm::StringMap<Tensor> &inputs);
 
+class StepRunner;
+struct CheckpointIdentity;
+struct TrainingSpec;
+
+/// The training spec the options give (schedule, seed, optimizer, ...).
+llvm::Expected<TrainingSpec> trainingSpecFromOptions();
+/// The options that must match for a checkpoint to resume, as text.
+std::string trainingSpecIdentity();
+/// --steps.
+int64_t trainingSteps();
+
+/// Trains with `runner` for --steps steps, on --data or the --input
+/// tensors, with the progress line, JSON log, checkpoints and exports the
+/// options ask for. Losses are read back every `reportEvery` steps (and at
+/// the first, the last and every checkpoint). Returns the exit code.
+int runTrainingLoop(StepRunner &runner, llvm::StringRef modelPath,
+                    const CheckpointIdentity &identity,
+                    const llvm::StringMap<Tensor> &inputs, int64_t microBatches,
+                    int64_t reportEvery);
+
 } // namespace kiln
 
 #endif // KILN_TOOLS_KILN_RUN_TRAINING_H
