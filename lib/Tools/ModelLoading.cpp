@@ -83,4 +83,14 @@ std::string resultName(func::FuncOp function, unsigned i) {
   return "result" + std::to_string(i);
 }
 
+int64_t tokenVocabulary(mlir::func::FuncOp forward) {
+  int64_t vocabulary = 0;
+  forward.walk([&](GatherOp op) {
+    if (!vocabulary && forward.getNumArguments() &&
+        op.getIndices() == forward.getArgument(0))
+      vocabulary = op.getData().getType().getDimSize(op.getAxis());
+  });
+  return vocabulary;
+}
+
 } // namespace kiln

@@ -87,6 +87,8 @@ struct PlannedStep {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp step;
   kiln::MemoryPlan plan;
+  /// The token vocabulary of the model's first input (0: none).
+  int64_t vocabulary = 0;
 };
 
 /// Imports the model with `options`, runs the training pipeline on it and
@@ -105,6 +107,7 @@ planStep(mlir::MLIRContext &context, const kiln::ImportOptions &options,
     return std::nullopt;
   config.function = forward->getSymName().str();
   planned.config = config;
+  planned.vocabulary = kiln::tokenVocabulary(*forward);
   if (forwardOnly) {
     planned.step = *forward;
     planned.plan = kiln::planMemory(planned.step);
@@ -211,6 +214,7 @@ static int compileForCuda(PlannedStep &planned) {
   auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);
   if (mlir::failed(artifact))
     return 1;
+  (*artifact)->vocabulary = planned.vocabulary;
   if (printCuda)
     outs() << (*artifact)->source;
   if (outputPath.empty())

@@ -209,14 +209,6 @@ static std::string specIdentity() {
 }
 
 /// The vocabulary of the token input: the table its first lookup reads.
-static int64_t vocabularyOf(mlir::func::FuncOp forward) {
-  int64_t vocabulary = 0;
-  forward.walk([&](GatherOp op) {
-    if (!vocabulary && op.getIndices() == forward.getArgument(0))
-      vocabulary = op.getData().getType().getDimSize(op.getAxis());
-  });
-  return vocabulary;
-}
 
 namespace {
 /// Where each step's inputs come from.
@@ -426,7 +418,7 @@ namespace {
 class InterpreterRunner : public StepRunner {
 public:
   InterpreterRunner(Trainer &trainer, mlir::func::FuncOp forward)
-      : trainer(trainer), tokens(vocabularyOf(forward)) {
+      : trainer(trainer), tokens(tokenVocabulary(forward)) {
     mlir::func::FuncOp step = trainer.stepFunction();
     for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
       auto type = cast<mlir::RankedTensorType>(step.getArgumentTypes()[i]);

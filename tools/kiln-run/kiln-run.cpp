@@ -4,9 +4,11 @@
 // [--output-dir DIR]` runs the forward function on the reference
 // interpreter, prints every output and optionally writes them as
 // TensorProto files. With --train it trains the model instead (Training.cpp).
+// A compiled MODEL.kiln runs on the GPU (--device=cuda, DeviceRunner.cpp).
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceRunner.h"
 #include "Training.h"
 
 #include "kiln/Interpreter/Interpreter.h"
@@ -29,12 +31,13 @@ using namespace llvm;
 static cl::OptionCategory category("kiln-run options");
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::cat(category),
-                                      cl::desc("<model.onnx|model.mlir>"),
+                                      cl::desc("<model.onnx|model.mlir|model.kiln>"),
                                       cl::Required);
-static cl::opt<std::string> device(cl::cat(category), "device",
-                                   cl::desc("Where to run: cpu (the reference "
-                                            "interpreter)"),
-                                   cl::init("cpu"));
+static cl::opt<std::string> device(
+    cl::cat(category), "device",
+    cl::desc("Where to run: cpu (the reference interpreter; .onnx and .mlir "
+             "models) or cuda (a .kiln artifact from kiln-compile "
+             "--target=cuda); the default follows the model"));
 static cl::list<std::string> inputs(cl::cat(category), "input",
                                     cl::desc("A model input from a .pb or .npy "
                                              "file"),
@@ -82,14 +85,60 @@ static void printOutput(StringRef name, const kiln::Tensor &tensor) {
                    maximum, mean, std::sqrt(variance));
 }
 
+/// The --input tensors by name; fails on a malformed option or file.
+static std::optional<StringMap<kiln::Tensor>> readInputs() {
+  StringMap<kiln::Tensor> tensors;
+  for (const std::string &entry : inputs) {
+    auto [name, file] = StringRef(entry).split('=');
+    if (name.empty() || file.empty()) {
+      fail("--input expects NAME=FILE, got '" + entry + "'");
+      return std::nullopt;
+    }
+    Expected<kiln::Tensor> tensor = kiln::readTensorFile(file);
+    if (!tensor) {
+      fail(toString(tensor.takeError()));
+      return std::nullopt;
+    }
+    tensors[name] = std::move(*tensor);
+  }
+  return tensors;
+}
+
+/// kiln-run MODEL.kiln: the options that shape the step were compiled in.
+static int runArtifactCommand() {
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.getValue();
+    if (option->getNumOccurrences() &&
+        (is_contained(option->Categories, &kiln::pipelineOptions()) ||
+         option->ArgStr == "dim" || option->ArgStr == "function"))
+      return fail("--" + option->ArgStr +
+                  " shapes the compiled step: give it to kiln-compile");
+  }
+  std::optional<StringMap<kiln::Tensor>> tensors = readInputs();
+  if (!tensors)
+    return 1;
+  return kiln::runArtifact(modelPath, *tensors, kiln::trainingRequested(),
+                           outputDirectory, printOutput);
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(
       {&category, &kiln::pipelineOptions(), &kiln::trainingOptions()});
   cl::ParseCommandLineOptions(argc, argv, "kiln model runner\n");
-  if (device != "cpu")
-    return fail("--device=" + device +
-                " is not available; this build runs models with --device=cpu");
+  bool artifact = StringRef(modelPath).ends_with(".kiln");
+  if (device.empty())
+    device = artifact ? "cuda" : "cpu";
+  if (device != "cpu" && device != "cuda")
+    return fail("unknown --device '" + device + "' (cpu or cuda)");
+  if (device == "cuda" && !artifact)
+    return fail("--device=cuda runs compiled artifacts: compile the model "
+                "with kiln-compile --target=cuda -o MODEL.kiln first");
+  if (device == "cpu" && artifact)
+    return fail("'" + modelPath + "' is compiled for the GPU; train on the "
+                "CPU from the model's .onnx or .mlir");
+  if (artifact)
+    return runArtifactCommand();
   kiln::ImportOptions options;
   for (const std::string &dim : dims)
     if (!kiln::parseDimensionOption(dim, options))
@@ -113,21 +162,14 @@ int main(int argc, char **argv) {
   std::vector<std::string> names;
   for (unsigned i = 0; i < function->getNumArguments(); ++i)
     names.push_back(kiln::argumentName(*function, i));
-  StringMap<std::string> files;
-  StringMap<kiln::Tensor> tensors;
-  for (const std::string &entry : inputs) {
-    auto [name, file] = StringRef(entry).split('=');
-    if (name.empty() || file.empty())
-      return fail("--input expects NAME=FILE, got '" + entry + "'");
-    if (!is_contained(names, name))
-      return fail("the model has no input named '" + name +
+  std::optional<StringMap<kiln::Tensor>> read = readInputs();
+  if (!read)
+    return 1;
+  StringMap<kiln::Tensor> &tensors = *read;
+  for (const auto &entry : tensors)
+    if (!is_contained(names, entry.getKey()))
+      return fail("the model has no input named '" + entry.getKey() +
                   "'; its inputs are: " + join(names, ", "));
-    Expected<kiln::Tensor> tensor = kiln::readTensorFile(file);
-    if (!tensor)
-      return fail(toString(tensor.takeError()));
-    files[name] = file.str();
-    tensors[name] = std::move(*tensor);
-  }
   if (kiln::trainingRequested())
     return kiln::runTraining(*module, *function, modelPath, join(dims, ","),
                              tensors);
@@ -143,8 +185,8 @@ int main(int argc, char **argv) {
     if (expected != actual) {
       std::string text;
       raw_string_ostream os(text);
-      os << "input '" << name << "' must be " << expected << ", but "
-         << files[name] << " holds " << actual;
+      os << "input '" << name << "' must be " << expected << ", but its file "
+         << "holds " << actual;
       return fail(text);
     }
     arguments.push_back(std::move(it->second));

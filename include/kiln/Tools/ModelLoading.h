@@ -45,6 +45,9 @@ mlir::FailureOr<mlir::func::FuncOp> findFunction(mlir::ModuleOp module,
 /// The user-facing name of argument or result `i`: its `kiln.name`
 /// attribute (the ONNX name), else `arg<i>` / `result<i>`.
 std::string argumentName(mlir::func::FuncOp function, unsigned i);
+/// The rows of the table the first argument (the tokens of a language
+/// model) is looked up in, or 0 when it is not looked up.
+int64_t tokenVocabulary(mlir::func::FuncOp forward);
 std::string resultName(mlir::func::FuncOp function, unsigned i);
 
 } // namespace kiln

@@ -1,0 +1,335 @@
+//===- DeviceRunner.cpp - running a compiled artifact on a GPU ------------===//
+//
+// The GPU side of kiln-run: a StepRunner over the runtime's Session, and a
+// forward run of an artifact compiled with `kiln-compile --forward`. Host
+// tensors cross to the arena in the artifact's element types; padded
+// parameters are read and written in their logical shapes, as checkpoints
+// hold them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceRunner.h"
+
+#include "StepRunner.h"
+#include "Training.h"
+
+#include "kiln/Runtime/Session.h"
+#include "kiln/TensorIO/TensorFiles.h"
+#include "kiln/Training/Checkpoint.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace llvm;
+
+namespace kiln {
+
+static Error deviceError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+static DType dtypeOf(artifact::ElementType type) {
+  using artifact::ElementType;
+  switch (type) {
+  case ElementType::F32: return DType::F32;
+  case ElementType::F64: return DType::F64;
+  case ElementType::F16: return DType::F16;
+  case ElementType::BF16: return DType::BF16;
+  case ElementType::I64: return DType::I64;
+  case ElementType::I32: return DType::I32;
+  case ElementType::I16: return DType::I16;
+  case ElementType::I8: return DType::I8;
+  case ElementType::U8: return DType::U8;
+  case ElementType::Bool: return DType::Bool;
+  }
+  return DType::F32;
+}
+
+static std::vector<int64_t> shapeOf(const flatbuffers::Vector<int64_t> *shape) {
+  return shape ? std::vector<int64_t>(shape->begin(), shape->end())
+               : std::vector<int64_t>();
+}
+
+/// `tensor`'s elements in the storage of `type`.
+static std::vector<uint8_t> encode(const Tensor &tensor, artifact::ElementType type) {
+  using artifact::ElementType;
+  int64_t count = tensor.getNumElements(), width = artifact::elementBytes(type);
+  std::vector<uint8_t> bytes(count * width);
+  for (int64_t i = 0; i < count; ++i) {
+    uint8_t *at = bytes.data() + i * width;
+    double value = tensor.isFloat() ? tensor.floats()[i] : tensor.ints()[i];
+    switch (type) {
+    case ElementType::F32: { float f = value; std::memcpy(at, &f, 4); break; }
+    case ElementType::F64: std::memcpy(at, &value, 8); break;
+    case ElementType::BF16: { // the value is a bf16 already (rounded)
+      float f = value;
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      uint16_t half = bits >> 16;
+      std::memcpy(at, &half, 2);
+      break;
+    }
+    case ElementType::F16: {
+      _Float16 h = static_cast<_Float16>(value);
+      std::memcpy(at, &h, 2);
+      break;
+    }
+    case ElementType::I64: { int64_t v = tensor.ints()[i]; std::memcpy(at, &v, 8); break; }
+    case ElementType::I32: { int32_t v = tensor.ints()[i]; std::memcpy(at, &v, 4); break; }
+    case ElementType::I16: { int16_t v = tensor.ints()[i]; std::memcpy(at, &v, 2); break; }
+    default: at[0] = static_cast<uint8_t>(tensor.ints()[i]); break;
+    }
+  }
+  return bytes;
+}
+
+static Tensor decode(const std::vector<uint8_t> &bytes, artifact::ElementType type,
+                     ArrayRef<int64_t> shape) {
+  using artifact::ElementType;
+  Tensor tensor(dtypeOf(type), shape);
+  int64_t width = artifact::elementBytes(type);
+  for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
+    const uint8_t *at = bytes.data() + i * width;
+    switch (type) {
+    case ElementType::F32: { float f; std::memcpy(&f, at, 4); tensor.floats()[i] = f; break; }
+    case ElementType::F64: std::memcpy(&tensor.floats()[i], at, 8); break;
+    case ElementType::BF16: {
+      uint32_t bits = uint32_t(at[0] | (at[1] << 8)) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      tensor.floats()[i] = f;
+      break;
+    }
+    case ElementType::F16: {
+      _Float16 h;
+      std::memcpy(&h, at, 2);
+      tensor.floats()[i] = static_cast<double>(h);
+      break;
+    }
+    case ElementType::I64: std::memcpy(&tensor.ints()[i], at, 8); break;
+    case ElementType::I32: { int32_t v; std::memcpy(&v, at, 4); tensor.ints()[i] = v; break; }
+    case ElementType::I16: { int16_t v; std::memcpy(&v, at, 2); tensor.ints()[i] = v; break; }
+    case ElementType::I8: tensor.ints()[i] = static_cast<int8_t>(at[0]); break;
+    default: tensor.ints()[i] = at[0]; break;
+    }
+  }
+  return tensor;
+}
+
+namespace {
+
+/// Reads and writes the session's tensors as host Tensors.
+class SessionTensors {
+public:
+  explicit SessionTensors(runtime::Session &session) : session(session) {}
+
+  Error write(const std::string &name, const Tensor &value) {
+    const artifact::Tensor *t = session.tensor(name);
+    if (!t)
+      return deviceError("the artifact has no tensor '" + name + "'");
+    std::vector<int64_t> shape = shapeOf(t->shape());
+    Tensor stored = value.getShape() == ArrayRef<int64_t>(shape) ? value : value.resized(shape);
+    std::vector<uint8_t> bytes = encode(stored, t->element_type());
+    std::string error;
+    if (!session.write(name, bytes.data(), bytes.size(), error))
+      return deviceError(error);
+    return Error::success();
+  }
+
+  /// The tensor in its logical shape (without tensor-core padding).
+  Expected<Tensor> read(const std::string &name) {
+    const artifact::Tensor *t = session.tensor(name);
+    if (!t)
+      return deviceError("the artifact has no tensor '" + name + "'");
+    std::vector<int64_t> shape = shapeOf(t->shape());
+    std::vector<uint8_t> bytes(artifact::elementCount(t->shape()) *
+                               artifact::elementBytes(t->element_type()));
+    std::string error;
+    if (!session.read(name, bytes.data(), bytes.size(), error))
+      return deviceError(error);
+    Tensor value = decode(bytes, t->element_type(), shape);
+    std::vector<int64_t> logical = shapeOf(t->logical_shape());
+    return logical.empty() ? value : value.resized(logical);
+  }
+
+private:
+  runtime::Session &session;
+};
+
+class DeviceRunner : public StepRunner {
+public:
+  DeviceRunner(runtime::Session &session, const TrainingSpec &spec)
+      : session(session), tensors(session), spec(spec) {
+    for (const artifact::Tensor *t : *session.artifact().tensors()) {
+      std::string name = t->name()->str();
+      if (t->role() == artifact::Role::Input && name != "lr" && name != "step")
+        specs.push_back({name, dtypeOf(t->element_type()), shapeOf(t->shape())});
+      if (t->role() == artifact::Role::Parameter)
+        parameters.push_back(name);
+      if (t->role() == artifact::Role::State)
+        state.push_back(name);
+    }
+  }
+
+  const std::vector<InputSpec> &inputs() const override { return specs; }
+  int64_t vocabulary() const override { return session.artifact().vocabulary(); }
+
+  Expected<std::optional<StepReport>> step(ArrayRef<Tensor> batch,
+                                           bool report) override {
+    int64_t number = done + 1;
+    double lr = spec.schedule.at(number, spec.totalSteps);
+    for (auto [input, value] : llvm::zip(specs, batch))
+      if (Error error = tensors.write(input.name, value))
+        return std::move(error);
+    Tensor lrTensor(DType::F32, {}), stepTensor(DType::I64, {});
+    lrTensor.setFromDouble(0, lr);
+    stepTensor.ints()[0] = number;
+    if (Error error = tensors.write("lr", lrTensor))
+      return std::move(error);
+    if (Error error = tensors.write("step", stepTensor))
+      return std::move(error);
+    std::string message;
+    if (!session.step(message))
+      return deviceError(message);
+    done = number;
+    if (!report)
+      return std::optional<StepReport>();
+    Expected<Tensor> loss = tensors.read("loss");
+    if (!loss)
+      return loss.takeError();
+    Expected<Tensor> norm = tensors.read("grad_norm");
+    if (!norm)
+      return norm.takeError();
+    StepReport result{loss->getAsDouble(0), norm->getAsDouble(0), lr};
+    std::string scaleName = std::string(kLossScalerState) + ".scale";
+    bool scaled = session.tensor(scaleName) != nullptr;
+    if (scaled) {
+      Expected<Tensor> scale = tensors.read(scaleName);
+      if (!scale)
+        return scale.takeError();
+      result.lossScale = scale->getAsDouble(0);
+      result.skipped = !std::isfinite(result.gradNorm);
+    }
+    if (!std::isfinite(result.loss) || (!scaled && !std::isfinite(result.gradNorm)))
+      return deviceError(formatv("step {0}: the {1} is {2} (on the GPU the "
+                                 "update of this step is already applied)",
+                                 number,
+                                 std::isfinite(result.loss) ? "gradient norm" : "loss",
+                                 std::isfinite(result.loss) ? result.gradNorm
+                                                            : result.loss));
+    return std::optional<StepReport>(result);
+  }
+
+  int64_t completedSteps() const override { return done; }
+
+  Expected<CheckpointContents> contents() override {
+    CheckpointContents contents;
+    for (auto [names, target] : {std::pair{&parameters, &contents.parameters},
+                                 std::pair{&state, &contents.state}})
+      for (const std::string &name : *names) {
+        Expected<Tensor> value = tensors.read(name);
+        if (!value)
+          return value.takeError();
+        target->emplace_back(name, std::move(*value));
+      }
+    contents.step = done;
+    contents.seed = spec.seed;
+    return contents;
+  }
+
+  Error restore(const CheckpointContents &contents) override {
+    for (const NamedTensors *group : {&contents.parameters, &contents.state})
+      for (const auto &[name, value] : *group)
+        if (Error error = tensors.write(name, value))
+          return error;
+    done = contents.step;
+    return Error::success();
+  }
+
+  Expected<NamedTensors> gradients(ArrayRef<Tensor>) override {
+    return deviceError("--save-gradients runs on the CPU only (--device=cpu "
+                       "with the model's .onnx or .mlir)");
+  }
+  bool hasOnnxModel() const override { return false; }
+
+private:
+  runtime::Session &session;
+  SessionTensors tensors;
+  TrainingSpec spec;
+  std::vector<InputSpec> specs;
+  std::vector<std::string> parameters, state;
+  int64_t done = 0;
+};
+
+} // namespace
+
+int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
+                StringRef outputDirectory,
+                function_ref<void(StringRef, const Tensor &)> print) {
+  auto fail = [](const Twine &message) {
+    errs() << "kiln-run: error: " << message << "\n";
+    return 1;
+  };
+  Expected<TrainingSpec> spec = trainingSpecFromOptions();
+  if (!spec)
+    return fail(toString(spec.takeError()));
+  runtime::SessionOptions options;
+  options.seed = spec->seed;
+  std::string error;
+  std::unique_ptr<runtime::Session> session = runtime::Session::load(path.str(), options, error);
+  if (!session)
+    return fail(error);
+  if (train) {
+    spec->totalSteps = trainingSteps();
+    DeviceRunner runner(*session, *spec);
+    CheckpointIdentity identity{
+        digest(session->artifact().model_hash()->str() + "|" +
+               session->artifact().options()->str()),
+        digest(trainingSpecIdentity())};
+    return runTrainingLoop(runner, path, identity, inputs, /*microBatches=*/1,
+                           /*reportEvery=*/10);
+  }
+  // A forward function: inputs in, one run, outputs out.
+  SessionTensors tensors(*session);
+  for (const artifact::Tensor *t : *session->artifact().tensors()) {
+    if (t->role() != artifact::Role::Input)
+      continue;
+    auto it = inputs.find(t->name()->str());
+    if (it == inputs.end())
+      return fail("input '" + t->name()->str() + "' is missing; give it with --input " +
+                  t->name()->str() + "=FILE");
+    if (it->second.getDType() != dtypeOf(t->element_type()) ||
+        it->second.getShape() != ArrayRef<int64_t>(shapeOf(t->shape())))
+      return fail("input '" + t->name()->str() + "' has another type or shape "
+                  "than the artifact's");
+    if (Error e = tensors.write(t->name()->str(), it->second))
+      return fail(toString(std::move(e)));
+  }
+  if (!session->step(error))
+    return fail(error);
+  if (!outputDirectory.empty())
+    if (std::error_code e = sys::fs::create_directories(outputDirectory))
+      return fail("cannot create '" + outputDirectory + "': " + e.message());
+  for (const artifact::Tensor *t : *session->artifact().tensors()) {
+    if (t->role() != artifact::Role::Output)
+      continue;
+    Expected<Tensor> value = tensors.read(t->name()->str());
+    if (!value)
+      return fail(toString(value.takeError()));
+    print(t->name()->str(), *value);
+    if (outputDirectory.empty())
+      continue;
+    SmallString<256> file(outputDirectory);
+    sys::path::append(file, t->name()->str() + ".pb");
+    if (Error e = writeTensorProtoFile(*value, t->name()->str(), file))
+      return fail(toString(std::move(e)));
+  }
+  return 0;
+}
+
+} // namespace kiln
