@@ -85,8 +85,10 @@ static void printOutput(StringRef name, const kiln::Tensor &tensor) {
                    maximum, mean, std::sqrt(variance));
 }
 
-/// The --input tensors by name; fails on a malformed option or file.
-static std::optional<StringMap<kiln::Tensor>> readInputs() {
+/// The --input tensors by name (and `files`, their files); fails on a
+/// malformed option or file.
+static std::optional<StringMap<kiln::Tensor>>
+readInputs(StringMap<std::string> &files) {
   StringMap<kiln::Tensor> tensors;
   for (const std::string &entry : inputs) {
     auto [name, file] = StringRef(entry).split('=');
@@ -100,6 +102,7 @@ static std::optional<StringMap<kiln::Tensor>> readInputs() {
       return std::nullopt;
     }
     tensors[name] = std::move(*tensor);
+    files[name] = file.str();
   }
   return tensors;
 }
@@ -114,7 +117,8 @@ static int runArtifactCommand() {
       return fail("--" + option->ArgStr +
                   " shapes the compiled step: give it to kiln-compile");
   }
-  std::optional<StringMap<kiln::Tensor>> tensors = readInputs();
+  StringMap<std::string> files;
+  std::optional<StringMap<kiln::Tensor>> tensors = readInputs(files);
   if (!tensors)
     return 1;
   return kiln::runArtifact(modelPath, *tensors, kiln::trainingRequested(),
@@ -162,7 +166,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> names;
   for (unsigned i = 0; i < function->getNumArguments(); ++i)
     names.push_back(kiln::argumentName(*function, i));
-  std::optional<StringMap<kiln::Tensor>> read = readInputs();
+  StringMap<std::string> files;
+  std::optional<StringMap<kiln::Tensor>> read = readInputs(files);
   if (!read)
     return 1;
   StringMap<kiln::Tensor> &tensors = *read;
@@ -185,8 +190,8 @@ int main(int argc, char **argv) {
     if (expected != actual) {
       std::string text;
       raw_string_ostream os(text);
-      os << "input '" << name << "' must be " << expected << ", but its file "
-         << "holds " << actual;
+      os << "input '" << name << "' must be " << expected << ", but "
+         << files[name] << " holds " << actual;
       return fail(text);
     }
     arguments.push_back(std::move(it->second));
