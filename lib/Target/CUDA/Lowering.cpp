@@ -26,6 +26,9 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <optional>
+#include <thread>
+
 using namespace mlir;
 
 namespace kiln::cuda {
@@ -521,27 +524,43 @@ FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
   result->kernel_names = kernelNames;
   result->source = kernelPrelude().str() + source;
   result->operations = std::move(operations);
-  for (const std::string &arch : options.archs) {
-    llvm::Expected<std::vector<uint8_t>> cubin =
-        compileWithNVRTC(result->source, arch, /*ptx=*/false);
-    if (!cubin)
-      return function.emitError() << llvm::toString(cubin.takeError());
+  if (options.archs.empty())
+    return result;
+  // One NVRTC compilation per cubin and one for the PTX of the newest
+  // architecture, all at once: each is single-threaded.
+  std::string newest = *llvm::max_element(options.archs, [](auto &a, auto &b) {
+    return std::stoi(a.substr(3)) < std::stoi(b.substr(3));
+  });
+  size_t jobs = options.archs.size() + 1;
+  std::vector<std::optional<llvm::Expected<std::vector<uint8_t>>>> images(jobs);
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < jobs; ++i)
+    workers.emplace_back([&, i] {
+      bool ptx = i == options.archs.size();
+      images[i].emplace(compileWithNVRTC(result->source,
+                                         ptx ? newest : options.archs[i], ptx));
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  std::string errors;
+  for (size_t i = 0; i < jobs; ++i) {
+    llvm::Expected<std::vector<uint8_t>> &image = *images[i];
+    if (!image) {
+      errors += llvm::toString(image.takeError());
+      continue;
+    }
+    if (i == options.archs.size()) {
+      result->ptx.assign(image->begin(), image->end());
+      result->ptx_arch = newest;
+      continue;
+    }
     auto entry = std::make_unique<artifact::CubinT>();
-    entry->arch = arch;
-    entry->image = std::move(*cubin);
+    entry->arch = options.archs[i];
+    entry->image = std::move(*image);
     result->cubins.push_back(std::move(entry));
   }
-  if (!options.archs.empty()) {
-    std::string newest = *llvm::max_element(options.archs, [](auto &a, auto &b) {
-      return std::stoi(a.substr(3)) < std::stoi(b.substr(3));
-    });
-    llvm::Expected<std::vector<uint8_t>> ptx =
-        compileWithNVRTC(result->source, newest, /*ptx=*/true);
-    if (!ptx)
-      return function.emitError() << llvm::toString(ptx.takeError());
-    result->ptx.assign(ptx->begin(), ptx->end());
-    result->ptx_arch = newest;
-  }
+  if (!errors.empty())
+    return function.emitError() << errors;
   return result;
 }
 
