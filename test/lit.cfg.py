@@ -2,6 +2,8 @@
 # lit configuration of kiln's FileCheck tests.
 
 import os
+import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -24,3 +26,13 @@ llvm_config.with_system_environment(["PATH"])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
+
+# A machine with an NVIDIA GPU runs the tests that need one (ctest -L gpu)
+# and skips those that check the behaviour without one.
+if shutil.which("nvidia-smi") and subprocess.call(
+        ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("gpu")
+
+# The shared fixtures (exported models) are beside the repository, not in it.
+if os.path.exists(os.path.join(config.kiln_fixtures_dir, "graphs")):
+    config.available_features.add("fixtures")

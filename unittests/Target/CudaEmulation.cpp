@@ -2,6 +2,7 @@
 
 #include "CudaEmulation.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -93,6 +94,10 @@ std::unique_ptr<CudaEmulation> CudaEmulation::create(const artifact::ArtifactT &
     std::memcpy(emulation->arena.data() + constant->offset, constant->data.data(),
                 constant->data.size());
   return emulation;
+}
+
+bool CudaEmulation::has(const std::string &name) const {
+  return llvm::any_of(artifact.tensors, [&](auto &t) { return t->name == name; });
 }
 
 const artifact::TensorT &CudaEmulation::tensor(const std::string &name) const {

@@ -29,6 +29,9 @@ public:
                                                std::string &error);
   ~CudaEmulation();
 
+  /// Whether the artifact has a tensor `name` (a parameter the step no
+  /// longer reads, such as a constant of a recognized GELU, has none).
+  bool has(const std::string &name) const;
   /// Writes `value` into the tensor `name` of the arena.
   void write(const std::string &name, const Tensor &value);
   Tensor read(const std::string &name) const;

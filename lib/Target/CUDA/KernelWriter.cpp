@@ -213,9 +213,17 @@ std::string KernelWriter::defineReduction(Value value, bool nested,
 
 std::string KernelWriter::reduction(Type resultType, bool nested,
                                     const Reduction &r) {
-  std::string name = "v" + std::to_string(counter++);
   std::string type = computeType(resultType);
   bool shared = cooperative && !nested;
+  // Results of one op share their statistics (a layer norm's mean).
+  std::string key = std::string(r.combiner) + "|" + r.init + "|" +
+                    std::to_string(r.extent) + "|" + r.term + "|" + r.finish +
+                    "|" + rounded(resultType, "x") + "|" + (shared ? "1" : "0");
+  auto [known, added] = reductions.try_emplace(key, "");
+  if (!added)
+    return known->second;
+  std::string name = "v" + std::to_string(counter++);
+  known->second = name;
   std::string loop =
       "      double acc = " + r.init + ";\n      for (i64 k = " +
       (shared ? "threadIdx.x" : "0") + "; k < " + std::to_string(r.extent) +
@@ -370,34 +378,65 @@ FailureOr<SmallVector<KernelPlan>>
 planElementKernels(ArrayRef<Value> results,
                    function_ref<Value(Value)> externalValue,
                    ArrayRef<Value> materialized) {
-  // Results are grouped by schedule and element count: every thread of a
-  // group computes all of the group's results at its index before storing
-  // any, so that a result may update its own operand in place.
-  struct Group {
-    bool cooperative;
-    int64_t count;
-    SmallVector<Value> results;
-  };
-  SmallVector<Group> groups;
-  for (Value result : results) {
-    auto notResult = [&](Value v) {
-      return v == result ? Value() : externalValue(v);
-    };
-    KernelWriter probe(notResult, materialized, false);
-    bool cooperative = probe.atReductionGranularity(result);
-    auto it = llvm::find_if(groups, [&](const Group &g) {
-      return g.cooperative == cooperative && g.count == countOf(result);
-    });
-    if (it == groups.end())
-      groups.push_back({cooperative, countOf(result), {result}});
-    else
-      it->results.push_back(result);
-  }
   // The results are computed, never read, even those already in memory.
   llvm::DenseSet<Value> computed(results.begin(), results.end());
   auto external = [&](Value value) {
     return computed.contains(value) ? Value() : externalValue(value);
   };
+  // Results that share no computation (the updates of different parameters
+  // in a multi-tensor optimizer region) go to separate launches: kernels of
+  // equal shapes are then one kernel, compiled once.
+  SmallVector<size_t> parent(results.size());
+  for (size_t i = 0; i < parent.size(); ++i)
+    parent[i] = i;
+  std::function<size_t(size_t)> root = [&](size_t i) {
+    return parent[i] == i ? i : parent[i] = root(parent[i]);
+  };
+  llvm::DenseMap<Operation *, size_t> firstReader;
+  for (auto [index, result] : llvm::enumerate(results)) {
+    SmallVector<Value> work = {result};
+    llvm::DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!seen.insert(v).second || (v != result && external(v)) ||
+          llvm::is_contained(materialized, v))
+        continue;
+      Operation *op = v.getDefiningOp();
+      if (!op)
+        continue;
+      auto [it, added] = firstReader.try_emplace(op, index);
+      if (!added)
+        parent[root(index)] = root(it->second);
+      llvm::append_range(work, op->getOperands());
+    }
+  }
+  // Within a cluster, results are grouped by schedule and element count:
+  // every thread of a group computes all of the group's results at its
+  // index before storing any, so that a result may update its own operand
+  // in place.
+  struct Group {
+    size_t cluster;
+    bool cooperative;
+    int64_t count;
+    SmallVector<Value> results;
+  };
+  SmallVector<Group> groups;
+  for (auto [index, result] : llvm::enumerate(results)) {
+    auto notResult = [&](Value v) {
+      return v == result ? Value() : externalValue(v);
+    };
+    KernelWriter probe(notResult, materialized, false);
+    bool cooperative = probe.atReductionGranularity(result);
+    size_t cluster = root(index);
+    auto it = llvm::find_if(groups, [&](const Group &g) {
+      return g.cluster == cluster && g.cooperative == cooperative &&
+             g.count == countOf(result);
+    });
+    if (it == groups.end())
+      groups.push_back({cluster, cooperative, countOf(result), {result}});
+    else
+      it->results.push_back(result);
+  }
   SmallVector<KernelPlan> plans;
   for (Group &group : groups) {
     KernelWriter writer(external, materialized, group.cooperative);

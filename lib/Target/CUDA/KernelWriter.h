@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace kiln::cuda {
 
@@ -123,6 +124,8 @@ private:
   std::string code;
   llvm::DenseMap<std::pair<mlir::Value, unsigned>, std::string> names;
   llvm::DenseMap<mlir::Value, std::string> pointers;
+  /// Reductions by their text, so that each is computed once.
+  llvm::StringMap<std::string> reductions;
   KernelPlan plan;
   unsigned counter = 0;
 };

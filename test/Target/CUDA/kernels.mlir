@@ -1,0 +1,58 @@
+// The CUDA target's generated source for single ops (kiln-compile --forward
+// compiles a function as it is): views and broadcasts are index arithmetic,
+// gathers clamp their indices, a reduction whose result is the kernel's
+// result is shared by the threads of a block, and statistics of a row are
+// computed once per row by each thread.
+
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
+
+func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
+                %x: tensor<4x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>)
+    -> (tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>) {
+  %e = kiln.gather %table, %ids {axis = 0 : i64}
+      : (tensor<16x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
+  %t = kiln.transpose %x {permutation = array<i64: 1, 0>}
+      : (tensor<4x32xf32>) -> tensor<32x4xf32>
+  %s = kiln.reduce_sum %t {axes = array<i64: 0, 1>} : (tensor<32x4xf32>) -> tensor<f32>
+  %y, %mean, %rstd = kiln.layer_norm %x scale %g bias %b {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+      : (tensor<4x32xf32>, tensor<32xf32>, tensor<32xf32>)
+      -> (tensor<4x32xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  %c = kiln.cast %y : tensor<4x32xf32> to tensor<4x32xbf16>
+  return %e, %s, %c : tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>
+}
+
+// The gather: the clamped index selects the row.
+// CHECK-LABEL: void __launch_bounds__(256) kiln_kernel_0(void *const *args)
+// CHECK:       const i64 *in0 = (const i64 *)args[0];
+// CHECK:       if (q < 0) q += 16ll; return q < 0 ? (i64)0 : q >= 16ll ? 15ll : q;
+// CHECK:       for (i64 i = global_thread(); i < 48ll; i += thread_count())
+
+// The transpose reads its input through permuted strides.
+// CHECK-LABEL: kiln_kernel_1(void *const *args)
+// CHECK:       v0((0ll + (i / 4ll) * 1ll + (i % 4ll) * 32ll))
+
+// The full sum: one block, its threads striding over the input.
+// CHECK-LABEL: kiln_kernel_2(void *const *args)
+// CHECK:       for (i64 k = threadIdx.x; k < 128ll; k += blockDim.x)
+// CHECK:       acc = block_reduce(acc, Sum());
+// CHECK:       for (i64 i = blockIdx.x; i < 1ll; i += gridDim.x)
+// CHECK:       if (threadIdx.x == 0)
+
+// Layer norm's output: each thread walks whole rows, keeping the row's
+// mean and inverse deviation, so that they are computed once per row.
+// CHECK-LABEL: kiln_kernel_3(void *const *args)
+// CHECK:       if (o != v1_at)
+// CHECK:       for (i64 k = 0; k < 32ll; k += 1)
+// CHECK:       acc / 32.0
+// CHECK:       for (i64 row = global_thread(); row < 4ll; row += thread_count())
+
+// Its statistics: a block per row, the mean computed once for both.
+// CHECK-LABEL: kiln_kernel_4(void *const *args)
+// CHECK-COUNT-2: block_reduce
+// CHECK-NOT:   block_reduce
+// CHECK:       out0[i] = (float)(r0);
+// CHECK-NEXT:  out1[i] = (float)(r1);
+
+// The cast rounds to bf16 on the way to memory.
+// CHECK-LABEL: kiln_kernel_5(void *const *args)
+// CHECK:       out0[i] = f32_to_bf16((float)(r0));
