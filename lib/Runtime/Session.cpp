@@ -193,6 +193,9 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
       !check(cudaMalloc(reinterpret_cast<void **>(&s.arena),
                         std::max<size_t>(model->arena_bytes(), 1)),
              "cannot allocate the arena") ||
+      !check(cudaMemset(s.arena, options.poison ? 0xff : 0,
+                        std::max<size_t>(model->arena_bytes(), 1)),
+             "cannot clear the arena") ||
       !check(cudaMalloc(&s.workspace, kWorkspaceBytes), "cannot allocate the GEMM workspace") ||
       !check(cudaLibraryLoadData(&s.library, image, nullptr, nullptr, 0, nullptr,
                                  nullptr, 0),

@@ -15,6 +15,7 @@
 
 #include "kiln/Runtime/Session.h"
 #include "kiln/TensorIO/TensorFiles.h"
+#include "kiln/Tools/ArtifactTensors.h"
 #include "kiln/Training/Checkpoint.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -23,7 +24,6 @@
 #include "llvm/Support/Path.h"
 
 #include <cmath>
-#include <cstring>
 
 using namespace llvm;
 
@@ -33,92 +33,9 @@ static Error deviceError(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
 
-static DType dtypeOf(artifact::ElementType type) {
-  using artifact::ElementType;
-  switch (type) {
-  case ElementType::F32: return DType::F32;
-  case ElementType::F64: return DType::F64;
-  case ElementType::F16: return DType::F16;
-  case ElementType::BF16: return DType::BF16;
-  case ElementType::I64: return DType::I64;
-  case ElementType::I32: return DType::I32;
-  case ElementType::I16: return DType::I16;
-  case ElementType::I8: return DType::I8;
-  case ElementType::U8: return DType::U8;
-  case ElementType::Bool: return DType::Bool;
-  }
-  return DType::F32;
-}
-
 static std::vector<int64_t> shapeOf(const flatbuffers::Vector<int64_t> *shape) {
   return shape ? std::vector<int64_t>(shape->begin(), shape->end())
                : std::vector<int64_t>();
-}
-
-/// `tensor`'s elements in the storage of `type`.
-static std::vector<uint8_t> encode(const Tensor &tensor, artifact::ElementType type) {
-  using artifact::ElementType;
-  int64_t count = tensor.getNumElements(), width = artifact::elementBytes(type);
-  std::vector<uint8_t> bytes(count * width);
-  for (int64_t i = 0; i < count; ++i) {
-    uint8_t *at = bytes.data() + i * width;
-    double value = tensor.isFloat() ? tensor.floats()[i] : tensor.ints()[i];
-    switch (type) {
-    case ElementType::F32: { float f = value; std::memcpy(at, &f, 4); break; }
-    case ElementType::F64: std::memcpy(at, &value, 8); break;
-    case ElementType::BF16: { // the value is a bf16 already (rounded)
-      float f = value;
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      uint16_t half = bits >> 16;
-      std::memcpy(at, &half, 2);
-      break;
-    }
-    case ElementType::F16: {
-      _Float16 h = static_cast<_Float16>(value);
-      std::memcpy(at, &h, 2);
-      break;
-    }
-    case ElementType::I64: { int64_t v = tensor.ints()[i]; std::memcpy(at, &v, 8); break; }
-    case ElementType::I32: { int32_t v = tensor.ints()[i]; std::memcpy(at, &v, 4); break; }
-    case ElementType::I16: { int16_t v = tensor.ints()[i]; std::memcpy(at, &v, 2); break; }
-    default: at[0] = static_cast<uint8_t>(tensor.ints()[i]); break;
-    }
-  }
-  return bytes;
-}
-
-static Tensor decode(const std::vector<uint8_t> &bytes, artifact::ElementType type,
-                     ArrayRef<int64_t> shape) {
-  using artifact::ElementType;
-  Tensor tensor(dtypeOf(type), shape);
-  int64_t width = artifact::elementBytes(type);
-  for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
-    const uint8_t *at = bytes.data() + i * width;
-    switch (type) {
-    case ElementType::F32: { float f; std::memcpy(&f, at, 4); tensor.floats()[i] = f; break; }
-    case ElementType::F64: std::memcpy(&tensor.floats()[i], at, 8); break;
-    case ElementType::BF16: {
-      uint32_t bits = uint32_t(at[0] | (at[1] << 8)) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      tensor.floats()[i] = f;
-      break;
-    }
-    case ElementType::F16: {
-      _Float16 h;
-      std::memcpy(&h, at, 2);
-      tensor.floats()[i] = static_cast<double>(h);
-      break;
-    }
-    case ElementType::I64: std::memcpy(&tensor.ints()[i], at, 8); break;
-    case ElementType::I32: { int32_t v; std::memcpy(&v, at, 4); tensor.ints()[i] = v; break; }
-    case ElementType::I16: { int16_t v; std::memcpy(&v, at, 2); tensor.ints()[i] = v; break; }
-    case ElementType::I8: tensor.ints()[i] = static_cast<int8_t>(at[0]); break;
-    default: tensor.ints()[i] = at[0]; break;
-    }
-  }
-  return tensor;
 }
 
 namespace {
@@ -134,7 +51,7 @@ public:
       return deviceError("the artifact has no tensor '" + name + "'");
     std::vector<int64_t> shape = shapeOf(t->shape());
     Tensor stored = value.getShape() == ArrayRef<int64_t>(shape) ? value : value.resized(shape);
-    std::vector<uint8_t> bytes = encode(stored, t->element_type());
+    std::vector<uint8_t> bytes = encodeTensor(stored, t->element_type());
     std::string error;
     if (!session.write(name, bytes.data(), bytes.size(), error))
       return deviceError(error);
@@ -152,7 +69,7 @@ public:
     std::string error;
     if (!session.read(name, bytes.data(), bytes.size(), error))
       return deviceError(error);
-    Tensor value = decode(bytes, t->element_type(), shape);
+    Tensor value = decodeTensor(bytes.data(), t->element_type(), shape);
     std::vector<int64_t> logical = shapeOf(t->logical_shape());
     return logical.empty() ? value : value.resized(logical);
   }

@@ -2,6 +2,8 @@
 
 #include "CudaEmulation.h"
 
+#include "kiln/Tools/ArtifactTensors.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -89,7 +91,7 @@ std::unique_ptr<CudaEmulation> CudaEmulation::create(const artifact::ArtifactT &
     }
     emulation->kernels.push_back(reinterpret_cast<void (*)(void *const *)>(kernel));
   }
-  emulation->arena.assign(artifact.arena_bytes, 0);
+  emulation->arena.assign(artifact.arena_bytes, 0xff);
   for (const auto &constant : artifact.constants)
     std::memcpy(emulation->arena.data() + constant->offset, constant->data.data(),
                 constant->data.size());
@@ -107,103 +109,53 @@ const artifact::TensorT &CudaEmulation::tensor(const std::string &name) const {
   llvm::report_fatal_error(llvm::Twine("no tensor ") + name + " in the artifact");
 }
 
-namespace {
-double readElement(const uint8_t *at, artifact::ElementType type) {
-  using artifact::ElementType;
-  switch (type) {
-  case ElementType::F32: { float f; std::memcpy(&f, at, 4); return f; }
-  case ElementType::F64: { double d; std::memcpy(&d, at, 8); return d; }
-  case ElementType::BF16: {
-    uint32_t bits = uint32_t(at[0] | (at[1] << 8)) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-  case ElementType::F16: {
-    _Float16 h;
-    std::memcpy(&h, at, 2);
-    return static_cast<double>(h);
-  }
-  case ElementType::I64: { int64_t v; std::memcpy(&v, at, 8); return v; }
-  case ElementType::I32: { int32_t v; std::memcpy(&v, at, 4); return v; }
-  case ElementType::I16: { int16_t v; std::memcpy(&v, at, 2); return v; }
-  case ElementType::I8: return static_cast<int8_t>(at[0]);
-  default: return at[0];
-  }
-}
-
-void writeElement(uint8_t *at, artifact::ElementType type, double value) {
-  using artifact::ElementType;
-  switch (type) {
-  case ElementType::F32: { float f = value; std::memcpy(at, &f, 4); return; }
-  case ElementType::F64: std::memcpy(at, &value, 8); return;
-  case ElementType::BF16: { // to nearest, ties to even
-    float f = value;
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    uint16_t half = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    std::memcpy(at, &half, 2);
-    return;
-  }
-  case ElementType::F16: { _Float16 h = value; std::memcpy(at, &h, 2); return; }
-  case ElementType::I64: { int64_t v = value; std::memcpy(at, &v, 8); return; }
-  case ElementType::I32: { int32_t v = value; std::memcpy(at, &v, 4); return; }
-  case ElementType::I16: { int16_t v = value; std::memcpy(at, &v, 2); return; }
-  default: at[0] = static_cast<uint8_t>(static_cast<int64_t>(value)); return;
-  }
-}
-} // namespace
-
 void CudaEmulation::write(const std::string &name, const Tensor &value) {
   const artifact::TensorT &t = tensor(name);
-  int64_t width = artifact::elementBytes(t.element_type);
-  for (int64_t i = 0; i < value.getNumElements(); ++i) {
-    double element = isFloat(value.getDType()) ? value.getAsDouble(i)
-                                               : static_cast<double>(value.ints()[i]);
-    writeElement(arena.data() + t.offset + i * width, t.element_type, element);
-  }
+  std::vector<uint8_t> bytes = encodeTensor(value, t.element_type);
+  std::memcpy(arena.data() + t.offset, bytes.data(), bytes.size());
 }
 
-Tensor CudaEmulation::read(const std::string &name) const {
+Tensor CudaEmulation::read(const std::string &name) {
   const artifact::TensorT &t = tensor(name);
-  bool floating = t.element_type == artifact::ElementType::F32 ||
-                  t.element_type == artifact::ElementType::F64 ||
-                  t.element_type == artifact::ElementType::BF16 ||
-                  t.element_type == artifact::ElementType::F16;
-  Tensor value(floating ? DType::F64 : DType::I64, t.shape);
-  int64_t width = artifact::elementBytes(t.element_type);
-  for (int64_t i = 0; i < value.getNumElements(); ++i) {
-    double element = readElement(arena.data() + t.offset + i * width, t.element_type);
-    if (floating)
-      value.floats()[i] = element;
-    else
-      value.ints()[i] = static_cast<int64_t>(element);
-  }
-  return value;
+  return decodeTensor(arena.data() + t.offset, t.element_type, t.shape);
+}
+
+/// `count` elements of `type` at `offset`, as a flat tensor.
+static Tensor slice(const std::vector<uint8_t> &arena, int64_t offset,
+                    artifact::ElementType type, int64_t count) {
+  return decodeTensor(arena.data() + offset, type, {count});
 }
 
 void CudaEmulation::gemm(const artifact::GemmT &g) {
-  int64_t in = artifact::elementBytes(g.input_type);
-  int64_t out = artifact::elementBytes(g.output_type);
-  for (int64_t b = 0; b < g.batch; ++b)
+  auto span = [&](int64_t stride, int64_t matrix) {
+    return (g.batch - 1) * stride + matrix;
+  };
+  Tensor a = slice(arena, g.a, g.input_type, span(g.stride_a, g.m * g.k));
+  Tensor b = slice(arena, g.b, g.input_type, span(g.stride_b, g.k * g.n));
+  Tensor d(dtypeOf(g.output_type), {span(g.stride_d, g.m * g.n)});
+  Tensor bias = g.epilogue == artifact::Epilogue::Bias
+                    ? slice(arena, g.bias, g.output_type, g.n)
+                    : Tensor();
+  for (int64_t batch = 0; batch < g.batch; ++batch)
     for (int64_t m = 0; m < g.m; ++m)
       for (int64_t n = 0; n < g.n; ++n) {
         double acc = 0.0;
-        for (int64_t k = 0; k < g.k; ++k) {
-          int64_t a = g.transpose_a ? k * g.m + m : m * g.k + k;
-          int64_t bb = g.transpose_b ? n * g.k + k : k * g.n + n;
-          acc += readElement(&arena[g.a + (b * g.stride_a + a) * in], g.input_type) *
-                 readElement(&arena[g.b + (b * g.stride_b + bb) * in], g.input_type);
-        }
-        // Round as the interpreter does: the product to the output type
-        // first, then the bias added and rounded again.
-        uint8_t *d = &arena[g.d + (b * g.stride_d + m * g.n + n) * out];
-        writeElement(d, g.output_type, acc);
+        for (int64_t k = 0; k < g.k; ++k)
+          acc += a.floats()[batch * g.stride_a + (g.transpose_a ? k * g.m + m : m * g.k + k)] *
+                 b.floats()[batch * g.stride_b + (g.transpose_b ? n * g.k + k : k * g.n + n)];
+        // As the interpreter rounds: the product to the output type, then
+        // the bias added and rounded again.
+        int64_t at = batch * g.stride_d + m * g.n + n;
+        d.setFromDouble(at, acc);
         if (g.epilogue == artifact::Epilogue::Bias)
-          writeElement(d, g.output_type,
-                       readElement(d, g.output_type) +
-                           readElement(&arena[g.bias + n * out], g.output_type));
+          d.setFromDouble(at, d.floats()[at] + bias.floats()[n]);
       }
+  std::vector<uint8_t> bytes = encodeTensor(d, g.output_type);
+  // Only the matrices: a batch stride may leave gaps that hold other values.
+  int64_t width = artifact::elementBytes(g.output_type);
+  for (int64_t batch = 0; batch < g.batch; ++batch)
+    std::memcpy(arena.data() + g.d + batch * g.stride_d * width,
+                bytes.data() + batch * g.stride_d * width, g.m * g.n * width);
 }
 
 void CudaEmulation::run() {
@@ -223,5 +175,18 @@ void CudaEmulation::run() {
     }
   }
 }
+
+} // namespace kiln::testing
+
+namespace kiln::testing {
+
+std::unique_ptr<Executor> makeExecutor(const artifact::ArtifactT &artifact,
+                                       std::string &error) {
+  return CudaEmulation::create(artifact, error);
+}
+
+std::vector<std::string> executorArchitectures() { return {}; }
+
+bool gemmsAccumulateInF32() { return false; }
 
 } // namespace kiln::testing

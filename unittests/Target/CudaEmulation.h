@@ -12,8 +12,7 @@
 #ifndef KILN_UNITTESTS_TARGET_CUDAEMULATION_H
 #define KILN_UNITTESTS_TARGET_CUDAEMULATION_H
 
-#include "kiln/Artifact/Artifact.h"
-#include "kiln/Interpreter/Tensor.h"
+#include "Executor.h"
 
 #include <memory>
 #include <string>
@@ -21,22 +20,18 @@
 
 namespace kiln::testing {
 
-class CudaEmulation {
+class CudaEmulation : public Executor {
 public:
   /// Compiles the artifact's kernels with the host compiler; on failure
   /// `error` holds the compiler's output.
   static std::unique_ptr<CudaEmulation> create(const artifact::ArtifactT &artifact,
                                                std::string &error);
-  ~CudaEmulation();
+  ~CudaEmulation() override;
 
-  /// Whether the artifact has a tensor `name` (a parameter the step no
-  /// longer reads, such as a constant of a recognized GELU, has none).
-  bool has(const std::string &name) const;
-  /// Writes `value` into the tensor `name` of the arena.
-  void write(const std::string &name, const Tensor &value);
-  Tensor read(const std::string &name) const;
-  /// Runs every operation once, in order.
-  void run();
+  bool has(const std::string &name) const override;
+  void write(const std::string &name, const Tensor &value) override;
+  Tensor read(const std::string &name) override;
+  void run() override;
 
 private:
   CudaEmulation(const artifact::ArtifactT &artifact) : artifact(artifact) {}

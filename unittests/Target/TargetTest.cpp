@@ -1,16 +1,17 @@
 //===- TargetTest.cpp - the CUDA target against the interpreter -----------===//
 //
 // Compiles training steps of real exported models to artifacts, runs them
-// in the CPU emulation (CudaEmulation.h) and compares every result of one
-// step with the interpreter's. The kernels compute in double and round
-// where the interpreter rounds, so fp32 steps agree to a few f32 ulps
-// (2e-6 relative, beyond which a kernel computes something else); bf16
-// steps round the same values at the same points, up to the order of
-// summation in reductions (1e-3 for values stored in bf16).
+// (Executor.h: in the CPU emulation, or on a GPU) and compares every result
+// of one step with the interpreter's. The kernels compute in double and
+// round where the interpreter rounds, so fp32 steps agree to a few f32 ulps
+// (2e-6 relative, beyond which a kernel computes something else). On a GPU,
+// cuBLAS accumulates products in f32 where the interpreter uses f64: over
+// the K <= 256 terms of these models that is at most K * 2^-24 of the sum
+// of |products|, and 1e-4 bounds what reaches the results.
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaEmulation.h"
+#include "Executor.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"
@@ -62,12 +63,12 @@ protected:
     mlir::func::FuncOp step = (*trainer)->stepFunction();
 
     cuda::TargetOptions options;
-    options.archs.clear(); // the source is all the emulation needs
+    options.archs = kiln::testing::executorArchitectures();
     auto compiled = cuda::compileFunction(step, options);
     ASSERT_TRUE(mlir::succeeded(compiled));
     std::string error;
-    auto emulation = kiln::testing::CudaEmulation::create(**compiled, error);
-    ASSERT_TRUE(emulation) << error;
+    auto executor = kiln::testing::makeExecutor(**compiled, error);
+    ASSERT_TRUE(executor) << error;
 
     // The step's arguments: the batch, lr, the step number, the state.
     llvm::SmallVector<Tensor> arguments;
@@ -85,34 +86,38 @@ protected:
       arguments.push_back(value);
     for (unsigned i = 0; i < step.getNumArguments(); ++i)
       if (!step.getArgAttr(i, "kiln.state_of"))
-        emulation->write(
+        executor->write(
             step.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name").str(), arguments[i]);
     for (auto &[name, value] : (*trainer)->state())
-      emulation->write(name, value);
+      executor->write(name, value);
     for (auto &entry : (*trainer)->parameters())
-      if (emulation->has(entry.getKey().str()))
-        emulation->write(entry.getKey().str(), entry.getValue());
+      if (executor->has(entry.getKey().str()))
+        executor->write(entry.getKey().str(), entry.getValue());
 
     InterpreterOptions interpreterOptions;
     interpreterOptions.parameters = &(*trainer)->parameters();
     auto expected = interpret(step, arguments, interpreterOptions);
     ASSERT_TRUE(mlir::succeeded(expected));
-    emulation->run();
+    executor->run();
 
-    EXPECT_LE(relativeError(emulation->read("loss"), (*expected)[0]), tolerance);
-    EXPECT_LE(relativeError(emulation->read("grad_norm"), (*expected)[1]), tolerance);
+    bool exactGemms = !kiln::testing::gemmsAccumulateInF32();
+    if (!exactGemms)
+      tolerance = std::max(tolerance, 1e-4);
+    EXPECT_LE(relativeError(executor->read("loss"), (*expected)[0]), tolerance);
+    EXPECT_LE(relativeError(executor->read("grad_norm"), (*expected)[1]), tolerance);
     // Adam's first update is lr * sign(gradient) wherever the gradient is
     // not tiny: updated parameters are compared where the gradients are
-    // exact (fp32); the first moment, 0.1 * gradient, always.
+    // exact (fp32, f64 accumulation); the first moment, 0.1 * gradient,
+    // always.
     unsigned next = 2;
     for (const std::string &name : (*trainer)->trainedParameters()) {
-      if (precision == Precision::FP32)
-        EXPECT_LE(relativeError(emulation->read(name), (*expected)[next]), tolerance)
+      if (precision == Precision::FP32 && exactGemms)
+        EXPECT_LE(relativeError(executor->read(name), (*expected)[next]), tolerance)
             << name;
       ++next;
     }
     for (auto &[name, value] : (*trainer)->state())
-      EXPECT_LE(relativeError(emulation->read(name), (*expected)[next++]), tolerance)
+      EXPECT_LE(relativeError(executor->read(name), (*expected)[next++]), tolerance)
           << name;
   }
 

@@ -25,6 +25,9 @@ struct SessionOptions {
   /// Seeds the GPT-2 style initialization of parameters the artifact holds
   /// no value for: N(0, 0.02) for matrices, 1 for norm scales, 0 otherwise.
   uint64_t seed = 0;
+  /// Fills the arena with 0xff bytes (NaN in every float type) before
+  /// anything is written, so that tests see any read of an unwritten value.
+  bool poison = false;
 };
 
 class Session {

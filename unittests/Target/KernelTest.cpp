@@ -1,0 +1,324 @@
+//===- KernelTest.cpp - every kernel against the interpreter --------------===//
+//
+// One small function per op family, compiled as it is (no training) and run
+// by the executor on random inputs (never zeros) in a poisoned arena; every
+// output must equal the interpreter's to 2e-6 relative (a few f32 ulps: the
+// kernels round where the interpreter rounds), or 1e-4 where a GEMM runs on
+// cuBLAS, which accumulates in f32. Integer and boolean outputs are exact.
+// An integer argument draws from [0, range) (`test.range`, default 8).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Interpreter/Interpreter.h"
+#include "kiln/Target/CUDATarget.h"
+#include "kiln/Tools/ModelLoading.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace kiln;
+
+namespace {
+
+struct KernelCase {
+  const char *name;
+  const char *source;
+  /// Whether a GEMM computes a result (cuBLAS accumulates in f32).
+  bool gemm = false;
+};
+
+class KernelTest : public ::testing::TestWithParam<KernelCase> {};
+
+Tensor randomTensor(mlir::RankedTensorType type, int64_t range,
+                    std::mt19937_64 &generator) {
+  Tensor tensor(*dtypeOf(type.getElementType()), type.getShape());
+  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+  for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
+    if (tensor.isFloat())
+      tensor.setFromDouble(i, uniform(generator));
+    else if (type.getElementType().isInteger(1))
+      tensor.ints()[i] = generator() % 2;
+    else
+      tensor.ints()[i] = static_cast<int64_t>(generator() % range);
+  }
+  return tensor;
+}
+
+TEST_P(KernelTest, MatchesInterpreter) {
+  const KernelCase &c = GetParam();
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(c.source, &context);
+  ASSERT_TRUE(module) << c.source;
+  auto function = *module->getOps<mlir::func::FuncOp>().begin();
+
+  std::mt19937_64 generator(7);
+  llvm::SmallVector<Tensor> arguments;
+  for (unsigned i = 0; i < function.getNumArguments(); ++i) {
+    auto range = function.getArgAttrOfType<mlir::IntegerAttr>(i, "test.range");
+    arguments.push_back(randomTensor(
+        mlir::cast<mlir::RankedTensorType>(function.getArgumentTypes()[i]),
+        range ? range.getInt() : 8, generator));
+  }
+  auto expected = interpret(function, arguments);
+  ASSERT_TRUE(mlir::succeeded(expected));
+
+  cuda::TargetOptions options;
+  options.archs = kiln::testing::executorArchitectures();
+  auto compiled = cuda::compileFunction(function, options);
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  std::string error;
+  auto executor = kiln::testing::makeExecutor(**compiled, error);
+  ASSERT_TRUE(executor) << error;
+  for (auto [i, argument] : llvm::enumerate(arguments))
+    executor->write(argumentName(function, i), argument);
+  executor->run();
+
+  double tolerance =
+      c.gemm && kiln::testing::gemmsAccumulateInF32() ? 1e-4 : 2e-6;
+  for (auto [i, want] : llvm::enumerate(*expected)) {
+    Tensor got = executor->read(resultName(function, i));
+    ASSERT_EQ(got.getNumElements(), want.getNumElements());
+    for (int64_t e = 0; e < want.getNumElements(); ++e) {
+      if (!want.isFloat()) {
+        ASSERT_EQ(got.ints()[e], want.ints()[e]) << "result " << i << " at " << e;
+        continue;
+      }
+      double x = got.floats()[e], y = want.floats()[e];
+      if (std::isnan(y)) {
+        ASSERT_TRUE(std::isnan(x)) << "result " << i << " at " << e;
+        continue;
+      }
+      ASSERT_LE(std::fabs(x - y), tolerance * std::max(1.0, std::fabs(y)))
+          << "result " << i << " at " << e << ": " << x << " vs " << y;
+    }
+  }
+}
+
+const KernelCase kCases[] = {
+    {"Unary", R"(
+      func.func @main(%x: tensor<5x7xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>,
+                                              tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xbf16>) {
+        %a = kiln.exp %x : tensor<5x7xf32>
+        %b = kiln.tanh %a : tensor<5x7xf32>
+        %c = kiln.gelu %x approximation = none : tensor<5x7xf32>
+        %d = kiln.silu %x : tensor<5x7xf32>
+        %e = kiln.abs %x : tensor<5x7xf32>
+        %f = kiln.sqrt %e : tensor<5x7xf32>
+        %g = kiln.rsqrt %f : tensor<5x7xf32>
+        %h = kiln.erf %g : tensor<5x7xf32>
+        %r = kiln.round %h : tensor<5x7xf32>
+        %s = kiln.sigmoid %x : tensor<5x7xf32>
+        %t = kiln.cast %s : tensor<5x7xf32> to tensor<5x7xbf16>
+        return %b, %c, %d, %r, %e, %t : tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>,
+                                         tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xbf16>
+      })"},
+    {"BroadcastingBinary", R"(
+      func.func @main(%x: tensor<3x1x5xf32>, %y: tensor<4x1xf32>, %i: tensor<4x5xi64>,
+                      %j: tensor<5xi64> {test.range = 3 : i64})
+          -> (tensor<3x4x5xf32>, tensor<3x4x5xf32>, tensor<4x5xi64>, tensor<4x5xi64>) {
+        %a = kiln.add %x, %y : (tensor<3x1x5xf32>, tensor<4x1xf32>) -> tensor<3x4x5xf32>
+        %b = kiln.div %a, %x : (tensor<3x4x5xf32>, tensor<3x1x5xf32>) -> tensor<3x4x5xf32>
+        %c = kiln.max %b, %y : (tensor<3x4x5xf32>, tensor<4x1xf32>) -> tensor<3x4x5xf32>
+        %d = kiln.pow %c, %y : (tensor<3x4x5xf32>, tensor<4x1xf32>) -> tensor<3x4x5xf32>
+        %e = kiln.remainder %i, %j {floored} : (tensor<4x5xi64>, tensor<5xi64>) -> tensor<4x5xi64>
+        %f = kiln.mul %e, %i : (tensor<4x5xi64>, tensor<4x5xi64>) -> tensor<4x5xi64>
+        return %c, %d, %e, %f : tensor<3x4x5xf32>, tensor<3x4x5xf32>, tensor<4x5xi64>, tensor<4x5xi64>
+      })"},
+    {"CompareWhereCast", R"(
+      func.func @main(%x: tensor<4x6xf32>, %y: tensor<6xf32>, %m: tensor<4x1xi1>)
+          -> (tensor<4x6xf32>, tensor<4x6xi64>, tensor<4x6xi1>) {
+        %c = kiln.compare lt, %x, %y : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xi1>
+        %a = kiln.and %c, %m : (tensor<4x6xi1>, tensor<4x1xi1>) -> tensor<4x6xi1>
+        %w = kiln.where %a, %x, %y : (tensor<4x6xi1>, tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+        %s = kiln.mul %w, %x : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+        %k = kiln.cast %s : tensor<4x6xf32> to tensor<4x6xi64>
+        return %w, %k, %a : tensor<4x6xf32>, tensor<4x6xi64>, tensor<4x6xi1>
+      })"},
+    {"DataMovement", R"(
+      func.func @main(%x: tensor<2x3x4xf32>, %y: tensor<2x2x4xf32>)
+          -> (tensor<4x2x3xf32>, tensor<2x3x2xf32>, tensor<2x5x4xf32>, tensor<2x3x4xf32>,
+              tensor<3x2x3x4xf32>) {
+        %t = kiln.transpose %x {permutation = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+        %s = kiln.slice %x {start = array<i64: 0, 0, 3>, stride = array<i64: 1, 1, -2>}
+            : tensor<2x3x4xf32> to tensor<2x3x2xf32>
+        %c = kiln.concat %x, %y {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x2x4xf32>) -> tensor<2x5x4xf32>
+        %l = kiln.trilu %x {upper = false, diagonal = 1 : i64} : tensor<2x3x4xf32>
+        %b = kiln.broadcast %x : tensor<2x3x4xf32> to tensor<3x2x3x4xf32>
+        return %t, %s, %c, %l, %b : tensor<4x2x3xf32>, tensor<2x3x2xf32>, tensor<2x5x4xf32>,
+                                    tensor<2x3x4xf32>, tensor<3x2x3x4xf32>
+      })"},
+    {"Pad", R"(
+      func.func @main(%x: tensor<3x4xf32>)
+          -> (tensor<6x5xf32>, tensor<6x5xf32>, tensor<6x5xf32>, tensor<6x5xf32>) {
+        %a = kiln.pad %x constant {low = array<i64: 2, -1>, high = array<i64: 1, 2>, value = 1.5 : f64}
+            : (tensor<3x4xf32>) -> tensor<6x5xf32>
+        %b = kiln.pad %x reflect {low = array<i64: 2, -1>, high = array<i64: 1, 2>, value = 0.0 : f64}
+            : (tensor<3x4xf32>) -> tensor<6x5xf32>
+        %c = kiln.pad %x edge {low = array<i64: 2, -1>, high = array<i64: 1, 2>, value = 0.0 : f64}
+            : (tensor<3x4xf32>) -> tensor<6x5xf32>
+        %d = kiln.pad %x wrap {low = array<i64: 2, -1>, high = array<i64: 1, 2>, value = 0.0 : f64}
+            : (tensor<3x4xf32>) -> tensor<6x5xf32>
+        return %a, %b, %c, %d : tensor<6x5xf32>, tensor<6x5xf32>, tensor<6x5xf32>, tensor<6x5xf32>
+      })"},
+    {"GatherAndInsert", R"(
+      func.func @main(%t: tensor<6x4xf32>, %i: tensor<2x3xi64> {test.range = 6 : i64},
+                      %e: tensor<6x2xi64> {test.range = 4 : i64}, %g: tensor<2x3x4xf32>, %d: tensor<6x4xf32>)
+          -> (tensor<3x6x4xf32>, tensor<6x2xf32>, tensor<6x4xf32>, tensor<6x4xf32>) {
+        %a = kiln.gather %t, %i {axis = 0 : i64} : (tensor<6x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+        %r = kiln.reshape %a : tensor<2x3x4xf32> to tensor<6x4xf32>
+        %b = kiln.gather %t, %i {axis = 1 : i64} : (tensor<6x4xf32>, tensor<2x3xi64>) -> tensor<6x2x3xf32>
+        %b2 = kiln.reshape %b : tensor<6x2x3xf32> to tensor<6x3x2xf32>
+        %b3 = kiln.transpose %b2 {permutation = array<i64: 0, 2, 1>} : (tensor<6x3x2xf32>) -> tensor<6x2x3xf32>
+        %b4 = kiln.slice %b3 {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : tensor<6x2x3xf32> to tensor<6x2x1xf32>
+        %b5 = kiln.reshape %b4 : tensor<6x2x1xf32> to tensor<6x2xf32>
+        %c = kiln.gather_elements %t, %e {axis = 1 : i64} : (tensor<6x4xf32>, tensor<6x2xi64>) -> tensor<6x2xf32>
+        %s = kiln.insert_slice %d, %c {start = array<i64: 0, 1>, stride = array<i64: 1, 2>}
+            : (tensor<6x4xf32>, tensor<6x2xf32>) -> tensor<6x4xf32>
+        %w = kiln.gather_grad %g, %i {axis = 0 : i64} : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<6x4xf32>
+        %x = kiln.broadcast %w : tensor<6x4xf32> to tensor<3x6x4xf32>
+        return %x, %b5, %s, %r : tensor<3x6x4xf32>, tensor<6x2xf32>, tensor<6x4xf32>, tensor<6x4xf32>
+      })"},
+    {"Reductions", R"(
+      func.func @main(%x: tensor<3x4x5xf32>, %i: tensor<3x4xi64>)
+          -> (tensor<4xf32>, tensor<3x1x5xf32>, tensor<f32>, tensor<3x5xf32>, tensor<3x4xf32>,
+              tensor<3x5xi64>, tensor<4x1xi64>, tensor<3x4x5xf32>) {
+        %a = kiln.reduce_sum %x {axes = array<i64: 0, 2>} : (tensor<3x4x5xf32>) -> tensor<4xf32>
+        %b = kiln.reduce_mean %x {axes = array<i64: 1>, keep_dims} : (tensor<3x4x5xf32>) -> tensor<3x1x5xf32>
+        %c = kiln.reduce_max %x {axes = array<i64: 0, 1, 2>} : (tensor<3x4x5xf32>) -> tensor<f32>
+        %d = kiln.reduce_min %x {axes = array<i64: 1>} : (tensor<3x4x5xf32>) -> tensor<3x5xf32>
+        %e = kiln.reduce_prod %x {axes = array<i64: 2>} : (tensor<3x4x5xf32>) -> tensor<3x4xf32>
+        %f = kiln.argmax %x {axis = 1 : i64} : (tensor<3x4x5xf32>) -> tensor<3x5xi64>
+        %g = kiln.argmin %i {axis = 0 : i64, keep_dims, select_last_index} : (tensor<3x4xi64>) -> tensor<1x4xi64>
+        %g2 = kiln.reshape %g : tensor<1x4xi64> to tensor<4x1xi64>
+        %h = kiln.cumsum %x {axis = 1 : i64, exclusive, reverse} : tensor<3x4x5xf32>
+        return %a, %b, %c, %d, %e, %f, %g2, %h : tensor<4xf32>, tensor<3x1x5xf32>, tensor<f32>,
+            tensor<3x5xf32>, tensor<3x4xf32>, tensor<3x5xi64>, tensor<4x1xi64>, tensor<3x4x5xf32>
+      })"},
+    {"Softmax", R"(
+      func.func @main(%x: tensor<2x7x3xf32>, %g: tensor<2x7x3xf32>)
+          -> (tensor<2x7x3xf32>, tensor<2x7x3xf32>, tensor<2x7x3xf32>, tensor<2x7x3xf32>) {
+        %p = kiln.softmax %x {axis = 1 : i64} : tensor<2x7x3xf32>
+        %l = kiln.log_softmax %x {axis = 1 : i64} : tensor<2x7x3xf32>
+        %dp = kiln.softmax_grad %p, %g {axis = 1 : i64} : tensor<2x7x3xf32>
+        %dl = kiln.log_softmax_grad %l, %g {axis = 1 : i64} : tensor<2x7x3xf32>
+        return %p, %l, %dp, %dl : tensor<2x7x3xf32>, tensor<2x7x3xf32>, tensor<2x7x3xf32>, tensor<2x7x3xf32>
+      })"},
+    {"Normalizations", R"(
+      func.func @main(%x: tensor<3x4x6xf32>, %s: tensor<4x6xf32>, %b: tensor<6xf32>, %dy: tensor<3x4x6xf32>)
+          -> (tensor<3x4x6xf32>, tensor<3x1x1xf32>, tensor<3x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>,
+              tensor<3x4x6xf32>, tensor<3x4x1xf32>, tensor<3x4x6xf32>, tensor<6xf32>) {
+        %y, %m, %r = kiln.layer_norm %x scale %s bias %b {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+            : (tensor<3x4x6xf32>, tensor<4x6xf32>, tensor<6xf32>)
+            -> (tensor<3x4x6xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+        %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 1 : i64}
+            : (tensor<3x4x6xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>, tensor<3x4x6xf32>, tensor<4x6xf32>)
+            -> (tensor<3x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>)
+        %z, %q = kiln.rms_norm %x scale %b {axis = 2 : i64, epsilon = 1.0e-6 : f64}
+            : (tensor<3x4x6xf32>, tensor<6xf32>) -> (tensor<3x4x6xf32>, tensor<3x4x1xf32>)
+        %dz, %dq = kiln.rms_norm_grad %x, %q, %dy scale %b {axis = 2 : i64}
+            : (tensor<3x4x6xf32>, tensor<3x4x1xf32>, tensor<3x4x6xf32>, tensor<6xf32>)
+            -> (tensor<3x4x6xf32>, tensor<6xf32>)
+        return %y, %m, %dx, %ds, %db, %z, %q, %dz, %dq : tensor<3x4x6xf32>, tensor<3x1x1xf32>,
+            tensor<3x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<3x4x6xf32>, tensor<3x4x1xf32>,
+            tensor<3x4x6xf32>, tensor<6xf32>
+      })"},
+    {"Losses", R"(
+      func.func @main(%x: tensor<4x6x3xf32>, %y: tensor<4x3xi64> {test.range = 5 : i64},
+                      %w: tensor<6xf32>, %g: tensor<4x3xf32>, %s: tensor<f32>)
+          -> (tensor<f32>, tensor<4x3xf32>, tensor<4x6x3xf32>, tensor<f32>, tensor<4x6x3xf32>,
+              tensor<4x6x3xf32>) {
+        %a = kiln.cross_entropy %x, %y weight %w reduction = mean {ignore_index = 2 : i64, num_classes = 5 : i64}
+            : (tensor<4x6x3xf32>, tensor<4x3xi64>, tensor<6xf32>) -> tensor<f32>
+        %b = kiln.cross_entropy %x, %y reduction = none : (tensor<4x6x3xf32>, tensor<4x3xi64>) -> tensor<4x3xf32>
+        %c = kiln.cross_entropy_grad %x, %y, %s weight %w reduction = mean {ignore_index = 2 : i64, num_classes = 5 : i64}
+            : (tensor<4x6x3xf32>, tensor<4x3xi64>, tensor<f32>, tensor<6xf32>) -> tensor<4x6x3xf32>
+        %d = kiln.nll_loss %x, %y reduction = sum : (tensor<4x6x3xf32>, tensor<4x3xi64>) -> tensor<f32>
+        %e = kiln.nll_loss_grad %x, %y, %g reduction = none : (tensor<4x6x3xf32>, tensor<4x3xi64>, tensor<4x3xf32>) -> tensor<4x6x3xf32>
+        %f = kiln.cross_entropy_grad %x, %y, %g reduction = none : (tensor<4x6x3xf32>, tensor<4x3xi64>, tensor<4x3xf32>) -> tensor<4x6x3xf32>
+        return %a, %b, %c, %d, %e, %f : tensor<f32>, tensor<4x3xf32>, tensor<4x6x3xf32>, tensor<f32>,
+            tensor<4x6x3xf32>, tensor<4x6x3xf32>
+      })"},
+    {"Optimizers", R"(
+      func.func @main(%p: tensor<5x3xf32>, %g: tensor<5x3xf32>, %m: tensor<5x3xf32>, %v: tensor<5x3xf32>,
+                      %lr: tensor<f32>, %t: tensor<i64> {test.range = 3 : i64})
+          -> (tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>,
+              tensor<5x3xf32>, tensor<5x3xf32>) {
+        %one = kiln.constant dense<1> : tensor<i64>
+        %step = kiln.add %t, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+        %vv = kiln.abs %v : tensor<5x3xf32>
+        %a:3 = kiln.adamw %p, %g, %m, %vv, %lr, %step {beta1 = 0.9 : f64, beta2 = 0.999 : f64,
+            epsilon = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<5x3xf32>, tensor<f32>, tensor<i64>
+        %s:2 = kiln.sgd %p, %g, %m, %lr, %step {momentum = 0.9 : f64, dampening = 0.1 : f64,
+            weight_decay = 0.01 : f64, nesterov} : tensor<5x3xf32>, tensor<f32>, tensor<i64>
+        %q:2 = kiln.adagrad %p, %g, %vv, %lr, %step {lr_decay = 0.01 : f64, weight_decay = 0.0 : f64,
+            epsilon = 1.0e-10 : f64} : tensor<5x3xf32>, tensor<f32>, tensor<i64>
+        return %a#0, %a#1, %a#2, %s#0, %s#1, %q#0, %q#1 : tensor<5x3xf32>, tensor<5x3xf32>,
+            tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x3xf32>
+      })"},
+    {"DropoutAndRange", R"(
+      func.func @main(%x: tensor<6x5xf32>, %o: tensor<i64>) -> (tensor<6x5xf32>, tensor<6x5xi1>, tensor<7xf32>) {
+        %y, %m = kiln.dropout %x offset %o : tensor<i64> {ratio = 0.3 : f64, seed = 11 : i64} : tensor<6x5xf32>
+        %r = kiln.range {start = -1.5 : f64, step = 0.25 : f64} : tensor<7xf32>
+        return %y, %m, %r : tensor<6x5xf32>, tensor<6x5xi1>, tensor<7xf32>
+      })"},
+    {"Matmuls", R"(
+      func.func @main(%a: tensor<2x3x5x4xf32>, %b: tensor<4x6xf32>, %c: tensor<3x6x4xf32>,
+                      %d: tensor<2x3x6x5xbf16>, %e: tensor<2x3x6x4xbf16>)
+          -> (tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x4xf32>) {
+        %x = kiln.matmul %a, %b : (tensor<2x3x5x4xf32>, tensor<4x6xf32>) -> tensor<2x3x5x6xf32>
+        %y = kiln.matmul %a, %c {transpose_rhs} : (tensor<2x3x5x4xf32>, tensor<3x6x4xf32>) -> tensor<2x3x5x6xf32>
+        %z = kiln.matmul %d, %e {transpose_lhs, accumulate = f32}
+            : (tensor<2x3x6x5xbf16>, tensor<2x3x6x4xbf16>) -> tensor<2x3x5x4xf32>
+        return %x, %y, %z : tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x4xf32>
+      })", true},
+    {"AttentionCausalGroupedDropout", R"(
+      func.func @main(%q: tensor<2x4x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: tensor<2x2x7x6xf32>,
+                      %o: tensor<i64>, %g: tensor<2x4x5x6xf32>)
+          -> (tensor<2x4x5x6xf32>, tensor<2x4x5xf32>, tensor<2x4x5x8xf32>, tensor<2x2x7x8xf32>,
+              tensor<2x2x7x6xf32>) {
+        %out, %lse = kiln.attention %q, %k, %v offset %o {causal, scale = 0.35 : f64,
+            dropout_ratio = 0.2 : f64, seed = 5 : i64}
+            : (tensor<2x4x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x6xf32>, tensor<i64>)
+            -> (tensor<2x4x5x6xf32>, tensor<2x4x5xf32>)
+        %dq, %dk, %dv = kiln.attention_grad %q, %k, %v offset %o output %out, %lse, %g
+            {causal, scale = 0.35 : f64, dropout_ratio = 0.2 : f64, seed = 5 : i64}
+            : (tensor<2x4x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x6xf32>, tensor<i64>,
+               tensor<2x4x5x6xf32>, tensor<2x4x5xf32>, tensor<2x4x5x6xf32>)
+            -> (tensor<2x4x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x6xf32>)
+        return %out, %lse, %dq, %dk, %dv : tensor<2x4x5x6xf32>, tensor<2x4x5xf32>, tensor<2x4x5x8xf32>,
+            tensor<2x2x7x8xf32>, tensor<2x2x7x6xf32>
+      })"},
+    {"AttentionMasks", R"(
+      func.func @main(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x6x8xbf16>, %v: tensor<2x3x6x8xbf16>,
+                      %f: tensor<2x1x1x6xf32>, %b: tensor<4x6xi1>, %g: tensor<2x3x4x8xf32>)
+          -> (tensor<2x3x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x8xf32>, tensor<2x3x4xf32>,
+              tensor<2x3x4x8xbf16>, tensor<2x3x6x8xbf16>, tensor<2x3x6x8xbf16>) {
+        %o1, %l1 = kiln.attention %q, %k, %v mask %f {scale = 0.5 : f64}
+            : (tensor<2x3x4x8xbf16>, tensor<2x3x6x8xbf16>, tensor<2x3x6x8xbf16>, tensor<2x1x1x6xf32>)
+            -> (tensor<2x3x4x8xf32>, tensor<2x3x4xf32>)
+        %o2, %l2 = kiln.attention %q, %k, %v mask %b {scale = 0.5 : f64}
+            : (tensor<2x3x4x8xbf16>, tensor<2x3x6x8xbf16>, tensor<2x3x6x8xbf16>, tensor<4x6xi1>)
+            -> (tensor<2x3x4x8xf32>, tensor<2x3x4xf32>)
+        %dq, %dk, %dv = kiln.attention_grad %q, %k, %v mask %b output %o2, %l2, %g {scale = 0.5 : f64}
+            : (tensor<2x3x4x8xbf16>, tensor<2x3x6x8xbf16>, tensor<2x3x6x8xbf16>, tensor<4x6xi1>,
+               tensor<2x3x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x8xf32>)
+            -> (tensor<2x3x4x8xbf16>, tensor<2x3x6x8xbf16>, tensor<2x3x6x8xbf16>)
+        return %o1, %l1, %o2, %l2, %dq, %dk, %dv : tensor<2x3x4x8xf32>, tensor<2x3x4xf32>,
+            tensor<2x3x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x8xbf16>, tensor<2x3x6x8xbf16>,
+            tensor<2x3x6x8xbf16>
+      })"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Ops, KernelTest, ::testing::ValuesIn(kCases),
+                         [](const auto &info) { return std::string(info.param.name); });
+
+} // namespace
