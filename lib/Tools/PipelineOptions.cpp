@@ -2,6 +2,7 @@
 
 #include "kiln/Tools/PipelineOptions.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace llvm;
@@ -45,6 +46,39 @@ static cl::opt<bool> recompute(
              "backward pass instead of keeping them: less memory, a few more "
              "kernels"));
 
+static cl::opt<double> weightDecay(
+    "weight-decay", cl::init(-1.0), cl::cat(pipelineOptions()),
+    cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd and adagrad, "
+             "as in torch.optim)"));
+static cl::opt<std::string> betas("betas", cl::init("0.9,0.999"),
+                                  cl::cat(pipelineOptions()),
+                                  cl::desc("AdamW's beta1,beta2"));
+static cl::opt<double> eps("eps", cl::init(-1.0), cl::cat(pipelineOptions()),
+                           cl::desc("Epsilon (default: 1e-8 for adamw, 1e-10 "
+                                    "for adagrad)"));
+static cl::opt<double> momentum("momentum", cl::init(0.0), cl::cat(pipelineOptions()),
+                                cl::desc("SGD momentum"));
+static cl::opt<double> dampening("dampening", cl::init(0.0), cl::cat(pipelineOptions()),
+                                 cl::desc("SGD dampening"));
+static cl::opt<bool> nesterov("nesterov", cl::cat(pipelineOptions()),
+                              cl::desc("SGD with Nesterov momentum"));
+static cl::opt<double> lrDecay("lr-decay", cl::init(0.0), cl::cat(pipelineOptions()),
+                               cl::desc("Adagrad learning-rate decay"));
+static cl::opt<double> initialAccumulator(
+    "initial-accumulator-value", cl::init(0.0), cl::cat(pipelineOptions()),
+    cl::desc("Adagrad's initial accumulator value"));
+static cl::opt<bool> noDecayBiasesNorms(
+    "no-decay-biases-norms", cl::cat(pipelineOptions()),
+    cl::desc("Exempt biases and norm weights (parameters of rank 0 or 1) "
+             "from weight decay"));
+static cl::opt<double> clipGradNorm("clip-grad-norm", cl::init(0.0),
+                                    cl::cat(pipelineOptions()),
+                                    cl::desc("Clip gradients to this global "
+                                             "norm (0: off)"));
+static cl::opt<std::string> freeze("freeze", cl::cat(pipelineOptions()),
+                                   cl::desc("Do not train parameters matching"),
+                                   cl::value_desc("REGEX"));
+
 Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   auto bad = [](const Twine &message) {
     return createStringError(inconvertibleErrorCode(), message);
@@ -55,6 +89,28 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
     return bad("unknown --optimizer '" + optimizer +
                "' (adamw, sgd or adagrad)");
   config.optimizer = torchDefaults(*kind);
+  OptimizerOptions &o = config.optimizer;
+  SmallVector<StringRef> parts;
+  StringRef(betas).split(parts, ',');
+  if (parts.size() != 2 || parts[0].trim().getAsDouble(o.beta1) ||
+      parts[1].trim().getAsDouble(o.beta2) || o.beta1 < 0 || o.beta1 >= 1 ||
+      o.beta2 < 0 || o.beta2 >= 1)
+    return bad("--betas expects two numbers in [0, 1), got '" + betas + "'");
+  if (weightDecay >= 0)
+    o.weightDecay = weightDecay;
+  if (eps >= 0)
+    o.epsilon = eps;
+  o.momentum = momentum;
+  o.dampening = dampening;
+  o.nesterov = nesterov;
+  if (nesterov && (momentum <= 0 || dampening != 0))
+    return bad("--nesterov needs --momentum > 0 and no --dampening");
+  o.lrDecay = lrDecay;
+  o.exemptBiasesAndNorms = noDecayBiasesNorms;
+  o.clipGradNorm = clipGradNorm;
+  if (clipGradNorm < 0)
+    return bad("--clip-grad-norm must not be negative");
+  config.autodiff.freeze = freeze;
   if (microBatches < 1)
     return bad("--micro-batches must be at least 1");
   config.optimizer.microBatches = microBatches;
@@ -73,11 +129,16 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   return config;
 }
 
+double initialAccumulatorFromOptions() { return initialAccumulator; }
+
 std::string pipelineOptionsIdentity() {
   // The attention rewrite changes rounding (SDPA's scale), so it counts.
-  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}", precision, optimizer,
-                 microBatches, loss, rewriteAttention, padMaxOverhead,
-                 recompute)
+  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
+                 "{14}|{15}|{16}|{17}",
+                 precision, optimizer, microBatches, loss, rewriteAttention,
+                 padMaxOverhead, recompute, weightDecay, betas, eps, momentum,
+                 dampening, nesterov, lrDecay, initialAccumulator,
+                 noDecayBiasesNorms, clipGradNorm, freeze)
       .str();
 }
 

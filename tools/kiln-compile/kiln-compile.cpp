@@ -211,6 +211,7 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.modelHash =
       kiln::digest(modelBytes ? (*modelBytes)->getBuffer() : StringRef());
   targetOptions.optionsText = kiln::pipelineOptionsIdentity();
+  targetOptions.initialAccumulator = kiln::initialAccumulatorFromOptions();
   auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);
   if (mlir::failed(artifact))
     return 1;

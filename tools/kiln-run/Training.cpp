@@ -43,38 +43,10 @@ static cl::opt<std::string> train(
     "train", cl::ValueOptional, cl::cat(category),
     cl::desc("Train the model; with =REGEX, only the matching parameters"),
     cl::value_desc("REGEX"));
-static cl::opt<std::string> freeze("freeze", cl::cat(category),
-                                   cl::desc("Do not train parameters matching"),
-                                   cl::value_desc("REGEX"));
 static cl::opt<int64_t> steps("steps", cl::init(1), cl::cat(category),
                               cl::desc("Total number of optimizer steps"));
 static cl::opt<double> lr("lr", cl::init(1e-3), cl::cat(category),
                           cl::desc("Peak learning rate"));
-static cl::opt<double> weightDecay(
-    "weight-decay", cl::init(-1.0), cl::cat(category),
-    cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd and adagrad, "
-             "as in torch.optim)"));
-static cl::opt<std::string> betas("betas", cl::init("0.9,0.999"),
-                                  cl::cat(category),
-                                  cl::desc("AdamW's beta1,beta2"));
-static cl::opt<double> eps("eps", cl::init(-1.0), cl::cat(category),
-                           cl::desc("Epsilon (default: 1e-8 for adamw, 1e-10 "
-                                    "for adagrad)"));
-static cl::opt<double> momentum("momentum", cl::init(0.0), cl::cat(category),
-                                cl::desc("SGD momentum"));
-static cl::opt<double> dampening("dampening", cl::init(0.0), cl::cat(category),
-                                 cl::desc("SGD dampening"));
-static cl::opt<bool> nesterov("nesterov", cl::cat(category),
-                              cl::desc("SGD with Nesterov momentum"));
-static cl::opt<double> lrDecay("lr-decay", cl::init(0.0), cl::cat(category),
-                               cl::desc("Adagrad learning-rate decay"));
-static cl::opt<double> initialAccumulator(
-    "initial-accumulator-value", cl::init(0.0), cl::cat(category),
-    cl::desc("Adagrad's initial accumulator value"));
-static cl::opt<bool> noDecayBiasesNorms(
-    "no-decay-biases-norms", cl::cat(category),
-    cl::desc("Exempt biases and norm weights (parameters of rank 0 or 1) "
-             "from weight decay"));
 static cl::opt<std::string> schedule("schedule", cl::init("constant"),
                                      cl::cat(category),
                                      cl::desc("constant, linear or cosine"));
@@ -82,10 +54,6 @@ static cl::opt<int64_t> warmup("warmup", cl::init(0), cl::cat(category),
                                cl::desc("Linear warmup steps"));
 static cl::opt<double> minLr("min-lr", cl::init(0.0), cl::cat(category),
                              cl::desc("Learning rate that decay ends at"));
-static cl::opt<double> clipGradNorm("clip-grad-norm", cl::init(0.0),
-                                    cl::cat(category),
-                                    cl::desc("Clip gradients to this global "
-                                             "norm (0: off)"));
 static cl::opt<uint64_t> seed("seed", cl::init(0), cl::cat(category),
                               cl::desc("Seed of data sampling and of the "
                                        "initialization of declared "
@@ -133,6 +101,8 @@ static cl::opt<std::string> logFile("log", cl::cat(category),
 
 bool trainingRequested() { return train.getNumOccurrences() > 0; }
 
+bool trainingSelectsParameters() { return !train.empty(); }
+
 cl::OptionCategory &trainingOptions() { return category; }
 
 static int fail(const Twine &message) {
@@ -150,28 +120,7 @@ static Expected<TrainingSpec> readSpec() {
   if (!pipeline)
     return pipeline.takeError();
   spec.pipeline = *pipeline;
-  OptimizerOptions &o = spec.pipeline.optimizer;
-  SmallVector<StringRef> parts;
-  StringRef(betas).split(parts, ',');
-  if (parts.size() != 2 || parts[0].trim().getAsDouble(o.beta1) ||
-      parts[1].trim().getAsDouble(o.beta2) || o.beta1 < 0 || o.beta1 >= 1 ||
-      o.beta2 < 0 || o.beta2 >= 1)
-    return bad("--betas expects two numbers in [0, 1), got '" + betas + "'");
-  if (weightDecay >= 0)
-    o.weightDecay = weightDecay;
-  if (eps >= 0)
-    o.epsilon = eps;
-  o.momentum = momentum;
-  o.dampening = dampening;
-  o.nesterov = nesterov;
-  if (nesterov && (momentum <= 0 || dampening != 0))
-    return bad("--nesterov needs --momentum > 0 and no --dampening");
-  o.lrDecay = lrDecay;
-  o.exemptBiasesAndNorms = noDecayBiasesNorms;
-  o.clipGradNorm = clipGradNorm;
-  if (clipGradNorm < 0)
-    return bad("--clip-grad-norm must not be negative");
-  spec.initialAccumulator = initialAccumulator;
+  spec.initialAccumulator = initialAccumulatorFromOptions();
   LearningRateSchedule &s = spec.schedule;
   if (schedule == "constant")
     s.kind = ScheduleKind::Constant;
@@ -192,19 +141,15 @@ static Expected<TrainingSpec> readSpec() {
   spec.totalSteps = steps;
   spec.seed = seed;
   spec.pipeline.autodiff.train = train;
-  spec.pipeline.autodiff.freeze = freeze;
   return spec;
 }
 
 /// Everything that must match for a checkpoint to resume: all options that
 /// change the numbers, except the total number of steps.
 static std::string specIdentity() {
-  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
-                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}|{21}",
-                 pipelineOptionsIdentity(), lr, weightDecay, betas, eps,
-                 momentum, dampening, nesterov, lrDecay, initialAccumulator,
-                 noDecayBiasesNorms, schedule, warmup, minLr, clipGradNorm,
-                 seed, data, labels, batch, seq, train + "/" + freeze)
+  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}",
+                 pipelineOptionsIdentity(), lr, schedule, warmup, minLr, seed,
+                 data, labels, batch, seq, train)
       .str();
 }
 

@@ -21,6 +21,8 @@ llvm::cl::OptionCategory &trainingOptions();
 
 /// True when `--train` was given.
 bool trainingRequested();
+/// True when `--train=REGEX` chose the parameters to train.
+bool trainingSelectsParameters();
 
 /// Trains `forward` of `module` (imported from `modelPath`, with `identity`
 /// describing the import options) on the CPU. `inputs` holds the tensors

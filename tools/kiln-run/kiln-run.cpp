@@ -117,6 +117,9 @@ static int runArtifactCommand() {
       return fail("--" + option->ArgStr +
                   " shapes the compiled step: give it to kiln-compile");
   }
+  if (kiln::trainingSelectsParameters())
+    return fail("--train=REGEX shapes the compiled step: give --freeze to "
+                "kiln-compile");
   StringMap<std::string> files;
   std::optional<StringMap<kiln::Tensor>> tensors = readInputs(files);
   if (!tensors)

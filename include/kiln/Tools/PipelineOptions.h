@@ -16,13 +16,17 @@
 
 namespace kiln {
 
-/// The category of --precision, --optimizer, --micro-batches, --loss,
-/// --rewrite-attention, --pad-max-overhead and --recompute.
+/// The category of the options that shape the compiled step: --precision,
+/// --optimizer and its hyperparameters, --micro-batches, --loss, --freeze,
+/// --rewrite-attention, --pad-max-overhead, --recompute.
 llvm::cl::OptionCategory &pipelineOptions();
 
 /// The pipeline those options ask for, the optimizer with torch.optim's
 /// defaults; an error naming the option on a bad value.
 llvm::Expected<TrainingPipelineConfig> pipelineConfigFromOptions();
+
+/// Adagrad's initial accumulator value (--initial-accumulator-value).
+double initialAccumulatorFromOptions();
 
 /// The options as text, for checks that two runs compiled the same step.
 std::string pipelineOptionsIdentity();
