@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <map>
 #include <random>
 
 namespace kiln::runtime {
@@ -27,6 +28,8 @@ using artifact::ElementType;
 namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
+/// Writes up to this size are staged in pinned memory (see Session::write).
+constexpr size_t kStagedBytes = 16u << 20;
 
 std::string cudaMessage(cudaError_t status) {
   return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
@@ -73,8 +76,19 @@ struct Session::State {
   std::vector<GemmPlan> gemms;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t replay = nullptr;
+  /// Pinned copies of the small tensors written every step (the batch, the
+  /// learning rate), and the event after each one's last upload.
+  struct Staging {
+    void *pinned = nullptr;
+    cudaEvent_t uploaded = nullptr;
+  };
+  std::map<std::string, Staging> staging;
 
   ~State() {
+    for (auto &[name, buffer] : staging) {
+      if (buffer.uploaded) cudaEventDestroy(buffer.uploaded);
+      if (buffer.pinned) cudaFreeHost(buffer.pinned);
+    }
     if (replay) cudaGraphExecDestroy(replay);
     if (graph) cudaGraphDestroy(graph);
     for (GemmPlan &g : gemms) {
@@ -425,25 +439,54 @@ bool Session::step(std::string &error) {
   return true;
 }
 
-bool Session::write(const std::string &name, const void *data, size_t size,
-                    std::string &error) {
+const artifact::Tensor *Session::sized(const std::string &name, size_t size,
+                                       std::string &error) const {
   const artifact::Tensor *t = tensor(name);
   if (!t) {
     error = "the artifact has no tensor '" + name + "'";
-    return false;
+    return nullptr;
   }
   size_t expected = artifact::elementCount(t->shape()) * artifact::elementBytes(t->element_type());
   if (size != expected) {
     error = "tensor '" + name + "' holds " + std::to_string(expected) + " bytes, not " +
             std::to_string(size);
-    return false;
+    return nullptr;
   }
-  // Ordered after the steps already launched; the copy from pageable memory
-  // returns once the data is staged.
-  cudaError_t status = cudaMemcpyAsync(state->arena + t->offset(), data, size,
-                                       cudaMemcpyHostToDevice, state->stream);
-  if (status == cudaSuccess)
-    status = cudaStreamSynchronize(state->stream);
+  return t;
+}
+
+bool Session::write(const std::string &name, const void *data, size_t size,
+                    std::string &error) {
+  const artifact::Tensor *t = sized(name, size, error);
+  if (!t)
+    return false;
+  // Small tensors (the inputs of every step) go through a pinned buffer
+  // without waiting for the GPU: the host only waits until the previous
+  // upload from that buffer, which preceded the previous step, is done.
+  // Large ones (restoring a checkpoint) are copied synchronously.
+  State &s = *state;
+  cudaError_t status = cudaSuccess;
+  if (size <= kStagedBytes) {
+    State::Staging &buffer = s.staging[name];
+    if (!buffer.pinned) {
+      status = cudaMallocHost(&buffer.pinned, std::max<size_t>(size, 1));
+      if (status == cudaSuccess)
+        status = cudaEventCreateWithFlags(&buffer.uploaded, cudaEventDisableTiming);
+    } else {
+      status = cudaEventSynchronize(buffer.uploaded);
+    }
+    if (status == cudaSuccess) {
+      std::memcpy(buffer.pinned, data, size);
+      status = cudaMemcpyAsync(s.arena + t->offset(), buffer.pinned, size,
+                               cudaMemcpyHostToDevice, s.stream);
+    }
+    if (status == cudaSuccess)
+      status = cudaEventRecord(buffer.uploaded, s.stream);
+  } else {
+    status = cudaStreamSynchronize(s.stream);
+    if (status == cudaSuccess)
+      status = cudaMemcpy(s.arena + t->offset(), data, size, cudaMemcpyHostToDevice);
+  }
   if (status != cudaSuccess) {
     error = "cannot write '" + name + "': " + cudaMessage(status);
     return false;
@@ -453,17 +496,9 @@ bool Session::write(const std::string &name, const void *data, size_t size,
 
 bool Session::read(const std::string &name, void *data, size_t size,
                    std::string &error) {
-  const artifact::Tensor *t = tensor(name);
-  if (!t) {
-    error = "the artifact has no tensor '" + name + "'";
+  const artifact::Tensor *t = sized(name, size, error);
+  if (!t)
     return false;
-  }
-  size_t expected = artifact::elementCount(t->shape()) * artifact::elementBytes(t->element_type());
-  if (size != expected) {
-    error = "tensor '" + name + "' holds " + std::to_string(expected) + " bytes, not " +
-            std::to_string(size);
-    return false;
-  }
   cudaError_t status = cudaMemcpyAsync(data, state->arena + t->offset(), size,
                                        cudaMemcpyDeviceToHost, state->stream);
   if (status == cudaSuccess)

@@ -180,9 +180,7 @@ Expected<CheckpointContents> readCheckpoint(StringRef directory,
   return contents;
 }
 
-/// The trainer's tensors as checkpoints hold them: without tensor-core
-/// padding, in the model's shapes.
-static CheckpointContents contentsOf(Trainer &trainer) {
+CheckpointContents checkpointContents(Trainer &trainer) {
   CheckpointContents contents;
   for (const std::string &name : trainer.parameterNames())
     contents.parameters.emplace_back(
@@ -194,25 +192,15 @@ static CheckpointContents contentsOf(Trainer &trainer) {
   return contents;
 }
 
-Error saveCheckpoint(StringRef directory, Trainer &trainer,
-                     const CheckpointIdentity &identity) {
-  return writeCheckpoint(directory, contentsOf(trainer), identity);
-}
-
-Error loadCheckpoint(StringRef directory, Trainer &trainer,
-                     const CheckpointIdentity &identity) {
-  Expected<CheckpointContents> contents =
-      readCheckpoint(directory, contentsOf(trainer), identity);
-  if (!contents)
-    return contents.takeError();
-  for (auto &[name, tensor] : contents->parameters)
+void restoreCheckpointContents(Trainer &trainer,
+                               const CheckpointContents &contents) {
+  for (const auto &[name, tensor] : contents.parameters)
     trainer.parameters()[name] = trainer.stored(name, tensor);
-  for (auto &[name, tensor] : contents->state)
+  for (const auto &[name, tensor] : contents.state)
     for (auto &entry : trainer.state())
       if (entry.first == name)
         entry.second = trainer.stored(name, tensor);
-  trainer.setCompletedSteps(contents->step);
-  return Error::success();
+  trainer.setCompletedSteps(contents.step);
 }
 
 } // namespace kiln

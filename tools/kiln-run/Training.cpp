@@ -384,24 +384,10 @@ public:
   }
   int64_t completedSteps() const override { return trainer.completedSteps(); }
   Expected<CheckpointContents> contents() override {
-    CheckpointContents contents;
-    for (const std::string &name : trainer.parameterNames())
-      contents.parameters.emplace_back(
-          name, trainer.logical(name, trainer.parameters()[name]));
-    for (const auto &[name, tensor] : trainer.state())
-      contents.state.emplace_back(name, trainer.logical(name, tensor));
-    contents.step = trainer.completedSteps();
-    contents.seed = trainer.spec().seed;
-    return contents;
+    return checkpointContents(trainer);
   }
   Error restore(const CheckpointContents &contents) override {
-    for (const auto &[name, tensor] : contents.parameters)
-      trainer.parameters()[name] = trainer.stored(name, tensor);
-    for (const auto &[name, tensor] : contents.state)
-      for (auto &entry : trainer.state())
-        if (entry.first == name)
-          entry.second = trainer.stored(name, tensor);
-    trainer.setCompletedSteps(contents.step);
+    restoreCheckpointContents(trainer, contents);
     return Error::success();
   }
   Expected<NamedTensors> gradients(ArrayRef<Tensor> batch) override {

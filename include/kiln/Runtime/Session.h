@@ -46,7 +46,8 @@ public:
   const artifact::Tensor *tensor(const std::string &name) const;
 
   /// Copies `bytes` (the tensor's exact size) into tensor `name`, ordered
-  /// after every step already launched.
+  /// after every step already launched. Small tensors (a batch) return
+  /// without waiting for those steps.
   bool write(const std::string &name, const void *bytes, size_t size,
              std::string &error);
   /// Waits for the launched steps and copies tensor `name` out.
@@ -63,6 +64,9 @@ private:
   struct State;
   bool initialize(const SessionOptions &options, std::string &error);
   bool enqueueOperations(std::string &error);
+  /// Tensor `name` if it holds exactly `size` bytes.
+  const artifact::Tensor *sized(const std::string &name, size_t size,
+                                std::string &error) const;
 
   std::vector<uint8_t> bytes;
   const artifact::Artifact *model = nullptr;

@@ -43,13 +43,14 @@ llvm::Expected<CheckpointContents>
 readCheckpoint(llvm::StringRef directory, const CheckpointContents &expected,
                const CheckpointIdentity &identity);
 
-/// Writes the trainer's state to `directory` (writeCheckpoint).
-llvm::Error saveCheckpoint(llvm::StringRef directory, Trainer &trainer,
-                           const CheckpointIdentity &identity);
+/// The trainer's parameters and state as checkpoints hold them: without
+/// tensor-core padding, in the model's shapes.
+CheckpointContents checkpointContents(Trainer &trainer);
 
-/// Restores the trainer from `directory` (readCheckpoint).
-llvm::Error loadCheckpoint(llvm::StringRef directory, Trainer &trainer,
-                           const CheckpointIdentity &identity);
+/// Sets the trainer's parameters, state and step from `contents` (padded
+/// again where the step stores padding).
+void restoreCheckpointContents(Trainer &trainer,
+                               const CheckpointContents &contents);
 
 /// A hex digest of `bytes` (xxh3, 64 bits).
 std::string digest(llvm::StringRef bytes);
