@@ -86,6 +86,11 @@ static cl::opt<std::string> checkpoint("checkpoint", cl::cat(category),
 static cl::opt<int64_t> saveEvery("save-every", cl::init(0), cl::cat(category),
                                   cl::desc("Checkpoint every K steps (and at "
                                            "the end)"));
+static cl::opt<std::string> initSafetensors(
+    "init-safetensors", cl::cat(category), cl::value_desc("FILE"),
+    cl::desc("Start from the parameters in FILE (every parameter of the "
+             "model, by name, in the model's shapes: an export of kiln or a "
+             "Hugging Face model.safetensors)"));
 static cl::opt<std::string> resume("resume", cl::cat(category),
                                    cl::value_desc("DIR"),
                                    cl::desc("Continue from a checkpoint"));
@@ -417,6 +422,41 @@ static int failWith(Error error) {
   return message.empty() ? 1 : fail(message);
 }
 
+/// Replaces the runner's parameters by those in the safetensors file
+/// `path`, which must hold every one of them, in the model's shapes.
+static Error initializeFrom(StringRef path, StepRunner &runner) {
+  Expected<SafetensorsFile> file = readSafetensors(path);
+  if (!file)
+    return file.takeError();
+  Expected<CheckpointContents> contents = runner.contents();
+  if (!contents)
+    return contents.takeError();
+  auto bad = [&](const Twine &why) {
+    return createStringError(inconvertibleErrorCode(), path + ": " + why);
+  };
+  for (auto &[name, value] : contents->parameters) {
+    auto it = llvm::find_if(file->tensors, [&](auto &t) { return t.first == name; });
+    if (it == file->tensors.end())
+      return bad("has no tensor '" + name + "', a parameter of the model");
+    if (it->second.getShape() != value.getShape() ||
+        it->second.isFloat() != value.isFloat())
+      return bad(formatv("'{0}' is {1}[{2}]; the model's is {3}[{4}]", name,
+                         dtypeName(it->second.getDType()),
+                         make_range(it->second.getShape().begin(),
+                                    it->second.getShape().end()),
+                         dtypeName(value.getDType()),
+                         make_range(value.getShape().begin(), value.getShape().end())));
+    // Values of another float type (a bf16 checkpoint) are converted.
+    for (int64_t i = 0; i < value.getNumElements(); ++i) {
+      if (value.isFloat())
+        value.setFromDouble(i, it->second.floats()[i]);
+      else
+        value.ints()[i] = it->second.ints()[i];
+    }
+  }
+  return runner.restore(*contents);
+}
+
 int runTrainingLoop(StepRunner &runner, StringRef modelPath,
                     const CheckpointIdentity &identity,
                     const StringMap<Tensor> &inputs, int64_t microBatches,
@@ -425,6 +465,13 @@ int runTrainingLoop(StepRunner &runner, StringRef modelPath,
       makeSource(runner, inputs, microBatches);
   if (!source)
     return fail(toString(source.takeError()));
+  if (!initSafetensors.empty()) {
+    if (!resume.empty())
+      return fail("--init-safetensors and --resume both choose the starting "
+                  "parameters: give one");
+    if (Error error = initializeFrom(initSafetensors, runner))
+      return failWith(std::move(error));
+  }
   if (!resume.empty()) {
     Expected<CheckpointContents> expected = runner.contents();
     if (!expected)
