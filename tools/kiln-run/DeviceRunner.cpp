@@ -15,7 +15,7 @@
 
 #include "kiln/Runtime/Session.h"
 #include "kiln/TensorIO/TensorFiles.h"
-#include "kiln/Tools/ArtifactTensors.h"
+#include "kiln/Target/ArtifactTensors.h"
 #include "kiln/Training/Checkpoint.h"
 
 #include "llvm/ADT/StringExtras.h"

@@ -2,7 +2,7 @@
 
 #include "CudaEmulation.h"
 
-#include "kiln/Tools/ArtifactTensors.h"
+#include "kiln/Target/ArtifactTensors.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"

@@ -8,7 +8,7 @@
 #include "Executor.h"
 
 #include "kiln/Runtime/Session.h"
-#include "kiln/Tools/ArtifactTensors.h"
+#include "kiln/Target/ArtifactTensors.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Target/CUDATarget.h"
+#include "kiln/Target/ArtifactTensors.h"
 
 #include "Emitter.h"
 #include "KernelWriter.h"
@@ -125,30 +126,15 @@ int64_t Lowering::constantOffset(Operation *constant) {
   auto [it, added] = constantIndex.try_emplace(constant, constants.size());
   if (added) {
     auto attr = cast<ElementsAttr>(cast<ConstantOp>(constant).getValue());
-    Type type = attr.getElementType();
+    // The constants a kernel reads have types the artifact stores.
     FailureOr<Tensor> value = tensorFromAttr(attr);
-    std::vector<uint8_t> bytes;
-    int64_t width = elementBytes(type);
-    bytes.resize(attr.getNumElements() * width);
-    for (int64_t i = 0; succeeded(value) && i < attr.getNumElements(); ++i) {
-      uint8_t *at = bytes.data() + i * width;
-      if (type.isF32()) {
-        float f = value->getAsDouble(i);
-        std::memcpy(at, &f, 4);
-      } else if (type.isF64()) {
-        double d = value->getAsDouble(i);
-        std::memcpy(at, &d, 8);
-      } else if (isa<FloatType>(type)) { // bf16, f16: the attribute's bits
-        APInt bits = cast<DenseElementsAttr>(attr).getValues<APFloat>()[i].bitcastToAPInt();
-        uint16_t half = bits.getZExtValue();
-        std::memcpy(at, &half, 2);
-      } else {
-        int64_t v = value->ints()[i];
-        std::memcpy(at, &v, width);
-      }
-    }
+    FailureOr<artifact::ElementType> type = artifactType(attr.getElementType());
+    std::vector<uint8_t> bytes =
+        succeeded(value) && succeeded(type) ? encodeTensor(*value, *type)
+                                            : std::vector<uint8_t>();
+    int64_t size = bytes.size();
     constants.push_back({constant, constantBytes, std::move(bytes)});
-    constantBytes = alignUp(constantBytes + attr.getNumElements() * width);
+    constantBytes = alignUp(constantBytes + size);
   }
   return static_cast<int64_t>(it->second);
 }
@@ -371,28 +357,16 @@ LogicalResult Lowering::lowerOp(Operation &op) {
   return emitElementKernels(&op, results, {}, resultOffset);
 }
 
-/// The bytes of a parameter's initial value, in its stored type.
-static std::vector<uint8_t> initialBytes(ParameterOp parameter) {
+/// The bytes of a parameter's initial value, padded to its stored shape.
+static std::vector<uint8_t> initialBytes(ParameterOp parameter,
+                                         artifact::ElementType type) {
   std::optional<ElementsAttr> initial = parameter.getInitialValue();
   if (!initial)
     return {};
   FailureOr<Tensor> value = tensorFromAttr(*initial);
-  Type type = parameter.getType().getElementType();
-  if (failed(value) || !(type.isF32() || type.isF64()))
+  if (failed(value))
     return {};
-  Tensor stored = value->resized(parameter.getType().getShape());
-  int64_t width = elementBytes(type), count = stored.getNumElements();
-  std::vector<uint8_t> bytes(count * width);
-  for (int64_t i = 0; i < count; ++i) {
-    if (type.isF32()) {
-      float f = stored.getAsDouble(i);
-      std::memcpy(bytes.data() + i * 4, &f, 4);
-    } else {
-      double d = stored.getAsDouble(i);
-      std::memcpy(bytes.data() + i * 8, &d, 8);
-    }
-  }
-  return bytes;
+  return encodeTensor(value->resized(parameter.getType().getShape()), type);
 }
 
 LogicalResult Lowering::describeInterface(artifact::ArtifactT &result) {
@@ -447,7 +421,7 @@ LogicalResult Lowering::describeInterface(artifact::ArtifactT &result) {
     if (std::optional<ArrayRef<int64_t>> logical = parameter.getLogicalShape())
       (*tensor)->logical_shape.assign(logical->begin(), logical->end());
     (*tensor)->trained = trained.contains(parameter.getName());
-    (*tensor)->data = initialBytes(parameter);
+    (*tensor)->data = initialBytes(parameter, (*tensor)->element_type);
     result.tensors.push_back(std::move(*tensor));
   }
   auto terminator = body.getTerminator();

@@ -1,12 +1,13 @@
 //===- ArtifactTensors.h - host tensors in an artifact's storage -*- C++ -*-===//
 //
 // Converts between the interpreter's Tensor and the bytes an artifact's
-// arena holds, for kiln-run on the GPU and the tests of the CUDA target.
+// arena holds: constants and initial values when compiling, inputs and
+// results when kiln-run and the tests run an artifact.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_ARTIFACTTENSORS_H
-#define KILN_TOOLS_ARTIFACTTENSORS_H
+#ifndef KILN_TARGET_ARTIFACTTENSORS_H
+#define KILN_TARGET_ARTIFACTTENSORS_H
 
 #include "kiln/Artifact/Artifact.h"
 #include "kiln/Interpreter/Tensor.h"
@@ -26,4 +27,4 @@ Tensor decodeTensor(const uint8_t *bytes, artifact::ElementType type,
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_ARTIFACTTENSORS_H
+#endif // KILN_TARGET_ARTIFACTTENSORS_H

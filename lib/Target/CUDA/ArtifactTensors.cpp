@@ -1,6 +1,6 @@
 //===- ArtifactTensors.cpp - host tensors in an artifact's storage --------===//
 
-#include "kiln/Tools/ArtifactTensors.h"
+#include "kiln/Target/ArtifactTensors.h"
 
 #include <cstring>
 
