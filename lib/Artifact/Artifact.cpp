@@ -107,7 +107,9 @@ private:
     if (!inArena(g.a(), span(g.stride_a(), g.m() * g.k()) * in) ||
         !inArena(g.b(), span(g.stride_b(), g.k() * g.n()) * in) ||
         !inArena(g.d(), span(g.stride_d(), g.m() * g.n()) * out) ||
-        (g.epilogue() == Epilogue::Bias && !inArena(g.bias(), g.n() * out)))
+        (g.epilogue() == Epilogue::Bias && !inArena(g.bias(), g.n() * out)) ||
+        (g.epilogue() == Epilogue::DGelu &&
+         !inArena(g.aux(), span(g.stride_d(), g.m() * g.n()) * out)))
       return fail("a GEMM operand lies outside the arena");
     return true;
   }

@@ -285,6 +285,20 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
              cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                                               &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
     }
+    if (ok && g->epilogue() == artifact::Epilogue::DGelu) {
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DGELU;
+      const void *aux = s.arena + g->aux();
+      int64_t leading = g->n(), stride = g->stride_d();
+      ok = cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                          &epilogue, sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                          &aux, sizeof(aux)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                          &leading, sizeof(leading)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(plan.operation,
+                                          CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+                                          &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
+    }
     if (ok && g->epilogue() == artifact::Epilogue::Bias) {
       cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
       const void *bias = s.arena + g->bias();

@@ -223,12 +223,18 @@ static int compileForCuda(PlannedStep &planned) {
   std::string error;
   if (!kiln::artifact::write(**artifact, outputPath, error))
     return fail(error);
-  size_t gemms = llvm::count_if((*artifact)->operations,
-                                [](auto &op) { return op->gemm != nullptr; });
-  outs() << formatv("wrote {0}: {1} operations ({2} GEMMs, {3} kernel launches "
-                    "of {4} distinct kernels), arena {5}, cubins for {6}\n",
-                    outputPath, (*artifact)->operations.size(), gemms,
-                    (*artifact)->operations.size() - gemms,
+  size_t gemms = 0, bias = 0, dgelu = 0;
+  for (auto &op : (*artifact)->operations)
+    if (op->gemm) {
+      ++gemms;
+      bias += op->gemm->epilogue == kiln::artifact::Epilogue::Bias;
+      dgelu += op->gemm->epilogue == kiln::artifact::Epilogue::DGelu;
+    }
+  outs() << formatv("wrote {0}: {1} operations ({2} GEMMs: {3} with a bias "
+                    "epilogue, {4} with DGELU; {5} kernel launches of {6} "
+                    "distinct kernels), arena {7}, cubins for {8}\n",
+                    outputPath, (*artifact)->operations.size(), gemms, bias,
+                    dgelu, (*artifact)->operations.size() - gemms,
                     (*artifact)->kernel_names.size(),
                     size((*artifact)->arena_bytes),
                     llvm::join(targetOptions.archs, ", "));

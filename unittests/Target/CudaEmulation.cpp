@@ -126,6 +126,12 @@ static Tensor slice(const std::vector<uint8_t> &arena, int64_t offset,
   return decodeTensor(arena.data() + offset, type, {count});
 }
 
+/// The derivative of the tanh GELU, as kiln.gelu_grad defines it.
+static double geluTanhDerivative(double x) {
+  double k = 0.7978845608028654, c = 0.044715, t = std::tanh(k * (x + c * x * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x * x);
+}
+
 void CudaEmulation::gemm(const artifact::GemmT &g) {
   auto span = [&](int64_t stride, int64_t matrix) {
     return (g.batch - 1) * stride + matrix;
@@ -136,6 +142,9 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
   Tensor bias = g.epilogue == artifact::Epilogue::Bias
                     ? slice(arena, g.bias, g.output_type, g.n)
                     : Tensor();
+  Tensor aux = g.epilogue == artifact::Epilogue::DGelu
+                   ? slice(arena, g.aux, g.output_type, span(g.stride_d, g.m * g.n))
+                   : Tensor();
   for (int64_t batch = 0; batch < g.batch; ++batch)
     for (int64_t m = 0; m < g.m; ++m)
       for (int64_t n = 0; n < g.n; ++n) {
@@ -144,11 +153,13 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
           acc += a.floats()[batch * g.stride_a + (g.transpose_a ? k * g.m + m : m * g.k + k)] *
                  b.floats()[batch * g.stride_b + (g.transpose_b ? n * g.k + k : k * g.n + n)];
         // As the interpreter rounds: the product to the output type, then
-        // the bias added and rounded again.
+        // the epilogue's result.
         int64_t at = batch * g.stride_d + m * g.n + n;
         d.setFromDouble(at, acc);
         if (g.epilogue == artifact::Epilogue::Bias)
           d.setFromDouble(at, d.floats()[at] + bias.floats()[n]);
+        if (g.epilogue == artifact::Epilogue::DGelu)
+          d.setFromDouble(at, d.floats()[at] * geluTanhDerivative(aux.floats()[at]));
       }
   std::vector<uint8_t> bytes = encodeTensor(d, g.output_type);
   // Only the matrices: a batch stride may leave gaps that hold other values.

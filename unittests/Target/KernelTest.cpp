@@ -280,6 +280,40 @@ const KernelCase kCases[] = {
             : (tensor<2x3x6x5xbf16>, tensor<2x3x6x4xbf16>) -> tensor<2x3x5x4xf32>
         return %x, %y, %z : tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x4xf32>
       })", true},
+    {"GemmEpilogues", R"(
+      func.func @main(%x: tensor<6x4xbf16>, %w: tensor<4x8xbf16>, %b: tensor<8xf32>,
+                      %g: tensor<6x4xf32>, %u: tensor<8x4xf32>, %a: tensor<2x3x8xf32>)
+          -> (tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>, tensor<6x8xf32>) {
+        // Bias in the GEMM; its result yielded as a view; GELU and the cast
+        // in one kernel after it.
+        %f:2 = kiln.fusion %x, %w, %b : (tensor<6x4xbf16>, tensor<4x8xbf16>, tensor<8xf32>)
+            -> (tensor<2x3x8xf32>, tensor<6x8xbf16>) {
+        ^bb0(%x0: tensor<6x4xbf16>, %w0: tensor<4x8xbf16>, %b0: tensor<8xf32>):
+          %p = kiln.matmul %x0, %w0 {accumulate = f32} : (tensor<6x4xbf16>, tensor<4x8xbf16>) -> tensor<6x8xf32>
+          %s = kiln.add %p, %b0 : (tensor<6x8xf32>, tensor<8xf32>) -> tensor<6x8xf32>
+          %r = kiln.reshape %s : tensor<6x8xf32> to tensor<2x3x8xf32>
+          %y = kiln.gelu %s approximation = tanh : tensor<6x8xf32>
+          %c = kiln.cast %y : tensor<6x8xf32> to tensor<6x8xbf16>
+          kiln.yield %r, %c : tensor<2x3x8xf32>, tensor<6x8xbf16>
+        }
+        // The GELU gradient at a saved input, in the GEMM (DGELU).
+        %d = kiln.fusion %g, %u, %a : (tensor<6x4xf32>, tensor<8x4xf32>, tensor<2x3x8xf32>)
+            -> tensor<2x3x8xf32> {
+        ^bb0(%g0: tensor<6x4xf32>, %u0: tensor<8x4xf32>, %a0: tensor<2x3x8xf32>):
+          %p = kiln.matmul %g0, %u0 {transpose_rhs} : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32>
+          %r = kiln.reshape %p : tensor<6x8xf32> to tensor<2x3x8xf32>
+          %q = kiln.gelu_grad %a0, %r approximation = tanh : tensor<2x3x8xf32>
+          kiln.yield %q : tensor<2x3x8xf32>
+        }
+        // A product no result holds: the GEMM writes scratch, a kernel the rest.
+        %e = kiln.fusion %g, %u : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32> {
+        ^bb0(%g1: tensor<6x4xf32>, %u1: tensor<8x4xf32>):
+          %p = kiln.matmul %g1, %u1 {transpose_rhs} : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32>
+          %t = kiln.tanh %p : tensor<6x8xf32>
+          kiln.yield %t : tensor<6x8xf32>
+        }
+        return %f#0, %f#1, %d, %e : tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>, tensor<6x8xf32>
+      })", true},
     {"AttentionCausalGroupedDropout", R"(
       func.func @main(%q: tensor<2x4x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: tensor<2x2x7x6xf32>,
                       %o: tensor<i64>, %g: tensor<2x4x5x6xf32>)

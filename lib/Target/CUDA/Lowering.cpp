@@ -80,10 +80,20 @@ private:
   LogicalResult emitElementKernels(Operation *origin, ArrayRef<Value> results,
                                    ArrayRef<Value> materialized,
                                    function_ref<int64_t(Value)> resultOffset);
-  /// A GEMM for `matmul` writing to `d` (+ `bias`), or failure if its batch
-  /// dimensions broadcast in a way one strided batch cannot express.
+  /// What a GEMM leaves in D: the product, or an epilogue's result.
+  struct GemmEpilogue {
+    Value result;
+    artifact::Epilogue kind = artifact::Epilogue::None;
+    /// Arena offsets of the bias vector or the GELU input (-1: none).
+    int64_t bias = -1, aux = -1;
+  };
+  /// The epilogue cuBLASLt can apply after `matmul` in a fusion, whose
+  /// block arguments `outer` maps to the fusion's operands.
+  GemmEpilogue matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer);
+  /// A GEMM for `matmul` writing to `d`, or failure if its batch dimensions
+  /// broadcast in a way one strided batch cannot express.
   LogicalResult emitGemm(MatmulOp matmul, Value lhs, Value rhs, int64_t d,
-                         int64_t bias);
+                         const GemmEpilogue &epilogue);
   int64_t constantOffset(Operation *constant);
   int64_t scratch(int64_t bytes) {
     scratchBytes = std::max(scratchBytes, bytes);
@@ -227,8 +237,47 @@ LogicalResult Lowering::emitElementKernels(
   return emitKernels(origin, ordered, resultOffset);
 }
 
+Lowering::GemmEpilogue
+Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer) {
+  Value product = matmul.getResult();
+  GemmEpilogue none{product};
+  if (!product.hasOneUse())
+    return none;
+  Operation *user = *product.getUsers().begin();
+  // A bias along the product's columns, of the product's type.
+  if (auto add = dyn_cast<AddOp>(user)) {
+    Value bias = outer(add.getLhs() == product ? add.getRhs() : add.getLhs());
+    if (bias && shapeOf(bias).size() == 1 &&
+        shapeOf(bias)[0] == shapeOf(product).back() &&
+        elementTypeOf(bias) == elementTypeOf(product) &&
+        add.getType() == product.getType() && offsetOf(bias) >= 0)
+      return {add.getResult(), artifact::Epilogue::Bias, offsetOf(bias)};
+    return none;
+  }
+  // The tanh GELU's gradient at a saved f32 input: cuBLASLt's DGELU, whose
+  // input matrix has the output's type and a leading dimension that is a
+  // multiple of 8.
+  Value grad = product;
+  while (auto reshape = dyn_cast<ReshapeOp>(user)) {
+    grad = reshape.getResult();
+    if (!grad.hasOneUse())
+      return none;
+    user = *grad.getUsers().begin();
+  }
+  auto gelu = dyn_cast<GeluGradOp>(user);
+  if (!gelu || gelu.getGrad() != grad ||
+      gelu.getApproximation() != GeluApproximation::Tanh)
+    return none;
+  Value input = outer(gelu.getInput());
+  if (!input || offsetOf(input) < 0 || !elementTypeOf(product).isF32() ||
+      elementTypeOf(input) != elementTypeOf(product) ||
+      shapeOf(product).back() % 8 != 0)
+    return none;
+  return {gelu.getResult(), artifact::Epilogue::DGelu, -1, offsetOf(input)};
+}
+
 LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs, int64_t d,
-                                 int64_t bias) {
+                                 const GemmEpilogue &epilogue) {
   auto resultType = cast<RankedTensorType>(matmul.getType());
   ArrayRef<int64_t> out = resultType.getShape(), a = shapeOf(lhs), b = shapeOf(rhs);
   int64_t rank = out.size();
@@ -267,8 +316,9 @@ LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs, int64_t 
   gemm->stride_d = m * n;
   gemm->input_type = *artifactType(inType);
   gemm->output_type = *artifactType(resultType.getElementType());
-  gemm->epilogue = bias >= 0 ? artifact::Epilogue::Bias : artifact::Epilogue::None;
-  gemm->bias = std::max<int64_t>(bias, 0);
+  gemm->epilogue = epilogue.kind;
+  gemm->bias = std::max<int64_t>(epilogue.bias, 0);
+  gemm->aux = std::max<int64_t>(epilogue.aux, 0);
   auto operation = std::make_unique<artifact::OperationT>();
   operation->gemm = std::move(gemm);
   operation->origin = matmul->getName().getStringRef().str();
@@ -291,37 +341,35 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
   SmallVector<Value> results(yield.getOperands().begin(), yield.getOperands().end());
   SmallVector<Value> materialized;
 
-  // A region that starts with a matrix product: the GEMM writes the product
-  // (plus a bias along its columns) where a result wants it, or to scratch.
+  // A region that starts with a matrix product: the GEMM applies what
+  // cuBLASLt's epilogues can (a bias along the columns, or the GELU gradient
+  // at a saved input) and writes where a result wants it, or to scratch.
   auto matmul = dyn_cast<MatmulOp>(body.front());
   Value lhs = matmul ? outer(matmul.getLhs()) : Value();
   Value rhs = matmul ? outer(matmul.getRhs()) : Value();
   if (lhs && rhs) {
-    Value product = matmul.getResult();
-    int64_t bias = -1;
-    auto add = dyn_cast<AddOp>(*std::next(body.begin()));
-    Value biasValue;
-    if (add && add.getLhs() == product && product.hasOneUse())
-      biasValue = outer(add.getRhs());
-    if (biasValue && shapeOf(biasValue).size() == 1 &&
-        shapeOf(biasValue)[0] == shapeOf(product).back() &&
-        elementTypeOf(biasValue) == elementTypeOf(product) &&
-        add.getType() == product.getType() && offsetOf(biasValue) >= 0) {
-      bias = offsetOf(biasValue);
-      product = add.getResult();
-    }
-    int64_t d = yieldedAt.count(product) ? yieldedAt.lookup(product) : -1;
-    if (d < 0) {
-      d = scratch(countOf(product) * elementBytes(elementTypeOf(product)));
-      extraOffsets[product] = d;
-    }
-    if (succeeded(emitGemm(matmul, lhs, rhs, d, bias))) {
-      if (!extraOffsets.count(product))
-        extraOffsets[product] = d;
-      materialized.push_back(product);
-      llvm::erase(results, product);
-    } else {
-      extraOffsets.erase(product);
+    GemmEpilogue epilogue = matchEpilogue(matmul, outer);
+    // The value and its views (reshapes) hold the same bytes.
+    SmallVector<Value> views = {epilogue.result};
+    while (views.back().hasOneUse())
+      if (auto reshape = dyn_cast<ReshapeOp>(*views.back().getUsers().begin()))
+        views.push_back(reshape.getResult());
+      else
+        break;
+    int64_t d = -1;
+    for (Value view : views)
+      if (yieldedAt.count(view))
+        d = yieldedAt.lookup(view);
+    bool inScratch = d < 0;
+    if (inScratch)
+      d = scratch(countOf(epilogue.result) *
+                  elementBytes(elementTypeOf(epilogue.result)));
+    if (succeeded(emitGemm(matmul, lhs, rhs, d, epilogue))) {
+      extraOffsets[epilogue.result] = d;
+      materialized.push_back(epilogue.result);
+      for (Value view : views)
+        if (!inScratch)
+          llvm::erase(results, view);
     }
   }
   if (results.empty())
@@ -340,7 +388,7 @@ LogicalResult Lowering::lowerOp(Operation &op) {
     return lowerFusion(fusion);
   if (auto matmul = dyn_cast<MatmulOp>(op))
     if (succeeded(emitGemm(matmul, matmul.getLhs(), matmul.getRhs(),
-                           offsetOf(matmul.getResult()), -1)))
+                           offsetOf(matmul.getResult()), {matmul.getResult()})))
       return success();
   if (isa<AttentionOp, AttentionGradOp, GatherGradOp>(op)) {
     FailureOr<SmallVector<KernelPlan>> kernels = planTemplateKernels(&op);
