@@ -34,6 +34,9 @@ struct KernelPlan {
   /// Dense constants the body reads, in the order of their pointers after
   /// `operands` (they get buffers in the arena).
   llvm::SmallVector<mlir::Operation *> constants;
+  /// Bytes of scratch for the partial results of a split reduction; its
+  /// pointer follows the results.
+  int64_t partialBytes = 0;
 };
 
 /// Kernels computing `results` (values defined by ops of `region`, a fusion

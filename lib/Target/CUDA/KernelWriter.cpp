@@ -17,6 +17,9 @@ namespace kiln::cuda {
 
 static constexpr int64_t kMaxBlocks = 4096;
 static constexpr int64_t kThreads = 256;
+/// Scalar reductions at least this long are split over kSplitBlocks blocks.
+static constexpr int64_t kSplitExtent = 8192;
+static constexpr int64_t kSplitBlocks = 256;
 
 //===----------------------------------------------------------------------===//
 // Source text helpers
@@ -224,13 +227,36 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     return known->second;
   std::string name = "v" + std::to_string(counter++);
   known->second = name;
-  std::string loop =
-      "      double acc = " + r.init + ";\n      for (i64 k = " +
-      (shared ? "threadIdx.x" : "0") + "; k < " + std::to_string(r.extent) +
-      "ll; k += " + (shared ? "blockDim.x" : "1") + ")\n        acc = " +
-      r.combiner + "()(acc, (double)(" + r.term + "));\n";
-  if (shared)
-    loop += "      acc = block_reduce(acc, " + std::string(r.combiner) + "());\n";
+  std::string extent = std::to_string(r.extent) + "ll";
+  std::string combine = "        acc = " + std::string(r.combiner) +
+                        "()(acc, (double)(" + r.term + "));\n";
+  std::string loop = "      double acc = " + r.init + ";\n";
+  if (!shared) {
+    loop += "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine;
+  } else if (split.phase == SplitPhase::None) {
+    loop += "      for (i64 k = threadIdx.x; k < " + extent +
+            "; k += blockDim.x)\n" + combine + "      acc = block_reduce(acc, " +
+            r.combiner + "());\n";
+  } else {
+    // Split over blocks: each block reduces one chunk of k into the
+    // partials; the next kernel combines them.
+    std::string slot = std::to_string(split.reductions.size()) + " * " +
+                       std::to_string(split.blocks) + "ll";
+    split.reductions.push_back(name);
+    split.largestExtent = std::max(split.largestExtent, r.extent);
+    if (split.phase == SplitPhase::Partials)
+      loop += "      const i64 chunk = (" + extent + " + gridDim.x - 1) / gridDim.x;\n"
+              "      const i64 end = (blockIdx.x + 1) * chunk < " + extent +
+              " ? (blockIdx.x + 1) * chunk : " + extent + ";\n"
+              "      for (i64 k = blockIdx.x * chunk + threadIdx.x; k < end; k += blockDim.x)\n" +
+              combine + "      acc = block_reduce(acc, " + r.combiner +
+              "());\n      if (threadIdx.x == 0) partials[" + slot +
+              " + blockIdx.x] = acc;\n";
+    else
+      loop += "      for (i64 b = 0; b < " + std::to_string(split.blocks) +
+              "ll; ++b)\n        acc = " + r.combiner + "()(acc, partials[" + slot +
+              " + b]);\n";
+  }
   code += "  i64 " + name + "_at = -1;\n  " + type + " " + name + "_value = 0;\n";
   code += "  auto " + name + " = [&](i64 o) -> " + type + " {\n    if (o != " +
           name + "_at) {\n" + loop + "      " + name + "_value = " +
@@ -317,24 +343,42 @@ bool KernelWriter::atReductionGranularity(Value value) {
 
 KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   int64_t count = countOf(results.front());
+  plan.results.assign(results.begin(), results.end());
+  plan.block = kThreads;
+  // Arguments: operands, constants, results, then the partials of a split
+  // reduction.
   std::string prologue;
+  auto pointer = [&](const std::string &qualifier, Type type,
+                     const std::string &name, size_t index) {
+    std::string t = qualifier + storageType(type) + " *";
+    prologue += "  " + t + name + " = (" + t + ")args[" +
+                std::to_string(index) + "];\n";
+  };
+  size_t next = 0;
   for (auto [n, operand] : llvm::enumerate(plan.operands))
-    prologue += "  const " + storageType(elementTypeOf(operand)) + " *in" +
-                std::to_string(n) + " = (const " +
-                storageType(elementTypeOf(operand)) + " *)args[" +
-                std::to_string(n) + "];\n";
-  size_t next = plan.operands.size();
+    pointer("const ", elementTypeOf(operand), "in" + std::to_string(n), next++);
   for (auto [n, constant] : llvm::enumerate(plan.constants))
-    prologue += "  const " + storageType(elementTypeOf(constant->getResult(0))) +
-                " *cst" + std::to_string(n) + " = (const " +
-                storageType(elementTypeOf(constant->getResult(0))) + " *)args[" +
-                std::to_string(next++) + "];\n";
+    pointer("const ", elementTypeOf(constant->getResult(0)),
+            "cst" + std::to_string(n), next++);
+  if (split.phase != SplitPhase::None) {
+    plan.partialBytes =
+        static_cast<int64_t>(split.reductions.size()) * split.blocks * 8;
+    prologue += "  double *partials = (double *)args[" +
+                std::to_string(next + results.size()) + "];\n";
+  }
+  if (split.phase == SplitPhase::Partials) {
+    std::string calls;
+    for (const std::string &name : split.reductions)
+      calls += "  (void)" + name + "(0);\n";
+    plan.grid = split.blocks;
+    plan.body = prologue + code + calls;
+    return std::move(plan);
+  }
   std::string compute, store;
   for (auto [n, result] : llvm::enumerate(results)) {
     std::string r = std::to_string(n);
     Type type = elementTypeOf(result);
-    prologue += "  " + storageType(type) + " *out" + r + " = (" +
-                storageType(type) + " *)args[" + std::to_string(next++) + "];\n";
+    pointer("", type, "out" + r, next++);
     compute += "    " + computeType(type) + " r" + r + " = " +
                names.lookup({result, false}) + "(i);\n";
     store += "    out" + r + "[i] = " + stored(type, "r" + r) + ";\n";
@@ -364,8 +408,6 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
            "; i += thread_count()) {\n" + compute + store + "  }\n";
     plan.grid = std::min((count + kThreads - 1) / kThreads, kMaxBlocks);
   }
-  plan.block = kThreads;
-  plan.results.assign(results.begin(), results.end());
   plan.body = prologue + code + loop;
   return std::move(plan);
 }
@@ -438,12 +480,35 @@ planElementKernels(ArrayRef<Value> results,
       it->results.push_back(result);
   }
   SmallVector<KernelPlan> plans;
-  for (Group &group : groups) {
-    KernelWriter writer(external, materialized, group.cooperative);
+  auto plan = [&](const Group &group, SplitPhase phase, int64_t blocks)
+      -> FailureOr<std::pair<KernelPlan, int64_t>> {
+    KernelWriter writer(external, materialized, group.cooperative, phase, blocks);
     for (Value result : group.results)
       if (failed(writer.lambda(result, false)))
         return failure();
-    plans.push_back(writer.finish(group.results));
+    int64_t extent = writer.largestSplitExtent();
+    return std::make_pair(writer.finish(group.results), extent);
+  };
+  for (Group &group : groups) {
+    // A scalar over a long reduction (a loss, a gradient norm) would keep
+    // one block busy with all of it: many blocks reduce chunks instead.
+    if (group.cooperative && group.count == 1) {
+      auto partials = plan(group, SplitPhase::Partials, kSplitBlocks);
+      if (failed(partials))
+        return failure();
+      if (partials->second >= kSplitExtent) {
+        auto combine = plan(group, SplitPhase::Combine, kSplitBlocks);
+        if (failed(combine))
+          return failure();
+        plans.push_back(std::move(partials->first));
+        plans.push_back(std::move(combine->first));
+        continue;
+      }
+    }
+    auto single = plan(group, SplitPhase::None, 0);
+    if (failed(single))
+      return failure();
+    plans.push_back(std::move(single->first));
   }
   return plans;
 }

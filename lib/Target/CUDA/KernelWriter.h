@@ -73,13 +73,24 @@ struct Reduction {
 
 //===- The writer ---------------------------------------------------------===//
 
+/// A scalar result over a large reduction is computed by two kernels: many
+/// blocks reduce chunks into partials, one combines them.
+enum class SplitPhase { None, Partials, Combine };
+
 class KernelWriter {
 public:
   KernelWriter(llvm::function_ref<mlir::Value(mlir::Value)> external,
-               llvm::ArrayRef<mlir::Value> materialized, bool cooperative)
+               llvm::ArrayRef<mlir::Value> materialized, bool cooperative,
+               SplitPhase phase = SplitPhase::None, int64_t blocks = 0)
       : external(external),
         materialized(materialized.begin(), materialized.end()),
-        cooperative(cooperative) {}
+        cooperative(cooperative) {
+    split.phase = phase;
+    split.blocks = blocks;
+  }
+
+  /// The longest top-level reduction of a split kernel.
+  int64_t largestSplitExtent() const { return split.largestExtent; }
 
   /// The name of the lambda computing `value`; `nested` inside another
   /// reduction's term. Fails with an error on an op that cannot be compiled.
@@ -126,6 +137,13 @@ private:
   llvm::DenseMap<mlir::Value, std::string> pointers;
   /// Reductions by their text, so that each is computed once.
   llvm::StringMap<std::string> reductions;
+  struct {
+    SplitPhase phase;
+    int64_t blocks;
+    /// The top-level reductions, in the order their partials are stored.
+    llvm::SmallVector<std::string> reductions;
+    int64_t largestExtent = 0;
+  } split;
   KernelPlan plan;
   unsigned counter = 0;
 };

@@ -124,6 +124,13 @@ private:
     size_t operation, arg, constant;
   };
   std::vector<ConstantUse> constantUses;
+  /// The partials of split reductions: one area after the GEMM scratch,
+  /// shared by every launch (each pair of kernels uses it in turn).
+  int64_t partialBytes = 0;
+  struct PartialUse {
+    size_t operation, arg;
+  };
+  std::vector<PartialUse> partialUses;
   std::vector<std::unique_ptr<artifact::OperationT>> operations;
   std::vector<std::string> kernelNames;
   llvm::StringMap<unsigned> kernelBySource;
@@ -184,8 +191,13 @@ LogicalResult Lowering::emitKernels(Operation *origin, ArrayRef<KernelPlan> kern
     for (Value result : kernel.results) {
       int64_t offset = resultOffset(result);
       if (offset < 0)
-        return origin->emitError() << "the CUDA target found a result without memory: " << result;
+        return origin->emitError("the CUDA target found a result without memory");
       launch->args.push_back(offset);
+    }
+    if (kernel.partialBytes) {
+      partialBytes = std::max(partialBytes, kernel.partialBytes);
+      partialUses.push_back({operations.size(), launch->args.size()});
+      launch->args.push_back(0);
     }
     auto operation = std::make_unique<artifact::OperationT>();
     operation->kernel = std::move(launch);
@@ -530,7 +542,10 @@ FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
   result->kiln_version = kKilnVersion;
   result->model_hash = options.modelHash;
   result->options = options.optionsText;
-  int64_t constantsAt = alignUp(scratchOffset + scratchBytes);
+  int64_t partialsAt = alignUp(scratchOffset + scratchBytes);
+  for (PartialUse use : partialUses)
+    operations[use.operation]->kernel->args[use.arg] = partialsAt;
+  int64_t constantsAt = alignUp(partialsAt + partialBytes);
   for (ConstantUse use : constantUses)
     operations[use.operation]->kernel->args[use.arg] =
         constantsAt + constants[use.constant].offset;
