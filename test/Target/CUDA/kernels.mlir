@@ -42,7 +42,7 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // mean and inverse deviation, so that they are computed once per row.
 // CHECK-LABEL: kiln_kernel_3(void *const *args)
 // CHECK:       if (o != v1_at)
-// CHECK:       for (i64 k = 0; k < 32ll; k += 1)
+// CHECK:       for (i64 k = 0; k < 32ll; ++k)
 // CHECK:       acc / 32.0
 // CHECK:       for (i64 row = global_thread(); row < 4ll; row += thread_count())
 
