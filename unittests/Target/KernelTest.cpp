@@ -331,6 +331,17 @@ const KernelCase kCases[] = {
         return %out, %lse, %dq, %dk, %dv : tensor<2x4x5x6xf32>, tensor<2x4x5xf32>, tensor<2x4x5x8xf32>,
             tensor<2x2x7x8xf32>, tensor<2x2x7x6xf32>
       })"},
+    {"AttentionTiles", R"(
+func.func @main(%q: tensor<2x4x32x16xf32>, %k: tensor<2x4x32x16xf32>, %v: tensor<2x4x32x16xf32>, %g: tensor<2x4x32x16xf32>)
+    -> (tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) {
+  %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.25 : f64}
+      : (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) -> (tensor<2x4x32x16xf32>, tensor<2x4x32xf32>)
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.25 : f64}
+      : (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>)
+      -> (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>)
+  return %out, %lse, %dq, %dk, %dv : tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>
+}
+)"},
     {"AttentionMasks", R"(
       func.func @main(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x6x8xbf16>, %v: tensor<2x3x6x8xbf16>,
                       %f: tensor<2x1x1x6xf32>, %b: tensor<4x6xi1>, %g: tensor<2x3x4x8xf32>)

@@ -15,6 +15,8 @@
 
 #include "Emitter.h"
 
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -147,6 +149,15 @@ private:
   KernelPlan plan;
   unsigned counter = 0;
 };
+
+/// `text` with every `$name` replaced by its value (kernel templates).
+std::string substitute(std::string text,
+                       std::vector<std::pair<std::string, std::string>> values);
+
+/// The tiled attention kernels: the forward pass, and the query and the
+/// key/value gradients.
+KernelPlan attentionForward(AttentionOp op);
+llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

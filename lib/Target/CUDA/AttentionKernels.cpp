@@ -1,0 +1,417 @@
+//===- AttentionKernels.cpp - tiled attention, forward and backward -------===//
+//
+// FlashAttention's schedule without its numerics shortcuts: a block owns a
+// tile of query rows (forward, query gradient) or of key rows (key and value
+// gradients), streams the other side through shared memory tile by tile,
+// and recomputes scores as it needs them, so no T x T tensor is ever
+// stored. Every score, probability and gradient is rounded exactly where
+// the interpreter rounds, so the two agree to the last bits of f32: the
+// forward pass sweeps the keys three times (the maximum, the sum of
+// exponentials, the weighted values), not once with a running maximum as
+// FlashAttention does, whose rescaled sums differ in the last bits.
+//
+// Each thread walks rows `threadIdx.x, threadIdx.x + blockDim.x, ...` of
+// its tile and keeps their state in shared memory, so the kernels are
+// correct for any block size; the launch gives one thread per row. Tensor
+// cores (mma/wgmma) are the next step; this is the baseline they are
+// measured against.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+using namespace mlir;
+
+namespace kiln::cuda {
+
+/// `text` with every `$name` replaced by its value; values may hold names
+/// themselves (the score function), so replacing repeats until none is left.
+std::string substitute(std::string text,
+                       std::vector<std::pair<std::string, std::string>> values) {
+  llvm::stable_sort(values, [](auto &a, auto &b) {
+    return a.first.size() > b.first.size();
+  });
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto &[name, value] : values) {
+      std::string key = "$" + name;
+      for (size_t at = text.find(key); at != std::string::npos;
+           at = text.find(key, at + value.size())) {
+        text.replace(at, key.size(), value);
+        changed = true;
+      }
+    }
+  }
+  return text;
+}
+
+/// The score of query i against key j of head `bh`, from their rows in
+/// shared memory: `round(round(q . k) * scale)`, then the mask; -inf where
+/// the key takes no part. And the dropout factor of that probability.
+static const char *kScore = R"cuda(
+  auto score = [&](i64 bh, i64 i, i64 j, const $TT *qv, const $TT *kv) -> double {
+    if ($CAUSAL && j > i) return -1.0 / 0.0;
+    const i64 row = bh * $TQ + i;
+    double dot = 0.0;
+    for (i64 c = 0; c < $D; ++c) dot += (double)qv[c] * (double)kv[c];
+    double s = $ROUND($ROUND(dot) * $SCALE);
+    $MASK
+    return s;
+  };
+  auto factor = [&](i64 bh, i64 i, i64 j) -> double {
+    if ($RATIO == 0.0) return 1.0;
+    return dropout_keep($KEY, (bh * $TQ + i) * $TK + j, $RATIO) ? 1.0 / (1.0 - $RATIO) : 0.0;
+  };
+  // Copies `rows` rows of `width` elements from `from` (storage) to a tile.
+  auto load = [&](auto *tile, const auto *from, i64 rows, i64 width, auto convert) {
+    for (i64 e = threadIdx.x; e < rows * width; e += blockDim.x) tile[e] = convert(from[e]);
+  };
+)cuda";
+
+static const char *kForward = R"cuda(
+  const $QT *q = (const $QT *)args[0];
+  const $KT *k = (const $KT *)args[1];
+  const $VT *v = (const $VT *)args[2];
+  $EXTRA_ARGS
+  $OT *out = ($OT *)args[$FIRST_RESULT];
+  $LT *lse = ($LT *)args[$FIRST_RESULT + 1];
+  __shared__ $TT Qs[$BQ * $D], Ks[$BK * $D], Vs[$BK * $DV];
+  __shared__ double acc[$BQ * $DV], maximum[$BQ], sum[$BQ];
+  $SCORE
+  const i64 tiles = ($TQ + $BQ - 1) / $BQ;
+  for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
+    const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
+    const i64 kv = b * $HKV + h / $GROUP;
+    const i64 rows = $TQ - q0 < $BQ ? $TQ - q0 : $BQ;
+    __syncthreads();
+    load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
+    for (i64 r = threadIdx.x; r < $BQ; r += blockDim.x) {
+      maximum[r] = -1.0 / 0.0;
+      sum[r] = 0.0;
+      for (i64 c = 0; c < $DV; ++c) acc[r * $DV + c] = 0.0;
+    }
+    // Sweeps 1 and 2: each row's maximum, then its sum of exponentials,
+    // in the interpreter's order.
+    for (int sweep = 0; sweep < 2; ++sweep)
+      for (i64 k0 = 0; k0 < $TK; k0 += $BK) {
+        const i64 keys = $TK - k0 < $BK ? $TK - k0 : $BK;
+        __syncthreads();
+        load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
+        __syncthreads();
+        for (i64 r = threadIdx.x; r < rows; r += blockDim.x)
+          for (i64 j = 0; j < keys; ++j) {
+            const double s = score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D);
+            if (sweep == 0)
+              maximum[r] = kiln_max(maximum[r], s);
+            else if (maximum[r] != -1.0 / 0.0)
+              sum[r] += exp(s - maximum[r]);
+          }
+      }
+    // Sweep 3: the probabilities, as the interpreter rounds them, times V.
+    for (i64 k0 = 0; k0 < $TK; k0 += $BK) {
+      const i64 keys = $TK - k0 < $BK ? $TK - k0 : $BK;
+      __syncthreads();
+      load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
+      load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
+      __syncthreads();
+      for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
+        if (maximum[r] == -1.0 / 0.0) continue;
+        for (i64 j = 0; j < keys; ++j) {
+          double p = $ROUND(exp(score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D) -
+                                maximum[r]) / sum[r]);
+          const double f = factor(bh, q0 + r, k0 + j);
+          if (f != 1.0) p = $ROUND(p * f);
+          p = $ROUNDV(p);
+          if (p == 0.0) continue;
+          for (i64 c = 0; c < $DV; ++c) acc[r * $DV + c] += p * (double)Vs[j * $DV + c];
+        }
+      }
+    }
+    for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
+      const i64 row = bh * $TQ + q0 + r;
+      const bool empty = maximum[r] == -1.0 / 0.0;
+      for (i64 c = 0; c < $DV; ++c) out[row * $DV + c] = $STOREO(empty ? 0.0 : acc[r * $DV + c]);
+      lse[row] = ($LT)(empty ? -1.0 / 0.0 : maximum[r] + log(sum[r]));
+    }
+  }
+)cuda";
+
+/// The gradient's operands and the per-row terms both of its kernels need:
+/// ds of (query row, key j) and the dropped probability, as the interpreter
+/// rounds them.
+static const char *kGradientPrologue = R"cuda(
+  const $QT *q = (const $QT *)args[0];
+  const $KT *k = (const $KT *)args[1];
+  const $VT *v = (const $VT *)args[2];
+  $EXTRA_ARGS
+  const $OGT *o = (const $OGT *)args[$OUTPUT_ARG];
+  const $LT *lse = (const $LT *)args[$OUTPUT_ARG + 1];
+  const $OGT *dout = (const $OGT *)args[$OUTPUT_ARG + 2];
+  $SCORE
+  // delta = dout . out of a query row.
+  auto delta = [&](i64 row) -> double {
+    double d = 0.0;
+    for (i64 c = 0; c < $DV; ++c) d += $LOADO(dout[row * $DV + c]) * $LOADO(o[row * $DV + c]);
+    return d;
+  };
+  auto gradients = [&](double s, double l, double f, double dlt, const $TT *dov,
+                       const $TT *vv, double &ds, double &dropped) -> bool {
+    if (l == -1.0 / 0.0) return false;
+    const double p = $ROUND(exp(s - l));
+    if (p == 0.0) return false;
+    dropped = $ROUNDV($ROUND(p * f));
+    double dp = 0.0;
+    for (i64 c = 0; c < $DV; ++c) dp += (double)dov[c] * (double)vv[c];
+    ds = $ROUND(p * ($ROUND(dp) * f - dlt) * $SCALE);
+    return true;
+  };
+)cuda";
+
+static const char *kQueryGradient = R"cuda(
+  $DQT *dq = ($DQT *)args[$FIRST_RESULT];
+  __shared__ $TT Qs[$BQ * $D], DOs[$BQ * $DV], Ks[$BK * $D], Vs[$BK * $DV];
+  __shared__ double acc[$BQ * $D], deltas[$BQ], lses[$BQ];
+  const i64 tiles = ($TQ + $BQ - 1) / $BQ;
+  for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
+    const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
+    const i64 kv = b * $HKV + h / $GROUP;
+    const i64 rows = $TQ - q0 < $BQ ? $TQ - q0 : $BQ;
+    __syncthreads();
+    load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
+    load(DOs, dout + (bh * $TQ + q0) * $DV, rows, $DV, $LOADO);
+    for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
+      deltas[r] = delta(bh * $TQ + q0 + r);
+      lses[r] = (double)lse[bh * $TQ + q0 + r];
+      for (i64 c = 0; c < $D; ++c) acc[r * $D + c] = 0.0;
+    }
+    for (i64 k0 = 0; k0 < $TK; k0 += $BK) {
+      const i64 keys = $TK - k0 < $BK ? $TK - k0 : $BK;
+      __syncthreads();
+      load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
+      load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
+      __syncthreads();
+      for (i64 r = threadIdx.x; r < rows; r += blockDim.x)
+        for (i64 j = 0; j < keys; ++j) {
+          double ds, dropped;
+          const double s = score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D);
+          if (!gradients(s, lses[r], factor(bh, q0 + r, k0 + j), deltas[r],
+                         DOs + r * $DV, Vs + j * $DV, ds, dropped))
+            continue;
+          ds = $ROUNDK(ds);
+          for (i64 c = 0; c < $D; ++c) acc[r * $D + c] += ds * (double)Ks[j * $D + c];
+        }
+    }
+    for (i64 r = threadIdx.x; r < rows; r += blockDim.x)
+      for (i64 c = 0; c < $D; ++c)
+        dq[(bh * $TQ + q0 + r) * $D + c] = $STOREDQ(acc[r * $D + c]);
+  }
+)cuda";
+
+static const char *kKeyValueGradient = R"cuda(
+  $DKT *dk = ($DKT *)args[$FIRST_RESULT + 1];
+  $DVT *dv = ($DVT *)args[$FIRST_RESULT + 2];
+  __shared__ $TT Ks[$BK * $D], Vs[$BK * $DV], Qs[$BQ * $D], DOs[$BQ * $DV];
+  __shared__ double dkAcc[$BK * $D], dvAcc[$BK * $DV], deltas[$BQ], lses[$BQ];
+  // A block owns a tile of key rows of one key/value head and sums over the
+  // query rows of every head that reads it, in the interpreter's order.
+  const i64 tiles = ($TK + $BK - 1) / $BK, queryTiles = ($TQ + $BQ - 1) / $BQ;
+  for (i64 work = blockIdx.x; work < $KVHEADS * tiles; work += gridDim.x) {
+    const i64 kv = work / tiles, k0 = work % tiles * $BK, b = kv / $HKV, g = kv % $HKV;
+    const i64 keys = $TK - k0 < $BK ? $TK - k0 : $BK;
+    __syncthreads();
+    load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
+    load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
+    for (i64 j = threadIdx.x; j < keys; j += blockDim.x) {
+      for (i64 c = 0; c < $D; ++c) dkAcc[j * $D + c] = 0.0;
+      for (i64 c = 0; c < $DV; ++c) dvAcc[j * $DV + c] = 0.0;
+    }
+    for (i64 h = g * $GROUP; h < (g + 1) * $GROUP; ++h)
+      for (i64 t = 0; t < queryTiles; ++t) {
+        const i64 bh = b * $H + h, q0 = t * $BQ;
+        const i64 rows = $TQ - q0 < $BQ ? $TQ - q0 : $BQ;
+        __syncthreads();
+        load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
+        load(DOs, dout + (bh * $TQ + q0) * $DV, rows, $DV, $LOADO);
+        for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
+          deltas[r] = delta(bh * $TQ + q0 + r);
+          lses[r] = (double)lse[bh * $TQ + q0 + r];
+        }
+        __syncthreads();
+        for (i64 j = threadIdx.x; j < keys; j += blockDim.x)
+          for (i64 r = 0; r < rows; ++r) {
+            double ds, dropped;
+            const double s = score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D);
+            if (!gradients(s, lses[r], factor(bh, q0 + r, k0 + j), deltas[r],
+                           DOs + r * $DV, Vs + j * $DV, ds, dropped))
+              continue;
+            for (i64 c = 0; c < $DV; ++c) dvAcc[j * $DV + c] += dropped * (double)DOs[r * $DV + c];
+            ds = $ROUNDQ(ds);
+            for (i64 c = 0; c < $D; ++c) dkAcc[j * $D + c] += ds * (double)Qs[r * $D + c];
+          }
+      }
+    for (i64 j = threadIdx.x; j < keys; j += blockDim.x) {
+      for (i64 c = 0; c < $D; ++c) dk[(kv * $TK + k0 + j) * $D + c] = $STOREDK(dkAcc[j * $D + c]);
+      for (i64 c = 0; c < $DV; ++c) dv[(kv * $TK + k0 + j) * $DV + c] = $STOREDV(dvAcc[j * $DV + c]);
+    }
+  }
+)cuda";
+
+namespace {
+
+using Values = std::vector<std::pair<std::string, std::string>>;
+
+/// Rows per tile: the largest power of two up to 32 whose tiles fit in
+/// `budget` bytes of shared memory, given the bytes one row takes.
+int64_t tileRows(int64_t bytesPerRow) {
+  constexpr int64_t budget = 44 * 1024;
+  int64_t rows = 32;
+  while (rows > 1 && rows * bytesPerRow > budget)
+    rows /= 2;
+  return rows;
+}
+
+/// The substitutions shared by the kernels of one attention op.
+template <typename OpTy>
+Values attentionValues(OpTy op, KernelPlan &plan) {
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
+  int64_t heads = qs[1], kvHeads = ks[1];
+  Type qt = elementTypeOf(op.getQuery()), kt = elementTypeOf(op.getKey()),
+       vt = elementTypeOf(op.getValue());
+  // Scores are f32 (f64 for f64 operands); tiles hold operands exactly.
+  bool wide = qt.isF64();
+  Type scoreType = wide ? qt : Float32Type::get(op.getContext());
+  auto roundFn = [](Type t) { return "[](double x) { return " + rounded(t, "x") + "; }"; };
+  auto loadFn = [&](Type t) {
+    return "[](" + storageType(t) + " x) { return (" + std::string(wide ? "double" : "float") +
+           ")" + loaded(t, "x") + "; }";
+  };
+  plan.operands = {op.getQuery(), op.getKey(), op.getValue()};
+  std::string extra, mask = "(void)0;", key;
+  if (Value m = op.getMask()) {
+    unsigned n = plan.operands.size();
+    plan.operands.push_back(m);
+    Type mt = elementTypeOf(m);
+    extra += "const " + storageType(mt) + " *mask = (const " + storageType(mt) +
+             " *)args[" + std::to_string(n) + "];\n";
+    SmallVector<int64_t> full = {qs[0], heads, qs[2], ks[2]};
+    std::string index = broadcastIndex(m, full, "((row * $TK) + j)");
+    std::string element = loaded(mt, "mask[" + index + "]");
+    mask = isa<FloatType>(mt) ? "s = $ROUND(s + " + element + ");"
+                              : "if (!" + element + ") return -1.0 / 0.0;";
+  }
+  if (Value offset = op.getOffset()) {
+    unsigned n = plan.operands.size();
+    plan.operands.push_back(offset);
+    extra += "const i64 *offset = (const i64 *)args[" + std::to_string(n) + "];\n";
+    key = "dropout_key(" + std::to_string(op.getSeed()) + "ll, *offset)";
+  } else {
+    key = "dropout_key(" + std::to_string(op.getSeed()) + "ll)";
+  }
+  auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
+  return {{"QT", storageType(qt)},
+          {"KT", storageType(kt)},
+          {"VT", storageType(vt)},
+          {"TT", wide ? "double" : "float"},
+          {"LOADQ", loadFn(qt)},
+          {"LOADK", loadFn(kt)},
+          {"LOADV", loadFn(vt)},
+          {"ROUND", roundFn(scoreType)},
+          {"ROUNDV", roundFn(vt)},
+          {"ROUNDK", roundFn(kt)},
+          {"ROUNDQ", roundFn(qt)},
+          {"SCORE", kScore},
+          {"MASK", mask},
+          {"KEY", key},
+          {"EXTRA_ARGS", extra},
+          {"SCALE", literal(op.getScale().convertToDouble())},
+          {"RATIO", literal(op.getDropoutRatio().convertToDouble())},
+          {"CAUSAL", op.getCausal() ? "true" : "false"},
+          {"TQ", count(qs[2])},
+          {"TK", count(ks[2])},
+          {"H", count(heads)},
+          {"HKV", count(kvHeads)},
+          {"GROUP", count(heads / kvHeads)},
+          {"HEADS", count(qs[0] * heads)},
+          {"KVHEADS", count(ks[0] * kvHeads)},
+          {"D", count(qs[3])},
+          {"DV", count(shapeOf(op.getValue())[3])}};
+}
+
+std::pair<std::string, std::string> typed(const char *name, Value value) {
+  return {name, storageType(elementTypeOf(value))};
+}
+std::pair<std::string, std::string> storer(const char *name, Value value) {
+  return {name, "[](double x) { return " + stored(elementTypeOf(value), "x") + "; }"};
+}
+std::pair<std::string, std::string> tile(const char *name, int64_t rows) {
+  return {name, std::to_string(rows) + "ll"};
+}
+
+/// Blocks for `work` tiles of `rows` threads each.
+void launch(KernelPlan &plan, int64_t work, int64_t rows) {
+  plan.block = rows;
+  plan.grid = std::max<int64_t>(1, std::min<int64_t>(work, 4096));
+}
+
+} // namespace
+
+KernelPlan attentionForward(AttentionOp op) {
+  KernelPlan plan;
+  Values values = attentionValues(op, plan);
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery());
+  int64_t d = qs[3], dv = shapeOf(op.getValue())[3];
+  int64_t element = elementTypeOf(op.getQuery()).isF64() ? 8 : 4;
+  // Query tile (Q, accumulators, statistics) and key tile (K, V) alike.
+  int64_t rows = tileRows(element * (2 * d + dv) + 8 * (dv + 2));
+  values.push_back({"FIRST_RESULT", std::to_string(plan.operands.size())});
+  values.push_back(typed("OT", op.getOutput()));
+  values.push_back(storer("STOREO", op.getOutput()));
+  values.push_back(typed("LT", op.getLogsumexp()));
+  values.push_back(tile("BQ", rows));
+  values.push_back(tile("BK", rows));
+  plan.results = {op.getOutput(), op.getLogsumexp()};
+  plan.body = substitute(kForward, values);
+  launch(plan, qs[0] * qs[1] * ((qs[2] + rows - 1) / rows), rows);
+  return plan;
+}
+
+SmallVector<KernelPlan> attentionGradient(AttentionGradOp op) {
+  KernelPlan common;
+  Values values = attentionValues(op, common);
+  values.push_back({"OUTPUT_ARG", std::to_string(common.operands.size())});
+  common.operands.append({op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});
+  values.push_back({"FIRST_RESULT", std::to_string(common.operands.size())});
+  values.push_back(typed("OGT", op.getOutput()));
+  Type ot = elementTypeOf(op.getOutput());
+  bool wide = elementTypeOf(op.getQuery()).isF64();
+  values.push_back({"LOADO", "[](" + storageType(ot) + " x) { return (" +
+                                 std::string(wide ? "double" : "float") + ")" +
+                                 loaded(ot, "x") + "; }"});
+  values.push_back(typed("LT", op.getLogsumexp()));
+  values.push_back(typed("DQT", op.getQueryGrad()));
+  values.push_back(typed("DKT", op.getKeyGrad()));
+  values.push_back(typed("DVT", op.getValueGrad()));
+  values.push_back(storer("STOREDQ", op.getQueryGrad()));
+  values.push_back(storer("STOREDK", op.getKeyGrad()));
+  values.push_back(storer("STOREDV", op.getValueGrad()));
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
+  int64_t d = qs[3], dv = shapeOf(op.getValue())[3];
+  int64_t element = wide ? 8 : 4;
+  // Every tile row holds a Q (or K) row, a dO (or V) row and the double
+  // accumulators of one side.
+  int64_t rows = tileRows(2 * element * (d + dv) + 8 * (d + dv + 2));
+  values.push_back(tile("BQ", rows));
+  values.push_back(tile("BK", rows));
+  std::string prologue = substitute(kGradientPrologue, values);
+  common.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  KernelPlan query = common, keyValue = common;
+  query.body = prologue + substitute(kQueryGradient, values);
+  launch(query, qs[0] * qs[1] * ((qs[2] + rows - 1) / rows), rows);
+  keyValue.body = prologue + substitute(kKeyValueGradient, values);
+  launch(keyValue, ks[0] * ks[1] * ((ks[2] + rows - 1) / rows), rows);
+  return {query, keyValue};
+}
+
+} // namespace kiln::cuda
