@@ -156,6 +156,22 @@ static const char *kGradientPrologue = R"cuda(
     for (i64 c = 0; c < $DV; ++c) d += $LOADO(dout[row * $DV + c]) * $LOADO(o[row * $DV + c]);
     return d;
   };
+  // The tiles both gradient kernels stream: query rows with their output
+  // gradients and per-row terms, and key rows with their values.
+  __shared__ $TT Qs[$BQ * $D], DOs[$BQ * $DV], Ks[$BK * $D], Vs[$BK * $DV];
+  __shared__ double deltas[$BQ], lses[$BQ];
+  auto loadQueries = [&](i64 bh, i64 q0, i64 rows) {
+    load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
+    load(DOs, dout + (bh * $TQ + q0) * $DV, rows, $DV, $LOADO);
+    for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
+      deltas[r] = delta(bh * $TQ + q0 + r);
+      lses[r] = (double)lse[bh * $TQ + q0 + r];
+    }
+  };
+  auto loadKeys = [&](i64 kv, i64 k0, i64 keys) {
+    load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
+    load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
+  };
   auto gradients = [&](double s, double l, double f, double dlt, const $TT *dov,
                        const $TT *vv, double &ds, double &dropped) -> bool {
     if (l == -1.0 / 0.0) return false;
@@ -171,26 +187,20 @@ static const char *kGradientPrologue = R"cuda(
 
 static const char *kQueryGradient = R"cuda(
   $DQT *dq = ($DQT *)args[$FIRST_RESULT];
-  __shared__ $TT Qs[$BQ * $D], DOs[$BQ * $DV], Ks[$BK * $D], Vs[$BK * $DV];
-  __shared__ double acc[$BQ * $D], deltas[$BQ], lses[$BQ];
+  __shared__ double acc[$BQ * $D];
   const i64 tiles = ($TQ + $BQ - 1) / $BQ;
   for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
     const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
     const i64 kv = b * $HKV + h / $GROUP;
     const i64 rows = $TQ - q0 < $BQ ? $TQ - q0 : $BQ;
     __syncthreads();
-    load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
-    load(DOs, dout + (bh * $TQ + q0) * $DV, rows, $DV, $LOADO);
-    for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
-      deltas[r] = delta(bh * $TQ + q0 + r);
-      lses[r] = (double)lse[bh * $TQ + q0 + r];
+    loadQueries(bh, q0, rows);
+    for (i64 r = threadIdx.x; r < rows; r += blockDim.x)
       for (i64 c = 0; c < $D; ++c) acc[r * $D + c] = 0.0;
-    }
     for (i64 k0 = 0; k0 < $TK; k0 += $BK) {
       const i64 keys = $TK - k0 < $BK ? $TK - k0 : $BK;
       __syncthreads();
-      load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
-      load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
+      loadKeys(kv, k0, keys);
       __syncthreads();
       for (i64 r = threadIdx.x; r < rows; r += blockDim.x)
         for (i64 j = 0; j < keys; ++j) {
@@ -212,8 +222,7 @@ static const char *kQueryGradient = R"cuda(
 static const char *kKeyValueGradient = R"cuda(
   $DKT *dk = ($DKT *)args[$FIRST_RESULT + 1];
   $DVT *dv = ($DVT *)args[$FIRST_RESULT + 2];
-  __shared__ $TT Ks[$BK * $D], Vs[$BK * $DV], Qs[$BQ * $D], DOs[$BQ * $DV];
-  __shared__ double dkAcc[$BK * $D], dvAcc[$BK * $DV], deltas[$BQ], lses[$BQ];
+  __shared__ double dkAcc[$BK * $D], dvAcc[$BK * $DV];
   // A block owns a tile of key rows of one key/value head and sums over the
   // query rows of every head that reads it, in the interpreter's order.
   const i64 tiles = ($TK + $BK - 1) / $BK, queryTiles = ($TQ + $BQ - 1) / $BQ;
@@ -221,8 +230,7 @@ static const char *kKeyValueGradient = R"cuda(
     const i64 kv = work / tiles, k0 = work % tiles * $BK, b = kv / $HKV, g = kv % $HKV;
     const i64 keys = $TK - k0 < $BK ? $TK - k0 : $BK;
     __syncthreads();
-    load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
-    load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
+    loadKeys(kv, k0, keys);
     for (i64 j = threadIdx.x; j < keys; j += blockDim.x) {
       for (i64 c = 0; c < $D; ++c) dkAcc[j * $D + c] = 0.0;
       for (i64 c = 0; c < $DV; ++c) dvAcc[j * $DV + c] = 0.0;
@@ -232,12 +240,7 @@ static const char *kKeyValueGradient = R"cuda(
         const i64 bh = b * $H + h, q0 = t * $BQ;
         const i64 rows = $TQ - q0 < $BQ ? $TQ - q0 : $BQ;
         __syncthreads();
-        load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
-        load(DOs, dout + (bh * $TQ + q0) * $DV, rows, $DV, $LOADO);
-        for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
-          deltas[r] = delta(bh * $TQ + q0 + r);
-          lses[r] = (double)lse[bh * $TQ + q0 + r];
-        }
+        loadQueries(bh, q0, rows);
         __syncthreads();
         for (i64 j = threadIdx.x; j < keys; j += blockDim.x)
           for (i64 r = 0; r < rows; ++r) {
