@@ -82,6 +82,11 @@ public:
           return fail("an operation is neither a kernel nor a GEMM");
         }
       }
+    if (artifact.checks())
+      for (const IndexCheck *check : *artifact.checks())
+        if (!inArena(check->offset(), 4) || !artifact.operations() ||
+            check->operation() >= artifact.operations()->size())
+          return fail("an index check lies outside the arena");
     if (kernels && (!artifact.cubins() || artifact.cubins()->size() == 0) &&
         (!artifact.ptx() || artifact.ptx()->size() == 0))
       return fail("it holds no compiled kernels (neither cubins nor PTX)");

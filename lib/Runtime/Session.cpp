@@ -332,6 +332,11 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     }
   }
 
+  // Index checks start clear, whatever the arena was filled with.
+  if (model->checks())
+    for (const artifact::IndexCheck *c : *model->checks())
+      if (!check(cudaMemset(s.arena + c->offset(), 0, 4), "cannot clear index checks"))
+        return false;
   // Constants, then parameters and state.
   if (model->constants())
     for (const artifact::Constant *constant : *model->constants())
@@ -508,6 +513,28 @@ bool Session::write(const std::string &name, const void *data, size_t size,
   return true;
 }
 
+bool Session::checkIndices(std::string &error) {
+  if (!model->checks())
+    return true;
+  for (const artifact::IndexCheck *c : *model->checks()) {
+    uint32_t flag = 0;
+    cudaError_t status = cudaMemcpy(&flag, state->arena + c->offset(), 4,
+                                    cudaMemcpyDeviceToHost);
+    if (status != cudaSuccess) {
+      error = "cannot read the index checks: " + cudaMessage(status);
+      return false;
+    }
+    if (flag) {
+      error = "an index out of range (a token id or a label outside the "
+              "vocabulary?) reached '" +
+              model->operations()->Get(c->operation())->origin()->str() +
+              "' on the GPU; the step's results are not valid";
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Session::read(const std::string &name, void *data, size_t size,
                    std::string &error) {
   const artifact::Tensor *t = sized(name, size, error);
@@ -517,6 +544,8 @@ bool Session::read(const std::string &name, void *data, size_t size,
                                        cudaMemcpyDeviceToHost, state->stream);
   if (status == cudaSuccess)
     status = cudaStreamSynchronize(state->stream);
+  if (status == cudaSuccess && !checkIndices(error))
+    return false;
   if (status != cudaSuccess) {
     error = "cannot read '" + name + "' (a kernel of the step may have failed): " +
             cudaMessage(status);

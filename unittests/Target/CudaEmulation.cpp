@@ -92,6 +92,8 @@ std::unique_ptr<CudaEmulation> CudaEmulation::create(const artifact::ArtifactT &
     emulation->kernels.push_back(reinterpret_cast<void (*)(void *const *)>(kernel));
   }
   emulation->arena.assign(artifact.arena_bytes, 0xff);
+  for (const auto &check : artifact.checks)
+    std::memset(emulation->arena.data() + check->offset, 0, 4);
   for (const auto &constant : artifact.constants)
     std::memcpy(emulation->arena.data() + constant->offset, constant->data.data(),
                 constant->data.size());
@@ -167,6 +169,16 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
   for (int64_t batch = 0; batch < g.batch; ++batch)
     std::memcpy(arena.data() + g.d + batch * g.stride_d * width,
                 bytes.data() + batch * g.stride_d * width, g.m * g.n * width);
+}
+
+std::string CudaEmulation::indexError() {
+  for (const auto &check : artifact.checks) {
+    uint32_t flag;
+    std::memcpy(&flag, arena.data() + check->offset, 4);
+    if (flag)
+      return artifact.operations[check->operation]->origin;
+  }
+  return "";
 }
 
 void CudaEmulation::run() {

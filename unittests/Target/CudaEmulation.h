@@ -32,6 +32,7 @@ public:
   void write(const std::string &name, const Tensor &value) override;
   Tensor read(const std::string &name) override;
   void run() override;
+  std::string indexError() override;
 
 private:
   CudaEmulation(const artifact::ArtifactT &artifact) : artifact(artifact) {}

@@ -59,6 +59,11 @@ public:
       llvm::report_fatal_error(llvm::Twine(error));
   }
 
+  std::string indexError() override {
+    std::string error;
+    return session->checkIndices(error) ? "" : error;
+  }
+
 private:
   std::unique_ptr<runtime::Session> session;
 };

@@ -29,6 +29,9 @@ public:
   virtual Tensor read(const std::string &name) = 0;
   /// Runs the artifact's operations once, in order.
   virtual void run() = 0;
+  /// The runtime's message if a launch flagged an index out of range, or
+  /// empty.
+  virtual std::string indexError() = 0;
 };
 
 /// The executor this test binary was built for; null with `error` set.

@@ -103,6 +103,49 @@ TEST_P(KernelTest, MatchesInterpreter) {
   }
 }
 
+// An index out of range is an error at run time: the kernel reads inside
+// the tensor and flags the launch, and the runtime names the op.
+TEST(IndexCheckTest, OutOfRangeIndicesAreReported) {
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    func.func @main(%t: tensor<6x4xf32>, %i: tensor<3xi64>, %x: tensor<3x5xf32>,
+                    %y: tensor<3xi64>) -> (tensor<3x4xf32>, tensor<f32>) {
+      %g = kiln.gather %t, %i {axis = 0 : i64}
+          : (tensor<6x4xf32>, tensor<3xi64>) -> tensor<3x4xf32> loc("embedding")
+      %l = kiln.cross_entropy %x, %y reduction = mean {ignore_index = -100 : i64}
+          : (tensor<3x5xf32>, tensor<3xi64>) -> tensor<f32> loc("loss")
+      return %g, %l : tensor<3x4xf32>, tensor<f32>
+    })", &context);
+  ASSERT_TRUE(module);
+  auto function = *module->getOps<mlir::func::FuncOp>().begin();
+  cuda::TargetOptions options;
+  options.archs = kiln::testing::executorArchitectures();
+  auto compiled = cuda::compileFunction(function, options);
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  auto run = [&](std::vector<int64_t> ids, std::vector<int64_t> labels) {
+    std::string error;
+    auto executor = kiln::testing::makeExecutor(**compiled, error);
+    EXPECT_TRUE(executor) << error;
+    Tensor t(DType::F32, {6, 4}), i(DType::I64, {3}), x(DType::F32, {3, 5}),
+        y(DType::I64, {3});
+    for (int64_t e = 0; e < 3; ++e) {
+      i.ints()[e] = ids[e];
+      y.ints()[e] = labels[e];
+    }
+    executor->write("arg0", t);
+    executor->write("arg1", i);
+    executor->write("arg2", x);
+    executor->write("arg3", y);
+    executor->run();
+    return executor->indexError();
+  };
+  // Negative ids count from the end; ignored labels are no error.
+  EXPECT_EQ(run({0, 5, -6}, {0, -100, 4}), "");
+  EXPECT_NE(run({0, 6, 1}, {0, 1, 2}).find("embedding"), std::string::npos);
+  EXPECT_NE(run({0, 1, 2}, {0, 5, 2}).find("loss"), std::string::npos);
+}
+
 const KernelCase kCases[] = {
     {"Unary", R"(
       func.func @main(%x: tensor<5x7xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>,

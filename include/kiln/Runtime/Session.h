@@ -50,9 +50,14 @@ public:
   /// without waiting for those steps.
   bool write(const std::string &name, const void *bytes, size_t size,
              std::string &error);
-  /// Waits for the launched steps and copies tensor `name` out.
+  /// Waits for the launched steps and copies tensor `name` out. Fails if
+  /// a step read an index out of range (a token id or a label), naming the
+  /// op.
   bool read(const std::string &name, void *bytes, size_t size,
             std::string &error);
+  /// Fails, naming the op, if a kernel flagged an index out of range
+  /// (after the steps launched so far; read() checks too).
+  bool checkIndices(std::string &error);
   /// Launches one step. The first call captures the step's operations in
   /// a CUDA graph; every later call replays it.
   bool step(std::string &error);

@@ -37,6 +37,9 @@ struct KernelPlan {
   /// Bytes of scratch for the partial results of a split reduction; its
   /// pointer follows the results.
   int64_t partialBytes = 0;
+  /// Whether the kernel checks indices it reads from tensors: its last
+  /// argument is then a status word it sets when one is out of range.
+  bool checksIndices = false;
 };
 
 /// Kernels computing `results` (values defined by ops of `region`, a fusion

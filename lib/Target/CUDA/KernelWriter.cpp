@@ -200,6 +200,16 @@ std::string KernelWriter::define(Value value, bool nested,
   return name;
 }
 
+std::string KernelWriter::checkedIndex(const std::string &index, int64_t size,
+                                      bool wrapNegative) {
+  checksIndices = true;
+  std::string n = std::to_string(size) + "ll";
+  return "[&] { i64 q = " + index + "; " +
+         (wrapNegative ? "if (q < 0) q += " + n + "; " : std::string()) +
+         "if (q < 0 || q >= " + n + ") { *status = 1u; q = q < 0 ? 0 : " + n +
+         " - 1; } return q; }()";
+}
+
 std::string KernelWriter::helper(const std::string &type,
                                  const std::string &body) {
   std::string name = "h" + std::to_string(counter++);
@@ -360,11 +370,17 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   for (auto [n, constant] : llvm::enumerate(plan.constants))
     pointer("const ", elementTypeOf(constant->getResult(0)),
             "cst" + std::to_string(n), next++);
+  size_t trailing = next + results.size();
   if (split.phase != SplitPhase::None) {
     plan.partialBytes =
         static_cast<int64_t>(split.reductions.size()) * split.blocks * 8;
     prologue += "  double *partials = (double *)args[" +
-                std::to_string(next + results.size()) + "];\n";
+                std::to_string(trailing++) + "];\n";
+  }
+  if (checksIndices) {
+    plan.checksIndices = true;
+    prologue += "  unsigned *status = (unsigned *)args[" +
+                std::to_string(trailing) + "];\n";
   }
   if (split.phase == SplitPhase::Partials) {
     std::string calls;

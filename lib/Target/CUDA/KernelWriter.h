@@ -103,6 +103,12 @@ public:
 
   /// Defines `value` as a lambda with `body` (statements using `i`).
   std::string define(mlir::Value value, bool nested, const std::string &body);
+  /// `index` (an index read from a tensor) in [0, size): negative values
+  /// count from the end when `wrapNegative`; any other value outside the
+  /// range flags the launch's status word and reads element 0 or size - 1,
+  /// so that no kernel reads outside a tensor.
+  std::string checkedIndex(const std::string &index, int64_t size,
+                           bool wrapNegative);
   /// An unnamed lambda `(i64 i) -> type` with `body`, for terms that ops
   /// share between their results.
   std::string helper(const std::string &type, const std::string &body);
@@ -134,6 +140,7 @@ private:
   /// A reduction keeps its last result per thread: threads should walk
   /// rows in order.
   bool rowMemo = false;
+  bool checksIndices = false;
   std::string code;
   llvm::DenseMap<std::pair<mlir::Value, unsigned>, std::string> names;
   llvm::DenseMap<mlir::Value, std::string> pointers;

@@ -40,6 +40,14 @@ static int64_t alignUp(int64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
+/// An op for messages: its name and where it came from (an ONNX node).
+static std::string describe(Operation *op) {
+  std::string text = op->getName().getStringRef().str();
+  llvm::raw_string_ostream os(text);
+  os << " at " << op->getLoc();
+  return text;
+}
+
 static FailureOr<artifact::ElementType> artifactType(Type type) {
   using artifact::ElementType;
   if (type.isF32() || type.isTF32()) return ElementType::F32;
@@ -131,6 +139,9 @@ private:
     size_t operation, arg;
   };
   std::vector<PartialUse> partialUses;
+  /// Launches that check indices: each gets a status word after the
+  /// partials.
+  std::vector<PartialUse> checkUses;
   std::vector<std::unique_ptr<artifact::OperationT>> operations;
   std::vector<std::string> kernelNames;
   llvm::StringMap<unsigned> kernelBySource;
@@ -199,9 +210,13 @@ LogicalResult Lowering::emitKernels(Operation *origin, ArrayRef<KernelPlan> kern
       partialUses.push_back({operations.size(), launch->args.size()});
       launch->args.push_back(0);
     }
+    if (kernel.checksIndices) {
+      checkUses.push_back({operations.size(), launch->args.size()});
+      launch->args.push_back(0);
+    }
     auto operation = std::make_unique<artifact::OperationT>();
     operation->kernel = std::move(launch);
-    operation->origin = origin->getName().getStringRef().str();
+    operation->origin = describe(origin);
     operations.push_back(std::move(operation));
   }
   return success();
@@ -333,7 +348,7 @@ LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs, int64_t 
   gemm->aux = std::max<int64_t>(epilogue.aux, 0);
   auto operation = std::make_unique<artifact::OperationT>();
   operation->gemm = std::move(gemm);
-  operation->origin = matmul->getName().getStringRef().str();
+  operation->origin = describe(matmul);
   operations.push_back(std::move(operation));
   return success();
 }
@@ -545,7 +560,17 @@ FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
   int64_t partialsAt = alignUp(scratchOffset + scratchBytes);
   for (PartialUse use : partialUses)
     operations[use.operation]->kernel->args[use.arg] = partialsAt;
-  int64_t constantsAt = alignUp(partialsAt + partialBytes);
+  int64_t checksAt = alignUp(partialsAt + partialBytes);
+  for (auto [k, use] : llvm::enumerate(checkUses)) {
+    int64_t offset = checksAt + 4 * static_cast<int64_t>(k);
+    operations[use.operation]->kernel->args[use.arg] = offset;
+    auto check = std::make_unique<artifact::IndexCheckT>();
+    check->offset = offset;
+    check->operation = use.operation;
+    result->checks.push_back(std::move(check));
+  }
+  int64_t constantsAt =
+      alignUp(checksAt + 4 * static_cast<int64_t>(checkUses.size()));
   for (ConstantUse use : constantUses)
     operations[use.operation]->kernel->args[use.arg] =
         constantsAt + constants[use.constant].offset;

@@ -23,13 +23,6 @@ namespace {
 std::string num(int64_t value) { return std::to_string(value) + "ll"; }
 
 
-/// `index` wrapped (negative counts from the end) and clamped to [0, size).
-std::string wrapIndex(const std::string &index, int64_t size) {
-  return "[&] { i64 q = " + index + "; if (q < 0) q += " + num(size) +
-         "; return q < 0 ? (i64)0 : q >= " + num(size) + " ? " +
-         num(size - 1) + " : q; }()";
-}
-
 struct StructuredEmitter {
   KernelWriter &w;
   Value value;
@@ -241,10 +234,12 @@ FailureOr<std::string> StructuredEmitter::classification(
   };
   auto rowTerms = [&](bool inTerm) {
     Row row;
+    // A label outside [0, classes) is an error, unless it is ignore_index.
     std::string label = at(labels, "i", inTerm);
-    row.label = w.helper("i64", "    return " + wrapIndex(label, valid) + ";\n");
     std::string ignored =
         ignoreIndex ? "(" + label + " == " + num(*ignoreIndex) + ")" : "false";
+    row.label = w.helper("i64", "    return " + ignored + " ? (i64)0 : " +
+                                    w.checkedIndex(label, valid, false) + ";\n");
     std::string wy = weight ? at(weight, row.label + "(i)", inTerm) : "1.0";
     row.weight = w.helper("double", "    return " + ignored + " ? 0.0 : " + wy + ";\n");
     std::string lse = "0.0";
@@ -412,8 +407,9 @@ FailureOr<std::string> StructuredEmitter::emit() {
         for (int64_t size : data.drop_front(axis + 1))
           inner *= size;
         int64_t indices = countOf(g.getIndices());
-        std::string k = wrapIndex(
-            at(g.getIndices(), "(i / " + num(inner) + ") % " + num(indices)), data[axis]);
+        std::string k = w.checkedIndex(
+            at(g.getIndices(), "(i / " + num(inner) + ") % " + num(indices)), data[axis],
+            true);
         return returnsExpr(at(g.getData(), "(i / " + num(inner * indices) + " * " +
                                                num(data[axis]) + " + " + k + ") * " +
                                                num(inner) + " + i % " + num(inner)));
@@ -424,7 +420,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
         int64_t axis = g.getAxis();
         int64_t along = strides[axis];
         strides[axis] = 0;
-        std::string k = wrapIndex(at(g.getIndices(), "i"), data[axis]);
+        std::string k = w.checkedIndex(at(g.getIndices(), "i"), data[axis], true);
         return returnsExpr(at(g.getData(), remap(shape, strides, 0, "i") + " + " +
                                                k + " * " + num(along)));
       })

@@ -54,15 +54,20 @@ static FailureOr<SmallVector<KernelPlan>> gatherGradient(GatherGradOp op) {
   const $T *grad = (const $T *)args[0];
   const $IT *index = (const $IT *)args[1];
   $T *out = ($T *)args[2];
+  unsigned *status = (unsigned *)args[3];
   for (i64 e = global_thread(); e < $G; e += thread_count()) {
     const i64 m = (e / $INNER) % $INDICES, outer = e / ($INNER * $INDICES);
     i64 q = (i64)index[m];
     if (q < 0) q += $SIZE;
-    q = q < 0 ? 0 : q >= $SIZE ? $SIZE - 1 : q;
+    if (q < 0 || q >= $SIZE) {
+      *status = 1u;
+      q = q < 0 ? 0 : $SIZE - 1;
+    }
     atomicAdd(&out[(outer * $SIZE + q) * $INNER + e % $INNER], grad[e]);
   }
 )cuda", values);
   scatter.grid = gridFor(countOf(op.getGrad()));
+  scatter.checksIndices = true;
   return SmallVector<KernelPlan>{zero, scatter};
 }
 
