@@ -2,7 +2,8 @@
 // compiles a function as it is): views and broadcasts are index arithmetic,
 // gathers clamp their indices, a reduction whose result is the kernel's
 // result is shared by the threads of a block, and statistics of a row are
-// computed once per row by each thread.
+// computed once per row by each thread. Indices read from tensors are
+// checked.
 
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 
@@ -21,10 +22,12 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
   return %e, %s, %c : tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>
 }
 
-// The gather: the clamped index selects the row.
+// The gather: negative ids count from the end; an id out of range sets the
+// launch's status word (its last argument) and reads the nearest row.
 // CHECK-LABEL: void __launch_bounds__(256) kiln_kernel_0(void *const *args)
 // CHECK:       const i64 *in0 = (const i64 *)args[0];
-// CHECK:       if (q < 0) q += 16ll; return q < 0 ? (i64)0 : q >= 16ll ? 15ll : q;
+// CHECK:       unsigned *status = (unsigned *)args[3];
+// CHECK:       if (q < 0) q += 16ll; if (q < 0 || q >= 16ll) { *status = 1u; q = q < 0 ? 0 : 16ll - 1; } return q;
 // CHECK:       for (i64 i = global_thread(); i < 48ll; i += thread_count())
 
 // The transpose reads its input through permuted strides.
