@@ -110,6 +110,11 @@ private:
   LogicalResult describeInterface(artifact::ArtifactT &result);
   /// Updated parameters and state are written over the old values.
   void placeUpdates();
+  /// After the plan's buffers: GEMM scratch, partials of split reductions,
+  /// index checks and constants, now that their sizes are known.
+  void placeAreas(artifact::ArtifactT &result);
+  /// NVRTC: a cubin per architecture and PTX for the newest.
+  LogicalResult compileKernels(artifact::ArtifactT &result);
 
   func::FuncOp function;
   const TargetOptions &options;
@@ -543,6 +548,74 @@ void Lowering::placeUpdates() {
   }
 }
 
+void Lowering::placeAreas(artifact::ArtifactT &result) {
+  int64_t partialsAt = alignUp(scratchOffset + scratchBytes);
+  for (PartialUse use : partialUses)
+    operations[use.operation]->kernel->args[use.arg] = partialsAt;
+  int64_t checksAt = alignUp(partialsAt + partialBytes);
+  for (auto [k, use] : llvm::enumerate(checkUses)) {
+    int64_t offset = checksAt + 4 * static_cast<int64_t>(k);
+    operations[use.operation]->kernel->args[use.arg] = offset;
+    auto check = std::make_unique<artifact::IndexCheckT>();
+    check->offset = offset;
+    check->operation = use.operation;
+    result.checks.push_back(std::move(check));
+  }
+  int64_t constantsAt =
+      alignUp(checksAt + 4 * static_cast<int64_t>(checkUses.size()));
+  for (ConstantUse use : constantUses)
+    operations[use.operation]->kernel->args[use.arg] =
+        constantsAt + constants[use.constant].offset;
+  for (PendingConstant &constant : constants) {
+    auto entry = std::make_unique<artifact::ConstantT>();
+    entry->offset = constantsAt + constant.offset;
+    entry->data = std::move(constant.bytes);
+    result.constants.push_back(std::move(entry));
+  }
+  result.arena_bytes = constantsAt + constantBytes;
+}
+
+LogicalResult Lowering::compileKernels(artifact::ArtifactT &result) {
+  if (options.archs.empty())
+    return success();
+  // One NVRTC compilation per cubin and one for the PTX of the newest
+  // architecture, all at once: each is single-threaded.
+  std::string newest = *llvm::max_element(options.archs, [](auto &a, auto &b) {
+    return std::stoi(a.substr(3)) < std::stoi(b.substr(3));
+  });
+  size_t jobs = options.archs.size() + 1;
+  std::vector<std::optional<llvm::Expected<std::vector<uint8_t>>>> images(jobs);
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < jobs; ++i)
+    workers.emplace_back([&, i] {
+      bool ptx = i == options.archs.size();
+      images[i].emplace(compileWithNVRTC(result.source,
+                                         ptx ? newest : options.archs[i], ptx));
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  std::string errors;
+  for (size_t i = 0; i < jobs; ++i) {
+    llvm::Expected<std::vector<uint8_t>> &image = *images[i];
+    if (!image) {
+      errors += llvm::toString(image.takeError());
+      continue;
+    }
+    if (i == options.archs.size()) {
+      result.ptx.assign(image->begin(), image->end());
+      result.ptx_arch = newest;
+      continue;
+    }
+    auto entry = std::make_unique<artifact::CubinT>();
+    entry->arch = options.archs[i];
+    entry->image = std::move(*image);
+    result.cubins.push_back(std::move(entry));
+  }
+  if (!errors.empty())
+    return function.emitError() << errors;
+  return success();
+}
+
 FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
   if (!function.getBody().hasOneBlock())
     return function.emitError("the CUDA target compiles single-block functions");
@@ -557,72 +630,14 @@ FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
   result->kiln_version = kKilnVersion;
   result->model_hash = options.modelHash;
   result->options = options.optionsText;
-  int64_t partialsAt = alignUp(scratchOffset + scratchBytes);
-  for (PartialUse use : partialUses)
-    operations[use.operation]->kernel->args[use.arg] = partialsAt;
-  int64_t checksAt = alignUp(partialsAt + partialBytes);
-  for (auto [k, use] : llvm::enumerate(checkUses)) {
-    int64_t offset = checksAt + 4 * static_cast<int64_t>(k);
-    operations[use.operation]->kernel->args[use.arg] = offset;
-    auto check = std::make_unique<artifact::IndexCheckT>();
-    check->offset = offset;
-    check->operation = use.operation;
-    result->checks.push_back(std::move(check));
-  }
-  int64_t constantsAt =
-      alignUp(checksAt + 4 * static_cast<int64_t>(checkUses.size()));
-  for (ConstantUse use : constantUses)
-    operations[use.operation]->kernel->args[use.arg] =
-        constantsAt + constants[use.constant].offset;
-  for (PendingConstant &constant : constants) {
-    auto entry = std::make_unique<artifact::ConstantT>();
-    entry->offset = constantsAt + constant.offset;
-    entry->data = std::move(constant.bytes);
-    result->constants.push_back(std::move(entry));
-  }
-  result->arena_bytes = constantsAt + constantBytes;
+  placeAreas(*result);
   if (failed(describeInterface(*result)))
     return failure();
   result->kernel_names = kernelNames;
   result->source = kernelPrelude().str() + source;
   result->operations = std::move(operations);
-  if (options.archs.empty())
-    return result;
-  // One NVRTC compilation per cubin and one for the PTX of the newest
-  // architecture, all at once: each is single-threaded.
-  std::string newest = *llvm::max_element(options.archs, [](auto &a, auto &b) {
-    return std::stoi(a.substr(3)) < std::stoi(b.substr(3));
-  });
-  size_t jobs = options.archs.size() + 1;
-  std::vector<std::optional<llvm::Expected<std::vector<uint8_t>>>> images(jobs);
-  std::vector<std::thread> workers;
-  for (size_t i = 0; i < jobs; ++i)
-    workers.emplace_back([&, i] {
-      bool ptx = i == options.archs.size();
-      images[i].emplace(compileWithNVRTC(result->source,
-                                         ptx ? newest : options.archs[i], ptx));
-    });
-  for (std::thread &worker : workers)
-    worker.join();
-  std::string errors;
-  for (size_t i = 0; i < jobs; ++i) {
-    llvm::Expected<std::vector<uint8_t>> &image = *images[i];
-    if (!image) {
-      errors += llvm::toString(image.takeError());
-      continue;
-    }
-    if (i == options.archs.size()) {
-      result->ptx.assign(image->begin(), image->end());
-      result->ptx_arch = newest;
-      continue;
-    }
-    auto entry = std::make_unique<artifact::CubinT>();
-    entry->arch = options.archs[i];
-    entry->image = std::move(*image);
-    result->cubins.push_back(std::move(entry));
-  }
-  if (!errors.empty())
-    return function.emitError() << errors;
+  if (failed(compileKernels(*result)))
+    return failure();
   return result;
 }
 
