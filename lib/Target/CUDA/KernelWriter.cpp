@@ -272,7 +272,8 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
           name + "_at) {\n" + loop + "      " + name + "_value = " +
           rounded(resultType, r.finish) + ";\n      " + name +
           "_at = o;\n    }\n    return " + name + "_value;\n  };\n";
-  rowMemo |= !shared;
+  // Threads walk rows when they reuse a row's statistics.
+  rowMemo |= !shared && r.contiguous;
   return name;
 }
 
@@ -322,20 +323,47 @@ FailureOr<std::string> KernelWriter::emit(Value value, bool nested) {
   return emitStructured(*this, value, nested);
 }
 
-static bool isReduction(Value value) {
+namespace {
+/// How a value reduces: not at all, over contiguous elements (a row's
+/// trailing elements), or over strided ones (a column, across rows).
+enum class ReductionKind { None, Contiguous, Strided };
+} // namespace
+
+static ReductionKind reductionKind(Value value) {
   Operation *op = value.getDefiningOp();
-  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(op))
-    return true;
+  auto over = [](bool contiguous) {
+    return contiguous ? ReductionKind::Contiguous : ReductionKind::Strided;
+  };
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(op)) {
+    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+    int64_t rank = shapeOf(op->getOperand(0)).size();
+    return over(llvm::is_contained(axes, rank - 1));
+  }
   if (auto loss = dyn_cast<CrossEntropyOp>(op))
-    return loss.getReduction() != LossReduction::None;
+    return loss.getReduction() == LossReduction::None ? ReductionKind::None
+                                                      : ReductionKind::Strided;
   if (auto loss = dyn_cast<NllLossOp>(op))
-    return loss.getReduction() != LossReduction::None;
-  // Statistics of norms and parameter gradients of norms.
-  return isa<LayerNormOp, RmsNormOp, LayerNormGradOp, RmsNormGradOp>(op) &&
-         value != op->getResult(0);
+    return loss.getReduction() == LossReduction::None ? ReductionKind::None
+                                                      : ReductionKind::Strided;
+  if (value == op->getResult(0))
+    return ReductionKind::None;
+  // Statistics of norms reduce rows; gradients of their parameters reduce
+  // across rows.
+  if (isa<LayerNormOp, RmsNormOp>(op))
+    return ReductionKind::Contiguous;
+  if (isa<LayerNormGradOp, RmsNormGradOp>(op))
+    return ReductionKind::Strided;
+  return ReductionKind::None;
 }
 
 bool KernelWriter::atReductionGranularity(Value value) {
+  // A block per result element when its threads can share a row's
+  // contiguous elements, or when a thread per result would leave the GPU
+  // idle (a block's strided reads waste bandwidth, but hundreds of blocks
+  // still outrun a few thousand serial threads); only very many results
+  // over strided elements read coalesced with a thread each. Tiling columns
+  // across a block would serve both.
+  constexpr int64_t kFewResults = 65536;
   int64_t count = countOf(value);
   llvm::DenseSet<Value> seen;
   std::function<bool(Value)> reaches = [&](Value v) -> bool {
@@ -344,8 +372,10 @@ bool KernelWriter::atReductionGranularity(Value value) {
     Operation *op = v.getDefiningOp();
     if (!op)
       return false;
-    if (isReduction(v))
-      return countOf(v) == count;
+    ReductionKind kind = reductionKind(v);
+    if (kind != ReductionKind::None)
+      return countOf(v) == count &&
+             (kind == ReductionKind::Contiguous || count < kFewResults);
     return llvm::any_of(op->getOperands(), reaches);
   };
   return reaches(value);

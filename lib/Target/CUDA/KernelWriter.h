@@ -71,6 +71,9 @@ struct Reduction {
   int64_t extent;
   std::string term;
   std::string finish = "acc";
+  /// Whether consecutive k are neighbours in memory (a row's statistics,
+  /// which threads then reuse along the row) rather than a column's.
+  bool contiguous = true;
 };
 
 //===- The writer ---------------------------------------------------------===//

@@ -104,6 +104,7 @@ StructuredEmitter::reduction(Value input, ArrayRef<int64_t> axes,
   Reduction r{combiner, init, extent, at(input, index, true)};
   if (mean)
     r.finish = "acc / " + std::to_string(extent) + ".0";
+  r.contiguous = llvm::is_contained(axes, static_cast<int64_t>(in.size()) - 1);
   return reduces(r);
 }
 
@@ -216,8 +217,10 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
   std::string column = "k * " + num(n) + " + o";
   std::string dy = at(grad, column, true);
   bool isBias = mean && result == 2;
-  return reduces({"Sum", "0.0", rows,
-                  isBias ? dy : dy + " * " + xhatTerm + "(" + column + ")"});
+  Reduction columnSum{"Sum", "0.0", rows,
+                      isBias ? dy : dy + " * " + xhatTerm + "(" + column + ")"};
+  columnSum.contiguous = false;
+  return reduces(columnSum);
 }
 
 FailureOr<std::string> StructuredEmitter::classification(
@@ -312,7 +315,9 @@ FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
       at(mm.getLhs(), operandIndex(mm.getLhs(), mm.getTransposeLhs(), true), true);
   std::string b =
       at(mm.getRhs(), operandIndex(mm.getRhs(), mm.getTransposeRhs(), false), true);
-  return reduces({"Sum", "0.0", k, a + " * " + b});
+  Reduction product{"Sum", "0.0", k, a + " * " + b};
+  product.contiguous = false;
+  return reduces(product);
 }
 
 FailureOr<std::string> StructuredEmitter::pad(PadOp p) {
