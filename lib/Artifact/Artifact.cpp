@@ -11,13 +11,17 @@ namespace kiln::artifact {
 int64_t elementBytes(ElementType type) {
   switch (type) {
   case ElementType::F64:
-  case ElementType::I64: return 8;
+  case ElementType::I64:
+    return 8;
   case ElementType::F32:
-  case ElementType::I32: return 4;
+  case ElementType::I32:
+    return 4;
   case ElementType::F16:
   case ElementType::BF16:
-  case ElementType::I16: return 2;
-  default: return 1;
+  case ElementType::I16:
+    return 2;
+  default:
+    return 1;
   }
 }
 
@@ -38,21 +42,23 @@ public:
 
   bool run() {
     if (artifact.format_version() != kFormatVersion)
-      return fail("it is format version " +
-                  std::to_string(artifact.format_version()) + ", this kiln reads " +
-                  std::to_string(kFormatVersion) + " (kiln " +
-                  (artifact.kiln_version() ? artifact.kiln_version()->str() : "?") +
-                  " wrote it): compile the model again");
+      return fail(
+          "it is format version " + std::to_string(artifact.format_version()) +
+          ", this kiln reads " + std::to_string(kFormatVersion) + " (kiln " +
+          (artifact.kiln_version() ? artifact.kiln_version()->str() : "?") +
+          " wrote it): compile the model again");
     if (arena < 0)
       return fail("its arena size is negative");
     if (artifact.tensors())
       for (const Tensor *tensor : *artifact.tensors()) {
         int64_t count = elementCount(tensor->shape());
         if (!tensor->name() || count < 0 ||
-            !inArena(tensor->offset(), count * elementBytes(tensor->element_type())))
-          return fail("tensor '" +
-                      (tensor->name() ? tensor->name()->str() : std::string("?")) +
-                      "' lies outside the arena");
+            !inArena(tensor->offset(),
+                     count * elementBytes(tensor->element_type())))
+          return fail(
+              "tensor '" +
+              (tensor->name() ? tensor->name()->str() : std::string("?")) +
+              "' lies outside the arena");
         if (tensor->data() && tensor->data()->size() &&
             static_cast<int64_t>(tensor->data()->size()) !=
                 count * elementBytes(tensor->element_type()))
@@ -64,7 +70,8 @@ public:
         if (!constant->data() ||
             !inArena(constant->offset(), constant->data()->size()))
           return fail("a constant lies outside the arena");
-    uint32_t kernels = artifact.kernel_names() ? artifact.kernel_names()->size() : 0;
+    uint32_t kernels =
+        artifact.kernel_names() ? artifact.kernel_names()->size() : 0;
     if (artifact.operations())
       for (const Operation *operation : *artifact.operations()) {
         if (const KernelLaunch *launch = operation->kernel()) {
@@ -99,13 +106,15 @@ private:
     return false;
   }
   bool inArena(int64_t offset, int64_t bytes) const {
-    return offset >= 0 && bytes >= 0 && offset <= arena && bytes <= arena - offset;
+    return offset >= 0 && bytes >= 0 && offset <= arena &&
+           bytes <= arena - offset;
   }
   bool checkGemm(const Gemm &g) {
     if (g.batch() < 1 || g.m() < 1 || g.n() < 1 || g.k() < 1 ||
         g.stride_a() < 0 || g.stride_b() < 0 || g.stride_d() < 0)
       return fail("a GEMM has a non-positive dimension");
-    int64_t in = elementBytes(g.input_type()), out = elementBytes(g.output_type());
+    int64_t in = elementBytes(g.input_type()),
+            out = elementBytes(g.output_type());
     auto span = [&](int64_t stride, int64_t matrix) {
       return (g.batch() - 1) * stride + matrix;
     };
@@ -149,7 +158,8 @@ bool read(const std::string &path, std::vector<uint8_t> &bytes,
     error = "cannot open '" + path + "'";
     return false;
   }
-  bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  bytes.assign(std::istreambuf_iterator<char>(file),
+               std::istreambuf_iterator<char>());
   artifact = verify(bytes, error);
   if (!artifact)
     error = "'" + path + "' is refused: " + error;

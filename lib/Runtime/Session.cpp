@@ -32,15 +32,20 @@ constexpr size_t kWorkspaceBytes = 32u << 20;
 constexpr size_t kStagedBytes = 16u << 20;
 
 std::string cudaMessage(cudaError_t status) {
-  return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+  return std::string(cudaGetErrorName(status)) + ": " +
+         cudaGetErrorString(status);
 }
 
 cudaDataType_t cudaType(ElementType type) {
   switch (type) {
-  case ElementType::F64: return CUDA_R_64F;
-  case ElementType::F16: return CUDA_R_16F;
-  case ElementType::BF16: return CUDA_R_16BF;
-  default: return CUDA_R_32F;
+  case ElementType::F64:
+    return CUDA_R_64F;
+  case ElementType::F16:
+    return CUDA_R_16F;
+  case ElementType::BF16:
+    return CUDA_R_16BF;
+  default:
+    return CUDA_R_32F;
   }
 }
 
@@ -86,23 +91,37 @@ struct Session::State {
 
   ~State() {
     for (auto &[name, buffer] : staging) {
-      if (buffer.uploaded) cudaEventDestroy(buffer.uploaded);
-      if (buffer.pinned) cudaFreeHost(buffer.pinned);
+      if (buffer.uploaded)
+        cudaEventDestroy(buffer.uploaded);
+      if (buffer.pinned)
+        cudaFreeHost(buffer.pinned);
     }
-    if (replay) cudaGraphExecDestroy(replay);
-    if (graph) cudaGraphDestroy(graph);
+    if (replay)
+      cudaGraphExecDestroy(replay);
+    if (graph)
+      cudaGraphDestroy(graph);
     for (GemmPlan &g : gemms) {
-      if (g.operation) cublasLtMatmulDescDestroy(g.operation);
-      if (g.a) cublasLtMatrixLayoutDestroy(g.a);
-      if (g.b) cublasLtMatrixLayoutDestroy(g.b);
-      if (g.d) cublasLtMatrixLayoutDestroy(g.d);
+      if (g.operation)
+        cublasLtMatmulDescDestroy(g.operation);
+      if (g.a)
+        cublasLtMatrixLayoutDestroy(g.a);
+      if (g.b)
+        cublasLtMatrixLayoutDestroy(g.b);
+      if (g.d)
+        cublasLtMatrixLayoutDestroy(g.d);
     }
-    if (blas) cublasLtDestroy(blas);
-    if (workspace) cudaFree(workspace);
-    if (library) cudaLibraryUnload(library);
-    if (argumentTables) cudaFree(argumentTables);
-    if (arena) cudaFree(arena);
-    if (stream) cudaStreamDestroy(stream);
+    if (blas)
+      cublasLtDestroy(blas);
+    if (workspace)
+      cudaFree(workspace);
+    if (library)
+      cudaLibraryUnload(library);
+    if (argumentTables)
+      cudaFree(argumentTables);
+    if (arena)
+      cudaFree(arena);
+    if (stream)
+      cudaStreamDestroy(stream);
   }
 };
 
@@ -159,9 +178,11 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
-    error = "no CUDA GPU is available (" +
-            (status == cudaSuccess ? std::string("none found") : cudaMessage(status)) +
-            "); train on the CPU with --device=cpu and the model's .onnx or .mlir";
+    error =
+        "no CUDA GPU is available (" +
+        (status == cudaSuccess ? std::string("none found")
+                               : cudaMessage(status)) +
+        "); train on the CPU with --device=cpu and the model's .onnx or .mlir";
     return false;
   }
   if (options.device >= count) {
@@ -187,19 +208,24 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
 
   // The plan must fit before anything is allocated.
   size_t freeBytes = 0, totalBytes = 0;
-  if (!check(cudaMemGetInfo(&freeBytes, &totalBytes), "cannot query GPU memory"))
+  if (!check(cudaMemGetInfo(&freeBytes, &totalBytes),
+             "cannot query GPU memory"))
     return false;
   size_t operations = model->operations() ? model->operations()->size() : 0;
   size_t tableBytes = 0;
   for (size_t i = 0; i < operations; ++i)
-    if (const artifact::KernelLaunch *launch = model->operations()->Get(i)->kernel())
-      tableBytes += sizeof(void *) * (launch->args() ? launch->args()->size() : 0);
+    if (const artifact::KernelLaunch *launch =
+            model->operations()->Get(i)->kernel())
+      tableBytes +=
+          sizeof(void *) * (launch->args() ? launch->args()->size() : 0);
   size_t needed = model->arena_bytes() + tableBytes + kWorkspaceBytes;
   if (needed > freeBytes) {
-    error = "the step needs " + std::to_string(needed >> 20) + " MiB of GPU memory (arena " +
-            std::to_string(model->arena_bytes() >> 20) + " MiB) and " + description +
-            " has " + std::to_string(freeBytes >> 20) +
-            " MiB free: compile with a smaller batch (kiln-compile --max-memory)";
+    error =
+        "the step needs " + std::to_string(needed >> 20) +
+        " MiB of GPU memory (arena " +
+        std::to_string(model->arena_bytes() >> 20) + " MiB) and " +
+        description + " has " + std::to_string(freeBytes >> 20) +
+        " MiB free: compile with a smaller batch (kiln-compile --max-memory)";
     return false;
   }
   if (!check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking),
@@ -210,9 +236,10 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
       !check(cudaMemset(s.arena, options.poison ? 0xff : 0,
                         std::max<size_t>(model->arena_bytes(), 1)),
              "cannot clear the arena") ||
-      !check(cudaMalloc(&s.workspace, kWorkspaceBytes), "cannot allocate the GEMM workspace") ||
-      !check(cudaLibraryLoadData(&s.library, image, nullptr, nullptr, 0, nullptr,
-                                 nullptr, 0),
+      !check(cudaMalloc(&s.workspace, kWorkspaceBytes),
+             "cannot allocate the GEMM workspace") ||
+      !check(cudaLibraryLoadData(&s.library, image, nullptr, nullptr, 0,
+                                 nullptr, nullptr, 0),
              "cannot load the kernels"))
     return false;
   for (const auto *name : *model->kernel_names()) {
@@ -228,7 +255,8 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
   std::vector<size_t> starts;
   for (size_t i = 0; i < operations; ++i) {
     starts.push_back(host.size());
-    if (const artifact::KernelLaunch *launch = model->operations()->Get(i)->kernel())
+    if (const artifact::KernelLaunch *launch =
+            model->operations()->Get(i)->kernel())
       if (launch->args())
         for (int64_t offset : *launch->args())
           host.push_back(s.arena + offset);
@@ -237,8 +265,8 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     if (!check(cudaMalloc(reinterpret_cast<void **>(&s.argumentTables),
                           host.size() * sizeof(void *)),
                "cannot allocate argument tables") ||
-        !check(cudaMemcpy(s.argumentTables, host.data(), host.size() * sizeof(void *),
-                          cudaMemcpyHostToDevice),
+        !check(cudaMemcpy(s.argumentTables, host.data(),
+                          host.size() * sizeof(void *), cudaMemcpyHostToDevice),
                "cannot upload argument tables"))
       return false;
   }
@@ -248,7 +276,8 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
   // cuBLASLt: descriptors from the artifact, an algorithm per GEMM.
   cublasStatus_t blasStatus = cublasLtCreate(&s.blas);
   if (blasStatus != CUBLAS_STATUS_SUCCESS) {
-    error = std::string("cannot start cuBLASLt: ") + cublasLtGetStatusString(blasStatus);
+    error = std::string("cannot start cuBLASLt: ") +
+            cublasLtGetStatusString(blasStatus);
     return false;
   }
   for (size_t i = 0; i < operations; ++i) {
@@ -262,72 +291,91 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     cudaDataType_t scale = f64 ? CUDA_R_64F : CUDA_R_32F;
     cublasOperation_t opB = g->transpose_b() ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opA = g->transpose_a() ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cudaDataType_t in = cudaType(g->input_type()), out = cudaType(g->output_type());
+    cudaDataType_t in = cudaType(g->input_type()),
+                   out = cudaType(g->output_type());
     // Column-major views: B^T is n x k, A^T is k x m, D^T is n x m.
-    uint64_t bRows = g->transpose_b() ? g->k() : g->n(), bCols = g->transpose_b() ? g->n() : g->k();
-    uint64_t aRows = g->transpose_a() ? g->m() : g->k(), aCols = g->transpose_a() ? g->k() : g->m();
-    bool ok = cublasLtMatmulDescCreate(&plan.operation, compute, scale) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &opB,
-                                             sizeof(opB)) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &opA,
-                                             sizeof(opA)) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&plan.a, in, bRows, bCols, bRows) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&plan.b, in, aRows, aCols, aRows) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&plan.d, out, g->n(), g->m(), g->n()) == CUBLAS_STATUS_SUCCESS;
+    uint64_t bRows = g->transpose_b() ? g->k() : g->n(),
+             bCols = g->transpose_b() ? g->n() : g->k();
+    uint64_t aRows = g->transpose_a() ? g->m() : g->k(),
+             aCols = g->transpose_a() ? g->k() : g->m();
+    bool ok =
+        cublasLtMatmulDescCreate(&plan.operation, compute, scale) ==
+            CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulDescSetAttribute(plan.operation,
+                                       CUBLASLT_MATMUL_DESC_TRANSA, &opB,
+                                       sizeof(opB)) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulDescSetAttribute(plan.operation,
+                                       CUBLASLT_MATMUL_DESC_TRANSB, &opA,
+                                       sizeof(opA)) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatrixLayoutCreate(&plan.a, in, bRows, bCols, bRows) ==
+            CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatrixLayoutCreate(&plan.b, in, aRows, aCols, aRows) ==
+            CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatrixLayoutCreate(&plan.d, out, g->n(), g->m(), g->n()) ==
+            CUBLAS_STATUS_SUCCESS;
     if (ok && g->batch() > 1) {
       int32_t batch = static_cast<int32_t>(g->batch());
-      int64_t strideB = g->stride_b(), strideA = g->stride_a(), strideD = g->stride_d();
-      for (auto [layout, stride] : {std::pair{plan.a, strideB}, std::pair{plan.b, strideA},
-                                    std::pair{plan.d, strideD}})
+      int64_t strideB = g->stride_b(), strideA = g->stride_a(),
+              strideD = g->stride_d();
+      for (auto [layout, stride] :
+           {std::pair{plan.a, strideB}, std::pair{plan.b, strideA},
+            std::pair{plan.d, strideD}})
         ok = ok &&
-             cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
-                                              sizeof(batch)) == CUBLAS_STATUS_SUCCESS &&
-             cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                              &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
+             cublasLtMatrixLayoutSetAttribute(
+                 layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                 sizeof(batch)) == CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatrixLayoutSetAttribute(
+                 layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                 sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
     }
     if (ok && g->epilogue() == artifact::Epilogue::DGelu) {
       cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DGELU;
       const void *aux = s.arena + g->aux();
       int64_t leading = g->n(), stride = g->stride_d();
-      ok = cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                          &epilogue, sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                          &aux, sizeof(aux)) == CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
-                                          &leading, sizeof(leading)) == CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatmulDescSetAttribute(plan.operation,
-                                          CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
-                                          &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
+      ok = cublasLtMatmulDescSetAttribute(
+               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(
+               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+               sizeof(aux)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(
+               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &leading,
+               sizeof(leading)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(
+               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+               &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
     }
     if (ok && g->epilogue() == artifact::Epilogue::Bias) {
       cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
       const void *bias = s.arena + g->bias();
-      ok = cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                          &epilogue, sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                          &bias, sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
+      ok = cublasLtMatmulDescSetAttribute(
+               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulDescSetAttribute(
+               plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+               sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
     }
     cublasLtMatmulPreference_t preference = nullptr;
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
     size_t workspace = kWorkspaceBytes;
-    ok = ok && cublasLtMatmulPreferenceCreate(&preference) == CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatmulPreferenceSetAttribute(preference,
-                                              CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                              &workspace, sizeof(workspace)) ==
-             CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatmulAlgoGetHeuristic(s.blas, plan.operation, plan.a, plan.b, plan.d,
-                                        plan.d, preference, 1, &heuristic, &found) ==
-             CUBLAS_STATUS_SUCCESS &&
+    ok = ok &&
+         cublasLtMatmulPreferenceCreate(&preference) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulPreferenceSetAttribute(
+             preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+             sizeof(workspace)) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoGetHeuristic(
+             s.blas, plan.operation, plan.a, plan.b, plan.d, plan.d, preference,
+             1, &heuristic, &found) == CUBLAS_STATUS_SUCCESS &&
          found > 0;
     if (preference)
       cublasLtMatmulPreferenceDestroy(preference);
     plan.algorithm = heuristic.algo;
     s.gemms.push_back(plan);
     if (!ok) {
-      error = "cuBLASLt has no algorithm for GEMM " + std::to_string(s.gemms.size()) +
-              " (" + std::to_string(g->m()) + "x" + std::to_string(g->n()) + "x" +
-              std::to_string(g->k()) + ")";
+      error = "cuBLASLt has no algorithm for GEMM " +
+              std::to_string(s.gemms.size()) + " (" + std::to_string(g->m()) +
+              "x" + std::to_string(g->n()) + "x" + std::to_string(g->k()) + ")";
       return false;
     }
   }
@@ -335,13 +383,15 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
   // Index checks start clear, whatever the arena was filled with.
   if (model->checks())
     for (const artifact::IndexCheck *c : *model->checks())
-      if (!check(cudaMemset(s.arena + c->offset(), 0, 4), "cannot clear index checks"))
+      if (!check(cudaMemset(s.arena + c->offset(), 0, 4),
+                 "cannot clear index checks"))
         return false;
   // Constants, then parameters and state.
   if (model->constants())
     for (const artifact::Constant *constant : *model->constants())
-      if (!check(cudaMemcpy(s.arena + constant->offset(), constant->data()->data(),
-                            constant->data()->size(), cudaMemcpyHostToDevice),
+      if (!check(cudaMemcpy(s.arena + constant->offset(),
+                            constant->data()->data(), constant->data()->size(),
+                            cudaMemcpyHostToDevice),
                  "cannot upload constants"))
         return false;
   std::mt19937_64 generator(options.seed);
@@ -349,7 +399,8 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     int64_t count = artifact::elementCount(t->shape());
     int64_t width = artifact::elementBytes(t->element_type());
     std::vector<uint8_t> value(count * width, 0);
-    if (t->role() == artifact::Role::Parameter && t->data() && t->data()->size()) {
+    if (t->role() == artifact::Role::Parameter && t->data() &&
+        t->data()->size()) {
       std::memcpy(value.data(), t->data()->data(), value.size());
     } else if (t->role() == artifact::Role::Parameter ||
                t->role() == artifact::Role::State) {
@@ -368,7 +419,8 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
         logicalCount *= size;
       for (int64_t i = 0; i < logicalCount; ++i) {
         int64_t stored = 0, rest = i;
-        for (int64_t d = static_cast<int64_t>(logical.size()) - 1, stride = 1; d >= 0; --d) {
+        for (int64_t d = static_cast<int64_t>(logical.size()) - 1, stride = 1;
+             d >= 0; --d) {
           stored += (rest % logical[d]) * stride;
           rest /= logical[d];
           stride *= t->shape()->Get(d);
@@ -402,10 +454,11 @@ bool Session::enqueueOperations(std::string &error) {
       void *table = s.tables[i];
       void *arguments[] = {&table};
       cudaError_t status = cudaLaunchKernel(
-          reinterpret_cast<const void *>(s.kernels[launch->kernel()]), dim3(launch->grid()),
-          dim3(launch->block()), arguments, 0, s.stream);
+          reinterpret_cast<const void *>(s.kernels[launch->kernel()]),
+          dim3(launch->grid()), dim3(launch->block()), arguments, 0, s.stream);
       if (status != cudaSuccess) {
-        error = "cannot launch " + operation->origin()->str() + ": " + cudaMessage(status);
+        error = "cannot launch " + operation->origin()->str() + ": " +
+                cudaMessage(status);
         return false;
       }
       continue;
@@ -465,10 +518,11 @@ const artifact::Tensor *Session::sized(const std::string &name, size_t size,
     error = "the artifact has no tensor '" + name + "'";
     return nullptr;
   }
-  size_t expected = artifact::elementCount(t->shape()) * artifact::elementBytes(t->element_type());
+  size_t expected = artifact::elementCount(t->shape()) *
+                    artifact::elementBytes(t->element_type());
   if (size != expected) {
-    error = "tensor '" + name + "' holds " + std::to_string(expected) + " bytes, not " +
-            std::to_string(size);
+    error = "tensor '" + name + "' holds " + std::to_string(expected) +
+            " bytes, not " + std::to_string(size);
     return nullptr;
   }
   return t;
@@ -490,7 +544,8 @@ bool Session::write(const std::string &name, const void *data, size_t size,
     if (!buffer.pinned) {
       status = cudaMallocHost(&buffer.pinned, std::max<size_t>(size, 1));
       if (status == cudaSuccess)
-        status = cudaEventCreateWithFlags(&buffer.uploaded, cudaEventDisableTiming);
+        status =
+            cudaEventCreateWithFlags(&buffer.uploaded, cudaEventDisableTiming);
     } else {
       status = cudaEventSynchronize(buffer.uploaded);
     }
@@ -504,7 +559,8 @@ bool Session::write(const std::string &name, const void *data, size_t size,
   } else {
     status = cudaStreamSynchronize(s.stream);
     if (status == cudaSuccess)
-      status = cudaMemcpy(s.arena + t->offset(), data, size, cudaMemcpyHostToDevice);
+      status =
+          cudaMemcpy(s.arena + t->offset(), data, size, cudaMemcpyHostToDevice);
   }
   if (status != cudaSuccess) {
     error = "cannot write '" + name + "': " + cudaMessage(status);
@@ -547,8 +603,8 @@ bool Session::read(const std::string &name, void *data, size_t size,
   if (status == cudaSuccess && !checkIndices(error))
     return false;
   if (status != cudaSuccess) {
-    error = "cannot read '" + name + "' (a kernel of the step may have failed): " +
-            cudaMessage(status);
+    error = "cannot read '" + name +
+            "' (a kernel of the step may have failed): " + cudaMessage(status);
     return false;
   }
   return true;

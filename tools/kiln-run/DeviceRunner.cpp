@@ -14,8 +14,8 @@
 #include "Training.h"
 
 #include "kiln/Runtime/Session.h"
-#include "kiln/TensorIO/TensorFiles.h"
 #include "kiln/Target/ArtifactTensors.h"
+#include "kiln/TensorIO/TensorFiles.h"
 #include "kiln/Training/Checkpoint.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -50,7 +50,9 @@ public:
     if (!t)
       return deviceError("the artifact has no tensor '" + name + "'");
     std::vector<int64_t> shape = shapeOf(t->shape());
-    Tensor stored = value.getShape() == ArrayRef<int64_t>(shape) ? value : value.resized(shape);
+    Tensor stored = value.getShape() == ArrayRef<int64_t>(shape)
+                        ? value
+                        : value.resized(shape);
     std::vector<uint8_t> bytes = encodeTensor(stored, t->element_type());
     std::string error;
     if (!session.write(name, bytes.data(), bytes.size(), error))
@@ -85,7 +87,8 @@ public:
     for (const artifact::Tensor *t : *session.artifact().tensors()) {
       std::string name = t->name()->str();
       if (t->role() == artifact::Role::Input && name != "lr" && name != "step")
-        specs.push_back({name, dtypeOf(t->element_type()), shapeOf(t->shape())});
+        specs.push_back(
+            {name, dtypeOf(t->element_type()), shapeOf(t->shape())});
       if (t->role() == artifact::Role::Parameter)
         parameters.push_back(name);
       if (t->role() == artifact::Role::State)
@@ -94,7 +97,9 @@ public:
   }
 
   const std::vector<InputSpec> &inputs() const override { return specs; }
-  int64_t vocabulary() const override { return session.artifact().vocabulary(); }
+  int64_t vocabulary() const override {
+    return session.artifact().vocabulary();
+  }
 
   Expected<std::optional<StepReport>> step(ArrayRef<Tensor> batch,
                                            bool report) override {
@@ -132,13 +137,13 @@ public:
       result.lossScale = scale->getAsDouble(0);
       result.skipped = !std::isfinite(result.gradNorm);
     }
-    if (!std::isfinite(result.loss) || (!scaled && !std::isfinite(result.gradNorm)))
-      return deviceError(formatv("step {0}: the {1} is {2} (on the GPU the "
-                                 "update of this step is already applied)",
-                                 number,
-                                 std::isfinite(result.loss) ? "gradient norm" : "loss",
-                                 std::isfinite(result.loss) ? result.gradNorm
-                                                            : result.loss));
+    if (!std::isfinite(result.loss) ||
+        (!scaled && !std::isfinite(result.gradNorm)))
+      return deviceError(
+          formatv("step {0}: the {1} is {2} (on the GPU the "
+                  "update of this step is already applied)",
+                  number, std::isfinite(result.loss) ? "gradient norm" : "loss",
+                  std::isfinite(result.loss) ? result.gradNorm : result.loss));
     return std::optional<StepReport>(result);
   }
 
@@ -198,16 +203,17 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
   runtime::SessionOptions options;
   options.seed = spec->seed;
   std::string error;
-  std::unique_ptr<runtime::Session> session = runtime::Session::load(path.str(), options, error);
+  std::unique_ptr<runtime::Session> session =
+      runtime::Session::load(path.str(), options, error);
   if (!session)
     return fail(error);
   if (train) {
     spec->totalSteps = trainingSteps();
     DeviceRunner runner(*session, *spec);
-    CheckpointIdentity identity{
-        digest(session->artifact().model_hash()->str() + "|" +
-               session->artifact().options()->str()),
-        digest(trainingSpecIdentity())};
+    CheckpointIdentity identity{digest(session->artifact().model_hash()->str() +
+                                       "|" +
+                                       session->artifact().options()->str()),
+                                digest(trainingSpecIdentity())};
     return runTrainingLoop(runner, path, identity, inputs, /*microBatches=*/1,
                            /*reportEvery=*/10);
   }
@@ -218,11 +224,13 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
       continue;
     auto it = inputs.find(t->name()->str());
     if (it == inputs.end())
-      return fail("input '" + t->name()->str() + "' is missing; give it with --input " +
-                  t->name()->str() + "=FILE");
+      return fail("input '" + t->name()->str() +
+                  "' is missing; give it with --input " + t->name()->str() +
+                  "=FILE");
     if (it->second.getDType() != dtypeOf(t->element_type()) ||
         it->second.getShape() != ArrayRef<int64_t>(shapeOf(t->shape())))
-      return fail("input '" + t->name()->str() + "' has another type or shape "
+      return fail("input '" + t->name()->str() +
+                  "' has another type or shape "
                   "than the artifact's");
     if (Error e = tensors.write(t->name()->str(), it->second))
       return fail(toString(std::move(e)));

@@ -1,4 +1,5 @@
-//===- DeviceRunner.h - kiln-run on a compiled artifact ----------*- C++ -*-===//
+//===- DeviceRunner.h - kiln-run on a compiled artifact ----------*- C++
+//-*-===//
 
 #ifndef KILN_TOOLS_KILN_RUN_DEVICERUNNER_H
 #define KILN_TOOLS_KILN_RUN_DEVICERUNNER_H
@@ -14,9 +15,10 @@ namespace kiln {
 /// training options) or runs its function once on `inputs`, passing each
 /// output to `print` and writing it to `outputDirectory` when given.
 /// Returns the exit code.
-int runArtifact(llvm::StringRef path, const llvm::StringMap<Tensor> &inputs,
-                bool train, llvm::StringRef outputDirectory,
-                llvm::function_ref<void(llvm::StringRef, const Tensor &)> print);
+int runArtifact(
+    llvm::StringRef path, const llvm::StringMap<Tensor> &inputs, bool train,
+    llvm::StringRef outputDirectory,
+    llvm::function_ref<void(llvm::StringRef, const Tensor &)> print);
 
 } // namespace kiln
 

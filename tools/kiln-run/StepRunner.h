@@ -1,4 +1,5 @@
-//===- StepRunner.h - one training loop, two executors -----------*- C++ -*-===//
+//===- StepRunner.h - one training loop, two executors -----------*- C++
+//-*-===//
 //
 // kiln-run trains with the same loop, options, progress line, JSON log and
 // checkpoints on the reference interpreter (a model's .onnx or .mlir) and
@@ -45,7 +46,8 @@ public:
   virtual llvm::Expected<CheckpointContents> contents() = 0;
   virtual llvm::Error restore(const CheckpointContents &contents) = 0;
   /// d(loss)/d(parameter) on `batch` (--save-gradients).
-  virtual llvm::Expected<NamedTensors> gradients(llvm::ArrayRef<Tensor> batch) = 0;
+  virtual llvm::Expected<NamedTensors>
+  gradients(llvm::ArrayRef<Tensor> batch) = 0;
   /// Whether --export-onnx can rewrite the model's initializers.
   virtual bool hasOnnxModel() const = 0;
 };

@@ -47,7 +47,8 @@ ArtifactT sample() {
 std::vector<uint8_t> pack(const ArtifactT &a) {
   flatbuffers::FlatBufferBuilder builder;
   builder.Finish(Artifact::Pack(builder, &a), ArtifactIdentifier());
-  return {builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize()};
+  return {builder.GetBufferPointer(),
+          builder.GetBufferPointer() + builder.GetSize()};
 }
 
 TEST(ArtifactTest, AcceptsAValidArtifact) {
@@ -58,10 +59,12 @@ TEST(ArtifactTest, AcceptsAValidArtifact) {
 TEST(ArtifactTest, RefusesTruncatedAndForeignFiles) {
   std::vector<uint8_t> bytes = pack(sample());
   std::string error;
-  std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + bytes.size() / 2);
+  std::vector<uint8_t> truncated(bytes.begin(),
+                                 bytes.begin() + bytes.size() / 2);
   EXPECT_EQ(verify(truncated, error), nullptr);
   EXPECT_NE(error.find("truncated or corrupted"), std::string::npos) << error;
-  std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'};
+  std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', ' ',
+                               'w', 'o', 'r', 'l', 'd'};
   EXPECT_EQ(verify(text, error), nullptr);
   EXPECT_NE(error.find("not a kiln artifact"), std::string::npos) << error;
 }

@@ -45,8 +45,8 @@ CudaEmulation::~CudaEmulation() {
     llvm::sys::fs::remove_directories(directory);
 }
 
-std::unique_ptr<CudaEmulation> CudaEmulation::create(const artifact::ArtifactT &artifact,
-                                                     std::string &error) {
+std::unique_ptr<CudaEmulation>
+CudaEmulation::create(const artifact::ArtifactT &artifact, std::string &error) {
   std::unique_ptr<CudaEmulation> emulation(new CudaEmulation(artifact));
   llvm::SmallString<128> directory;
   if (llvm::sys::fs::createUniqueDirectory("kiln-emulation", directory)) {
@@ -66,10 +66,11 @@ std::unique_ptr<CudaEmulation> CudaEmulation::create(const artifact::ArtifactT &
     error = "no host C++ compiler (c++) on PATH";
     return nullptr;
   }
-  llvm::StringRef args[] = {*compiler, "-std=c++17", "-O1", "-shared", "-fPIC",
-                            "-w", "-o", object, source};
+  llvm::StringRef args[] = {*compiler, "-std=c++17", "-O1",  "-shared", "-fPIC",
+                            "-w",      "-o",         object, source};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
-  if (llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, redirects) != 0) {
+  if (llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, redirects) !=
+      0) {
     std::ifstream file(log);
     std::stringstream text;
     text << file.rdbuf();
@@ -81,34 +82,38 @@ std::unique_ptr<CudaEmulation> CudaEmulation::create(const artifact::ArtifactT &
     error = dlerror();
     return nullptr;
   }
-  emulation->configure = reinterpret_cast<void (*)(unsigned, unsigned, unsigned)>(
-      dlsym(emulation->library, "kiln_emulation_configure"));
+  emulation->configure =
+      reinterpret_cast<void (*)(unsigned, unsigned, unsigned)>(
+          dlsym(emulation->library, "kiln_emulation_configure"));
   for (const std::string &name : artifact.kernel_names) {
     void *kernel = dlsym(emulation->library, name.c_str());
     if (!kernel) {
       error = "kernel " + name + " is missing";
       return nullptr;
     }
-    emulation->kernels.push_back(reinterpret_cast<void (*)(void *const *)>(kernel));
+    emulation->kernels.push_back(
+        reinterpret_cast<void (*)(void *const *)>(kernel));
   }
   emulation->arena.assign(artifact.arena_bytes, 0xff);
   for (const auto &check : artifact.checks)
     std::memset(emulation->arena.data() + check->offset, 0, 4);
   for (const auto &constant : artifact.constants)
-    std::memcpy(emulation->arena.data() + constant->offset, constant->data.data(),
-                constant->data.size());
+    std::memcpy(emulation->arena.data() + constant->offset,
+                constant->data.data(), constant->data.size());
   return emulation;
 }
 
 bool CudaEmulation::has(const std::string &name) const {
-  return llvm::any_of(artifact.tensors, [&](auto &t) { return t->name == name; });
+  return llvm::any_of(artifact.tensors,
+                      [&](auto &t) { return t->name == name; });
 }
 
 const artifact::TensorT &CudaEmulation::tensor(const std::string &name) const {
   for (const auto &t : artifact.tensors)
     if (t->name == name)
       return *t;
-  llvm::report_fatal_error(llvm::Twine("no tensor ") + name + " in the artifact");
+  llvm::report_fatal_error(llvm::Twine("no tensor ") + name +
+                           " in the artifact");
 }
 
 void CudaEmulation::write(const std::string &name, const Tensor &value) {
@@ -130,8 +135,10 @@ static Tensor slice(const std::vector<uint8_t> &arena, int64_t offset,
 
 /// The derivative of the tanh GELU, as kiln.gelu_grad defines it.
 static double geluTanhDerivative(double x) {
-  double k = 0.7978845608028654, c = 0.044715, t = std::tanh(k * (x + c * x * x * x));
-  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x * x);
+  double k = 0.7978845608028654, c = 0.044715,
+         t = std::tanh(k * (x + c * x * x * x));
+  return 0.5 * (1.0 + t) +
+         0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x * x);
 }
 
 void CudaEmulation::gemm(const artifact::GemmT &g) {
@@ -144,16 +151,19 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
   Tensor bias = g.epilogue == artifact::Epilogue::Bias
                     ? slice(arena, g.bias, g.output_type, g.n)
                     : Tensor();
-  Tensor aux = g.epilogue == artifact::Epilogue::DGelu
-                   ? slice(arena, g.aux, g.output_type, span(g.stride_d, g.m * g.n))
-                   : Tensor();
+  Tensor aux =
+      g.epilogue == artifact::Epilogue::DGelu
+          ? slice(arena, g.aux, g.output_type, span(g.stride_d, g.m * g.n))
+          : Tensor();
   for (int64_t batch = 0; batch < g.batch; ++batch)
     for (int64_t m = 0; m < g.m; ++m)
       for (int64_t n = 0; n < g.n; ++n) {
         double acc = 0.0;
         for (int64_t k = 0; k < g.k; ++k)
-          acc += a.floats()[batch * g.stride_a + (g.transpose_a ? k * g.m + m : m * g.k + k)] *
-                 b.floats()[batch * g.stride_b + (g.transpose_b ? n * g.k + k : k * g.n + n)];
+          acc += a.floats()[batch * g.stride_a +
+                            (g.transpose_a ? k * g.m + m : m * g.k + k)] *
+                 b.floats()[batch * g.stride_b +
+                            (g.transpose_b ? n * g.k + k : k * g.n + n)];
         // As the interpreter rounds: the product to the output type, then
         // the epilogue's result.
         int64_t at = batch * g.stride_d + m * g.n + n;
@@ -161,7 +171,8 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
         if (g.epilogue == artifact::Epilogue::Bias)
           d.setFromDouble(at, d.floats()[at] + bias.floats()[n]);
         if (g.epilogue == artifact::Epilogue::DGelu)
-          d.setFromDouble(at, d.floats()[at] * geluTanhDerivative(aux.floats()[at]));
+          d.setFromDouble(at, d.floats()[at] *
+                                  geluTanhDerivative(aux.floats()[at]));
       }
   std::vector<uint8_t> bytes = encodeTensor(d, g.output_type);
   // Only the matrices: a batch stride may leave gaps that hold other values.

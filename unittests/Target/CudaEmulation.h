@@ -24,8 +24,8 @@ class CudaEmulation : public Executor {
 public:
   /// Compiles the artifact's kernels with the host compiler; on failure
   /// `error` holds the compiler's output.
-  static std::unique_ptr<CudaEmulation> create(const artifact::ArtifactT &artifact,
-                                               std::string &error);
+  static std::unique_ptr<CudaEmulation>
+  create(const artifact::ArtifactT &artifact, std::string &error);
   ~CudaEmulation() override;
 
   bool has(const std::string &name) const override;

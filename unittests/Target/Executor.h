@@ -1,4 +1,5 @@
-//===- Executor.h - where the CUDA target's tests run an artifact -*- C++ -*-===//
+//===- Executor.h - where the CUDA target's tests run an artifact -*- C++
+//-*-===//
 //
 // The same tests run an artifact in the CPU emulation (kiln-target-tests,
 // in CI) and on a GPU through the runtime (kiln-gpu-tests, ctest label

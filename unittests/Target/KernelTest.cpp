@@ -89,7 +89,8 @@ TEST_P(KernelTest, MatchesInterpreter) {
     ASSERT_EQ(got.getNumElements(), want.getNumElements());
     for (int64_t e = 0; e < want.getNumElements(); ++e) {
       if (!want.isFloat()) {
-        ASSERT_EQ(got.ints()[e], want.ints()[e]) << "result " << i << " at " << e;
+        ASSERT_EQ(got.ints()[e], want.ints()[e])
+            << "result " << i << " at " << e;
         continue;
       }
       double x = got.floats()[e], y = want.floats()[e];
@@ -116,7 +117,8 @@ TEST(IndexCheckTest, OutOfRangeIndicesAreReported) {
       %l = kiln.cross_entropy %x, %y reduction = mean {ignore_index = -100 : i64}
           : (tensor<3x5xf32>, tensor<3xi64>) -> tensor<f32> loc("loss")
       return %g, %l : tensor<3x4xf32>, tensor<f32>
-    })", &context);
+    })",
+                                                        &context);
   ASSERT_TRUE(module);
   auto function = *module->getOps<mlir::func::FuncOp>().begin();
   cuda::TargetOptions options;
@@ -322,7 +324,8 @@ const KernelCase kCases[] = {
         %z = kiln.matmul %d, %e {transpose_lhs, accumulate = f32}
             : (tensor<2x3x6x5xbf16>, tensor<2x3x6x4xbf16>) -> tensor<2x3x5x4xf32>
         return %x, %y, %z : tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x4xf32>
-      })", true},
+      })",
+     true},
     {"GemmEpilogues", R"(
       func.func @main(%x: tensor<6x4xbf16>, %w: tensor<4x8xbf16>, %b: tensor<8xf32>,
                       %g: tensor<6x4xf32>, %u: tensor<8x4xf32>, %a: tensor<2x3x8xf32>)
@@ -356,7 +359,8 @@ const KernelCase kCases[] = {
           kiln.yield %t : tensor<6x8xf32>
         }
         return %f#0, %f#1, %d, %e : tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>, tensor<6x8xf32>
-      })", true},
+      })",
+     true},
     {"AttentionCausalGroupedDropout", R"(
       func.func @main(%q: tensor<2x4x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: tensor<2x2x7x6xf32>,
                       %o: tensor<i64>, %g: tensor<2x4x5x6xf32>)
@@ -407,6 +411,8 @@ func.func @main(%q: tensor<2x4x32x16xf32>, %k: tensor<2x4x32x16xf32>, %v: tensor
 };
 
 INSTANTIATE_TEST_SUITE_P(Ops, KernelTest, ::testing::ValuesIn(kCases),
-                         [](const auto &info) { return std::string(info.param.name); });
+                         [](const auto &info) {
+                           return std::string(info.param.name);
+                         });
 
 } // namespace

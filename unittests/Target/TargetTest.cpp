@@ -47,9 +47,9 @@ protected:
 
   /// One training step of `model` on `inputs`, on the interpreter and in
   /// the emulated artifact; expects every result within `tolerance`.
-  void compareStep(const std::string &model, const std::vector<std::string> &inputs,
-                   Precision precision, double tolerance,
-                   const ImportOptions &import = {}) {
+  void compareStep(const std::string &model,
+                   const std::vector<std::string> &inputs, Precision precision,
+                   double tolerance, const ImportOptions &import = {}) {
     llvm::SourceMgr sources;
     module = loadModel(model, &context, import, sources);
     ASSERT_TRUE(module);
@@ -87,7 +87,8 @@ protected:
     for (unsigned i = 0; i < step.getNumArguments(); ++i)
       if (!step.getArgAttr(i, "kiln.state_of"))
         executor->write(
-            step.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name").str(), arguments[i]);
+            step.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name").str(),
+            arguments[i]);
     for (auto &[name, value] : (*trainer)->state())
       executor->write(name, value);
     for (auto &entry : (*trainer)->parameters())
@@ -104,7 +105,8 @@ protected:
     if (!exactGemms)
       tolerance = std::max(tolerance, 1e-4);
     EXPECT_LE(relativeError(executor->read("loss"), (*expected)[0]), tolerance);
-    EXPECT_LE(relativeError(executor->read("grad_norm"), (*expected)[1]), tolerance);
+    EXPECT_LE(relativeError(executor->read("grad_norm"), (*expected)[1]),
+              tolerance);
     // Adam's first update is lr * g / (|g| + eps): wherever the exact
     // gradient is 0 (a key bias, to which softmax is invariant), the computed
     // one is rounding noise and its update lr * sign(noise). Updated
@@ -115,7 +117,8 @@ protected:
     size_t stateStart = 2 + (*trainer)->trainedParameters().size();
     auto firstMoment = [&](const std::string &name) -> const Tensor & {
       NamedTensors &state = (*trainer)->state();
-      auto it = llvm::find_if(state, [&](auto &e) { return e.first == name + ".exp_avg"; });
+      auto it = llvm::find_if(
+          state, [&](auto &e) { return e.first == name + ".exp_avg"; });
       EXPECT_NE(it, state.end()) << "these steps use AdamW";
       return (*expected)[stateStart + (it - state.begin())];
     };
@@ -132,7 +135,8 @@ protected:
               << name << " at " << i;
     }
     for (auto &[name, value] : (*trainer)->state())
-      EXPECT_LE(relativeError(executor->read(name), (*expected)[next++]), tolerance)
+      EXPECT_LE(relativeError(executor->read(name), (*expected)[next++]),
+                tolerance)
           << name;
   }
 
@@ -182,15 +186,18 @@ class FixtureTargetTest : public TargetTest,
 TEST_P(FixtureTargetTest, StepMatchesInterpreter) {
   std::string file = std::string(KILN_FIXTURES_DIR) + "/hf/" + GetParam();
   std::string directory = file.substr(0, file.rfind('/'));
-  compareStep(file, {directory + "/ref/input_ids.pb", directory + "/ref/labels.pb"},
+  compareStep(file,
+              {directory + "/ref/input_ids.pb", directory + "/ref/labels.pb"},
               Precision::FP32, 2e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, FixtureTargetTest,
-    ::testing::Values("gpt2_tiny/model.onnx", "gpt2_tiny/model.dynamo.onnx",
-                      "gpt2_tiny_sdpa/model.onnx", "gpt2_tiny_sdpa/model.dynamo.onnx",
-                      "bert_tiny_cls/model.onnx", "bert_tiny_cls/model.dynamo.onnx"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTargetTest,
+                         ::testing::Values("gpt2_tiny/model.onnx",
+                                           "gpt2_tiny/model.dynamo.onnx",
+                                           "gpt2_tiny_sdpa/model.onnx",
+                                           "gpt2_tiny_sdpa/model.dynamo.onnx",
+                                           "bert_tiny_cls/model.onnx",
+                                           "bert_tiny_cls/model.dynamo.onnx"));
 #endif
 
 } // namespace

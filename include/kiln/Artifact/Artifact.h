@@ -1,4 +1,5 @@
-//===- Artifact.h - the compiled step on disk --------------------*- C++ -*-===//
+//===- Artifact.h - the compiled step on disk --------------------*- C++
+//-*-===//
 //
 // Reading, verifying and writing `.kiln` artifacts. Shared by the compiler
 // and the runtime, so it depends on nothing but FlatBuffers and the C++

@@ -1,4 +1,5 @@
-//===- Session.h - a compiled step on one GPU --------------------*- C++ -*-===//
+//===- Session.h - a compiled step on one GPU --------------------*- C++
+//-*-===//
 //
 // The runtime: loads a verified `.kiln` artifact, allocates its arena once,
 // initializes parameters and optimizer state, and runs steps as replays of

@@ -1,4 +1,5 @@
-//===- ArtifactTensors.h - host tensors in an artifact's storage -*- C++ -*-===//
+//===- ArtifactTensors.h - host tensors in an artifact's storage -*- C++
+//-*-===//
 //
 // Converts between the interpreter's Tensor and the bytes an artifact's
 // arena holds: constants and initial values when compiling, inputs and
@@ -19,7 +20,8 @@ namespace kiln {
 DType dtypeOf(artifact::ElementType type);
 
 /// `tensor`'s elements as `type` stores them (floats rounded to nearest).
-std::vector<uint8_t> encodeTensor(const Tensor &tensor, artifact::ElementType type);
+std::vector<uint8_t> encodeTensor(const Tensor &tensor,
+                                  artifact::ElementType type);
 
 /// The tensor of `shape` that `bytes` hold as `type`.
 Tensor decodeTensor(const uint8_t *bytes, artifact::ElementType type,

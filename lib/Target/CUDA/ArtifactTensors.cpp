@@ -10,31 +10,49 @@ using artifact::ElementType;
 
 DType dtypeOf(ElementType type) {
   switch (type) {
-  case ElementType::F32: return DType::F32;
-  case ElementType::F64: return DType::F64;
-  case ElementType::F16: return DType::F16;
-  case ElementType::BF16: return DType::BF16;
-  case ElementType::I64: return DType::I64;
-  case ElementType::I32: return DType::I32;
-  case ElementType::I16: return DType::I16;
-  case ElementType::I8: return DType::I8;
-  case ElementType::U8: return DType::U8;
-  case ElementType::Bool: return DType::Bool;
+  case ElementType::F32:
+    return DType::F32;
+  case ElementType::F64:
+    return DType::F64;
+  case ElementType::F16:
+    return DType::F16;
+  case ElementType::BF16:
+    return DType::BF16;
+  case ElementType::I64:
+    return DType::I64;
+  case ElementType::I32:
+    return DType::I32;
+  case ElementType::I16:
+    return DType::I16;
+  case ElementType::I8:
+    return DType::I8;
+  case ElementType::U8:
+    return DType::U8;
+  case ElementType::Bool:
+    return DType::Bool;
   }
   return DType::F32;
 }
 
-static void encodeElement(uint8_t *at, ElementType type, double value, int64_t integer) {
+static void encodeElement(uint8_t *at, ElementType type, double value,
+                          int64_t integer) {
   switch (type) {
-  case ElementType::F32: { float f = value; std::memcpy(at, &f, 4); return; }
-  case ElementType::F64: std::memcpy(at, &value, 8); return;
+  case ElementType::F32: {
+    float f = value;
+    std::memcpy(at, &f, 4);
+    return;
+  }
+  case ElementType::F64:
+    std::memcpy(at, &value, 8);
+    return;
   case ElementType::BF16: { // to nearest, ties to even
     float f = value;
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
     uint16_t half = (bits & 0x7fffffffu) > 0x7f800000u
                         ? static_cast<uint16_t>((bits >> 16) | 0x40u)
-                        : static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+                        : static_cast<uint16_t>(
+                              (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
     std::memcpy(at, &half, 2);
     return;
   }
@@ -43,10 +61,22 @@ static void encodeElement(uint8_t *at, ElementType type, double value, int64_t i
     std::memcpy(at, &h, 2);
     return;
   }
-  case ElementType::I64: std::memcpy(at, &integer, 8); return;
-  case ElementType::I32: { int32_t v = integer; std::memcpy(at, &v, 4); return; }
-  case ElementType::I16: { int16_t v = integer; std::memcpy(at, &v, 2); return; }
-  default: at[0] = static_cast<uint8_t>(integer); return;
+  case ElementType::I64:
+    std::memcpy(at, &integer, 8);
+    return;
+  case ElementType::I32: {
+    int32_t v = integer;
+    std::memcpy(at, &v, 4);
+    return;
+  }
+  case ElementType::I16: {
+    int16_t v = integer;
+    std::memcpy(at, &v, 2);
+    return;
+  }
+  default:
+    at[0] = static_cast<uint8_t>(integer);
+    return;
   }
 }
 
@@ -55,7 +85,8 @@ std::vector<uint8_t> encodeTensor(const Tensor &tensor, ElementType type) {
   std::vector<uint8_t> bytes(count * width);
   for (int64_t i = 0; i < count; ++i) {
     double value = tensor.isFloat() ? tensor.floats()[i] : tensor.ints()[i];
-    int64_t integer = tensor.isFloat() ? static_cast<int64_t>(value) : tensor.ints()[i];
+    int64_t integer =
+        tensor.isFloat() ? static_cast<int64_t>(value) : tensor.ints()[i];
     encodeElement(bytes.data() + i * width, type, value, integer);
   }
   return bytes;
@@ -68,8 +99,15 @@ Tensor decodeTensor(const uint8_t *bytes, ElementType type,
   for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
     const uint8_t *at = bytes + i * width;
     switch (type) {
-    case ElementType::F32: { float f; std::memcpy(&f, at, 4); tensor.floats()[i] = f; break; }
-    case ElementType::F64: std::memcpy(&tensor.floats()[i], at, 8); break;
+    case ElementType::F32: {
+      float f;
+      std::memcpy(&f, at, 4);
+      tensor.floats()[i] = f;
+      break;
+    }
+    case ElementType::F64:
+      std::memcpy(&tensor.floats()[i], at, 8);
+      break;
     case ElementType::BF16: {
       uint32_t bits = uint32_t(at[0] | (at[1] << 8)) << 16;
       float f;
@@ -83,11 +121,27 @@ Tensor decodeTensor(const uint8_t *bytes, ElementType type,
       tensor.floats()[i] = static_cast<double>(h);
       break;
     }
-    case ElementType::I64: std::memcpy(&tensor.ints()[i], at, 8); break;
-    case ElementType::I32: { int32_t v; std::memcpy(&v, at, 4); tensor.ints()[i] = v; break; }
-    case ElementType::I16: { int16_t v; std::memcpy(&v, at, 2); tensor.ints()[i] = v; break; }
-    case ElementType::I8: tensor.ints()[i] = static_cast<int8_t>(at[0]); break;
-    default: tensor.ints()[i] = at[0]; break;
+    case ElementType::I64:
+      std::memcpy(&tensor.ints()[i], at, 8);
+      break;
+    case ElementType::I32: {
+      int32_t v;
+      std::memcpy(&v, at, 4);
+      tensor.ints()[i] = v;
+      break;
+    }
+    case ElementType::I16: {
+      int16_t v;
+      std::memcpy(&v, at, 2);
+      tensor.ints()[i] = v;
+      break;
+    }
+    case ElementType::I8:
+      tensor.ints()[i] = static_cast<int8_t>(at[0]);
+      break;
+    default:
+      tensor.ints()[i] = at[0];
+      break;
     }
   }
   return tensor;

@@ -28,11 +28,11 @@ namespace kiln::cuda {
 
 /// `text` with every `$name` replaced by its value; values may hold names
 /// themselves (the score function), so replacing repeats until none is left.
-std::string substitute(std::string text,
-                       std::vector<std::pair<std::string, std::string>> values) {
-  llvm::stable_sort(values, [](auto &a, auto &b) {
-    return a.first.size() > b.first.size();
-  });
+std::string
+substitute(std::string text,
+           std::vector<std::pair<std::string, std::string>> values) {
+  llvm::stable_sort(
+      values, [](auto &a, auto &b) { return a.first.size() > b.first.size(); });
   for (bool changed = true; changed;) {
     changed = false;
     for (auto &[name, value] : values) {
@@ -276,8 +276,7 @@ int64_t tileRows(int64_t bytesPerRow) {
 }
 
 /// The substitutions shared by the kernels of one attention op.
-template <typename OpTy>
-Values attentionValues(OpTy op, KernelPlan &plan) {
+template <typename OpTy> Values attentionValues(OpTy op, KernelPlan &plan) {
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   int64_t heads = qs[1], kvHeads = ks[1];
   Type qt = elementTypeOf(op.getQuery()), kt = elementTypeOf(op.getKey()),
@@ -285,10 +284,13 @@ Values attentionValues(OpTy op, KernelPlan &plan) {
   // Scores are f32 (f64 for f64 operands); tiles hold operands exactly.
   bool wide = qt.isF64();
   Type scoreType = wide ? qt : Float32Type::get(op.getContext());
-  auto roundFn = [](Type t) { return "[](double x) { return " + rounded(t, "x") + "; }"; };
+  auto roundFn = [](Type t) {
+    return "[](double x) { return " + rounded(t, "x") + "; }";
+  };
   auto loadFn = [&](Type t) {
-    return "[](" + storageType(t) + " x) { return (" + std::string(wide ? "double" : "float") +
-           ")" + loaded(t, "x") + "; }";
+    return "[](" + storageType(t) + " x) { return (" +
+           std::string(wide ? "double" : "float") + ")" + loaded(t, "x") +
+           "; }";
   };
   plan.operands = {op.getQuery(), op.getKey(), op.getValue()};
   std::string extra, mask = "(void)0;", key;
@@ -307,7 +309,8 @@ Values attentionValues(OpTy op, KernelPlan &plan) {
   if (Value offset = op.getOffset()) {
     unsigned n = plan.operands.size();
     plan.operands.push_back(offset);
-    extra += "const i64 *offset = (const i64 *)args[" + std::to_string(n) + "];\n";
+    extra +=
+        "const i64 *offset = (const i64 *)args[" + std::to_string(n) + "];\n";
     key = "dropout_key(" + std::to_string(op.getSeed()) + "ll, *offset)";
   } else {
     key = "dropout_key(" + std::to_string(op.getSeed()) + "ll)";
@@ -346,7 +349,8 @@ std::pair<std::string, std::string> typed(const char *name, Value value) {
   return {name, storageType(elementTypeOf(value))};
 }
 std::pair<std::string, std::string> storer(const char *name, Value value) {
-  return {name, "[](double x) { return " + stored(elementTypeOf(value), "x") + "; }"};
+  return {name,
+          "[](double x) { return " + stored(elementTypeOf(value), "x") + "; }"};
 }
 std::pair<std::string, std::string> tile(const char *name, int64_t rows) {
   return {name, std::to_string(rows) + "ll"};
@@ -384,7 +388,8 @@ SmallVector<KernelPlan> attentionGradient(AttentionGradOp op) {
   KernelPlan common;
   Values values = attentionValues(op, common);
   values.push_back({"OUTPUT_ARG", std::to_string(common.operands.size())});
-  common.operands.append({op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});
+  common.operands.append(
+      {op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});
   values.push_back({"FIRST_RESULT", std::to_string(common.operands.size())});
   values.push_back(typed("OGT", op.getOutput()));
   Type ot = elementTypeOf(op.getOutput());

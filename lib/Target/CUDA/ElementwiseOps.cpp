@@ -60,8 +60,10 @@ static std::string castExpr(Type from, Type to) {
   if (to.isInteger(1))
     return fromFloat ? "x != 0.0" : "x != 0";
   if (fromFloat && !toFloat) // toward zero; NaN to 0; saturating
-    return "x != x ? (i64)0 : x >= 9.2233720368547758e18 ? (i64)9223372036854775807ll"
-           " : x <= -9.2233720368547758e18 ? (-9223372036854775807ll - 1) : (i64)x";
+    return "x != x ? (i64)0 : x >= 9.2233720368547758e18 ? "
+           "(i64)9223372036854775807ll"
+           " : x <= -9.2233720368547758e18 ? (-9223372036854775807ll - 1) : "
+           "(i64)x";
   return toFloat ? "(double)x" : "(i64)x";
 }
 
@@ -69,7 +71,8 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
                                        bool nested, bool &handled) {
   ElementwiseEmitter e{writer, value, nested};
   handled = true;
-  auto gelu = [](GeluApproximation a, const char *tanhForm, const char *erfForm) {
+  auto gelu = [](GeluApproximation a, const char *tanhForm,
+                 const char *erfForm) {
     return std::string(a == GeluApproximation::Tanh ? tanhForm : erfForm);
   };
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(e.op)
@@ -77,20 +80,25 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
         // Dense constants are read from memory (KernelWriter::lambda).
         auto splat = cast<DenseElementsAttr>(c.getValue());
         std::string x =
-            e.isFloat() ? literal(splat.getSplatValue<APFloat>().convertToDouble())
-                        : literal(splat.getSplatValue<APInt>().getSExtValue());
-        return writer.define(value, nested, "    return " + rounded(e.type, x) + ";\n");
+            e.isFloat()
+                ? literal(splat.getSplatValue<APFloat>().convertToDouble())
+                : literal(splat.getSplatValue<APInt>().getSExtValue());
+        return writer.define(value, nested,
+                             "    return " + rounded(e.type, x) + ";\n");
       })
       .Case([&](RangeOp r) {
-        std::string x = literal(r.getStart().convertToDouble()) + " + (double)i * " +
+        std::string x = literal(r.getStart().convertToDouble()) +
+                        " + (double)i * " +
                         literal(r.getStep().convertToDouble());
-        return writer.define(value, nested,
-                             "    return " +
-                                 rounded(e.type, e.isFloat() ? x : "(i64)(" + x + ")") +
-                                 ";\n");
+        return writer.define(
+            value, nested,
+            "    return " +
+                rounded(e.type, e.isFloat() ? x : "(i64)(" + x + ")") + ";\n");
       })
       .Case([&](NegOp) { return e.unary("-x"); })
-      .Case([&](AbsOp) { return e.unary(e.isFloat() ? "fabs(x)" : "(x < 0 ? -x : x)"); })
+      .Case([&](AbsOp) {
+        return e.unary(e.isFloat() ? "fabs(x)" : "(x < 0 ? -x : x)");
+      })
       .Case([&](SignOp) { return e.unary("(x > 0) - (x < 0)"); })
       .Case([&](ExpOp) { return e.unary("exp(x)"); })
       .Case([&](LogOp) { return e.unary("log(x)"); })
@@ -115,7 +123,8 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
         return e.unary(pos + " || " + neg);
       })
       .Case([&](GeluOp g) {
-        return e.unary(gelu(g.getApproximation(), "gelu_tanh(x)", "gelu_erf(x)"));
+        return e.unary(
+            gelu(g.getApproximation(), "gelu_tanh(x)", "gelu_erf(x)"));
       })
       .Case([&](GeluGradOp g) {
         return e.binary(gelu(g.getApproximation(), "gelu_tanh_grad(a) * b",
@@ -138,12 +147,14 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
         return e.binary(e.isFloat() ? "kiln_min(a, b)" : "a < b ? a : b");
       })
       .Case([&](RemainderOp r) {
-        std::string m = e.isFloat() ? "fmod(a, b)" : "(b == 0 ? (i64)0 : a % b)";
+        std::string m =
+            e.isFloat() ? "fmod(a, b)" : "(b == 0 ? (i64)0 : a % b)";
         if (!r.getFloored())
           return e.binary(m);
         // The sign of the divisor, as Python's %.
-        return e.binary("[&] { auto m = " + m +
-                        "; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }()");
+        return e.binary(
+            "[&] { auto m = " + m +
+            "; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }()");
       })
       .Case([&](AndOp) { return e.binary("a && b"); })
       .Case([&](OrOp) { return e.binary("a || b"); })
@@ -153,7 +164,9 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
                                            "a <= b", "a > b",  "a >= b"};
         return e.binary(predicates[static_cast<int>(c.getPredicate())]);
       })
-      .Case([&](WhereOp) { return e.returns({"c", "t", "f"}, "c ? t : f"); })
+      .Case([&](WhereOp) {
+        return e.returns({"c", "t", "f"}, "c ? t : f");
+      })
       .Case([&](DropoutOp d) -> FailureOr<std::string> {
         std::string key = "dropout_key(" + std::to_string(d.getSeed()) + "ll";
         if (d.getOffset()) {
@@ -163,10 +176,12 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
           key += ", " + *offset;
         }
         double ratio = d.getRatio().convertToDouble();
-        std::string keep = "dropout_keep(" + key + "), i, " + literal(ratio) + ")";
+        std::string keep =
+            "dropout_keep(" + key + "), i, " + literal(ratio) + ")";
         if (value == d.getMask())
           return writer.define(value, nested, "    return " + keep + ";\n");
-        return e.unary(keep + " ? x * " + literal(1.0 / (1.0 - ratio)) + " : 0.0");
+        return e.unary(keep + " ? x * " + literal(1.0 / (1.0 - ratio)) +
+                       " : 0.0");
       })
       .Default([&](Operation *) -> FailureOr<std::string> {
         handled = false;

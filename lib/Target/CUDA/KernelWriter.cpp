@@ -35,10 +35,14 @@ std::string storageType(Type type) {
   if (type.isInteger(1) || type.isUnsignedInteger(8))
     return "unsigned char";
   switch (type.getIntOrFloatBitWidth()) {
-  case 8: return "signed char";
-  case 16: return "short";
-  case 32: return "int";
-  default: return "i64";
+  case 8:
+    return "signed char";
+  case 16:
+    return "short";
+  case 32:
+    return "int";
+  default:
+    return "i64";
   }
 }
 
@@ -201,7 +205,7 @@ std::string KernelWriter::define(Value value, bool nested,
 }
 
 std::string KernelWriter::checkedIndex(const std::string &index, int64_t size,
-                                      bool wrapNegative) {
+                                       bool wrapNegative) {
   checksIndices = true;
   std::string n = std::to_string(size) + "ll";
   return "[&] { i64 q = " + index + "; " +
@@ -213,7 +217,8 @@ std::string KernelWriter::checkedIndex(const std::string &index, int64_t size,
 std::string KernelWriter::helper(const std::string &type,
                                  const std::string &body) {
   std::string name = "h" + std::to_string(counter++);
-  code += "  auto " + name + " = [&](i64 i) -> " + type + " {\n" + body + "  };\n";
+  code +=
+      "  auto " + name + " = [&](i64 i) -> " + type + " {\n" + body + "  };\n";
   return name;
 }
 
@@ -245,8 +250,8 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     loop += "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine;
   } else if (split.phase == SplitPhase::None) {
     loop += "      for (i64 k = threadIdx.x; k < " + extent +
-            "; k += blockDim.x)\n" + combine + "      acc = block_reduce(acc, " +
-            r.combiner + "());\n";
+            "; k += blockDim.x)\n" + combine +
+            "      acc = block_reduce(acc, " + r.combiner + "());\n";
   } else {
     // Split over blocks: each block reduces one chunk of k into the
     // partials; the next kernel combines them.
@@ -255,22 +260,26 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     split.reductions.push_back(name);
     split.largestExtent = std::max(split.largestExtent, r.extent);
     if (split.phase == SplitPhase::Partials)
-      loop += "      const i64 chunk = (" + extent + " + gridDim.x - 1) / gridDim.x;\n"
-              "      const i64 end = (blockIdx.x + 1) * chunk < " + extent +
-              " ? (blockIdx.x + 1) * chunk : " + extent + ";\n"
-              "      for (i64 k = blockIdx.x * chunk + threadIdx.x; k < end; k += blockDim.x)\n" +
+      loop += "      const i64 chunk = (" + extent +
+              " + gridDim.x - 1) / gridDim.x;\n"
+              "      const i64 end = (blockIdx.x + 1) * chunk < " +
+              extent + " ? (blockIdx.x + 1) * chunk : " + extent +
+              ";\n"
+              "      for (i64 k = blockIdx.x * chunk + threadIdx.x; k < end; k "
+              "+= blockDim.x)\n" +
               combine + "      acc = block_reduce(acc, " + r.combiner +
               "());\n      if (threadIdx.x == 0) partials[" + slot +
               " + blockIdx.x] = acc;\n";
     else
       loop += "      for (i64 b = 0; b < " + std::to_string(split.blocks) +
-              "ll; ++b)\n        acc = " + r.combiner + "()(acc, partials[" + slot +
-              " + b]);\n";
+              "ll; ++b)\n        acc = " + r.combiner + "()(acc, partials[" +
+              slot + " + b]);\n";
   }
-  code += "  i64 " + name + "_at = -1;\n  " + type + " " + name + "_value = 0;\n";
-  code += "  auto " + name + " = [&](i64 o) -> " + type + " {\n    if (o != " +
-          name + "_at) {\n" + loop + "      " + name + "_value = " +
-          rounded(resultType, r.finish) + ";\n      " + name +
+  code +=
+      "  i64 " + name + "_at = -1;\n  " + type + " " + name + "_value = 0;\n";
+  code += "  auto " + name + " = [&](i64 o) -> " + type +
+          " {\n    if (o != " + name + "_at) {\n" + loop + "      " + name +
+          "_value = " + rounded(resultType, r.finish) + ";\n      " + name +
           "_at = o;\n    }\n    return " + name + "_value;\n  };\n";
   // Threads walk rows when they reuse a row's statistics.
   rowMemo |= !shared && r.contiguous;
@@ -293,7 +302,8 @@ FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
   if (memory) {
     Type type = elementTypeOf(value);
     return define(value, nested,
-                  "    return " + loaded(type, pointerTo(memory) + "[i]") + ";\n");
+                  "    return " + loaded(type, pointerTo(memory) + "[i]") +
+                      ";\n");
   }
   if (auto constant = value.getDefiningOp<ConstantOp>()) {
     auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
@@ -301,7 +311,8 @@ FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
       Type type = elementTypeOf(value);
       return define(value, nested,
                     "    return " +
-                        loaded(type, constantPointer(constant) + "[i]") + ";\n");
+                        loaded(type, constantPointer(constant) + "[i]") +
+                        ";\n");
     }
   }
   return emit(value, nested);
@@ -334,7 +345,8 @@ static ReductionKind reductionKind(Value value) {
   auto over = [](bool contiguous) {
     return contiguous ? ReductionKind::Contiguous : ReductionKind::Strided;
   };
-  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(op)) {
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(
+          op)) {
     auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
     int64_t rank = shapeOf(op->getOperand(0)).size();
     return over(llvm::is_contained(axes, rank - 1));
@@ -439,15 +451,14 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   } else if (rowMemo) {
     // Each thread walks whole rows, so that row statistics are computed
     // once per row.
-    int64_t rowLength = shapeOf(results.front()).empty()
-                            ? 1
-                            : shapeOf(results.front()).back();
+    int64_t rowLength =
+        shapeOf(results.front()).empty() ? 1 : shapeOf(results.front()).back();
     int64_t rows = (count + rowLength - 1) / rowLength;
     std::string len = std::to_string(rowLength) + "ll";
     loop = "  for (i64 row = global_thread(); row < " + std::to_string(rows) +
            "ll; row += thread_count()) {\n    for (i64 i = row * " + len +
-           "; i < (row + 1) * " + len + " && i < " + n + "; ++i) {\n" + compute +
-           store + "    }\n  }\n";
+           "; i < (row + 1) * " + len + " && i < " + n + "; ++i) {\n" +
+           compute + store + "    }\n  }\n";
     plan.grid = std::min((rows + kThreads - 1) / kThreads, kMaxBlocks);
   } else {
     loop = "  for (i64 i = global_thread(); i < " + n +
@@ -526,9 +537,10 @@ planElementKernels(ArrayRef<Value> results,
       it->results.push_back(result);
   }
   SmallVector<KernelPlan> plans;
-  auto plan = [&](const Group &group, SplitPhase phase, int64_t blocks)
-      -> FailureOr<std::pair<KernelPlan, int64_t>> {
-    KernelWriter writer(external, materialized, group.cooperative, phase, blocks);
+  auto plan = [&](const Group &group, SplitPhase phase,
+                  int64_t blocks) -> FailureOr<std::pair<KernelPlan, int64_t>> {
+    KernelWriter writer(external, materialized, group.cooperative, phase,
+                        blocks);
     for (Value result : group.results)
       if (failed(writer.lambda(result, false)))
         return failure();

@@ -1,4 +1,5 @@
-//===- KernelWriter.h - one kernel as lambdas over element indices -*- C++ -*-===//
+//===- KernelWriter.h - one kernel as lambdas over element indices -*- C++
+//-*-===//
 //
 // Every value a kernel computes becomes a lambda `v(i)` giving its element
 // at linear index i: a double for floats (rounded to the value's type after
@@ -39,8 +40,9 @@ std::string literal(int64_t value);
 
 llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
 /// `base + sum_d coordinate_d(var in shape) * strides[d]`.
-std::string remap(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> strides,
-                  int64_t base, const std::string &var);
+std::string remap(llvm::ArrayRef<int64_t> shape,
+                  llvm::ArrayRef<int64_t> strides, int64_t base,
+                  const std::string &var);
 /// Coordinate `d` of the linear index `var` in `shape`.
 std::string coordinate(llvm::ArrayRef<int64_t> shape, int64_t d,
                        const std::string &var);
@@ -120,7 +122,8 @@ public:
                               const Reduction &reduction);
   /// A lambda computing `reduction`, rounded to `type` (unrounded for f64):
   /// the statistics ops compute on the way.
-  std::string reduction(mlir::Type type, bool nested, const Reduction &reduction);
+  std::string reduction(mlir::Type type, bool nested,
+                        const Reduction &reduction);
   mlir::MLIRContext *context() const { return contextPtr; }
 
   /// Whether `value` reaches, through ops that are not reductions, a

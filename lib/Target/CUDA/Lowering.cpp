@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Target/CUDATarget.h"
 #include "kiln/Target/ArtifactTensors.h"
+#include "kiln/Target/CUDATarget.h"
 
 #include "Emitter.h"
 #include "KernelWriter.h"
@@ -50,16 +50,26 @@ static std::string describe(Operation *op) {
 
 static FailureOr<artifact::ElementType> artifactType(Type type) {
   using artifact::ElementType;
-  if (type.isF32() || type.isTF32()) return ElementType::F32;
-  if (type.isF64()) return ElementType::F64;
-  if (type.isF16()) return ElementType::F16;
-  if (type.isBF16()) return ElementType::BF16;
-  if (type.isInteger(1)) return ElementType::Bool;
-  if (type.isUnsignedInteger(8)) return ElementType::U8;
-  if (type.isInteger(64)) return ElementType::I64;
-  if (type.isInteger(32)) return ElementType::I32;
-  if (type.isInteger(16)) return ElementType::I16;
-  if (type.isInteger(8)) return ElementType::I8;
+  if (type.isF32() || type.isTF32())
+    return ElementType::F32;
+  if (type.isF64())
+    return ElementType::F64;
+  if (type.isF16())
+    return ElementType::F16;
+  if (type.isBF16())
+    return ElementType::BF16;
+  if (type.isInteger(1))
+    return ElementType::Bool;
+  if (type.isUnsignedInteger(8))
+    return ElementType::U8;
+  if (type.isInteger(64))
+    return ElementType::I64;
+  if (type.isInteger(32))
+    return ElementType::I32;
+  if (type.isInteger(16))
+    return ElementType::I16;
+  if (type.isInteger(8))
+    return ElementType::I8;
   return failure();
 }
 
@@ -162,9 +172,9 @@ int64_t Lowering::constantOffset(Operation *constant) {
     // The constants a kernel reads have types the artifact stores.
     FailureOr<Tensor> value = tensorFromAttr(attr);
     FailureOr<artifact::ElementType> type = artifactType(attr.getElementType());
-    std::vector<uint8_t> bytes =
-        succeeded(value) && succeeded(type) ? encodeTensor(*value, *type)
-                                            : std::vector<uint8_t>();
+    std::vector<uint8_t> bytes = succeeded(value) && succeeded(type)
+                                     ? encodeTensor(*value, *type)
+                                     : std::vector<uint8_t>();
     int64_t size = bytes.size();
     constants.push_back({constant, constantBytes, std::move(bytes)});
     constantBytes = alignUp(constantBytes + size);
@@ -172,15 +182,17 @@ int64_t Lowering::constantOffset(Operation *constant) {
   return static_cast<int64_t>(it->second);
 }
 
-LogicalResult Lowering::emitKernels(Operation *origin, ArrayRef<KernelPlan> kernels,
+LogicalResult Lowering::emitKernels(Operation *origin,
+                                    ArrayRef<KernelPlan> kernels,
                                     function_ref<int64_t(Value)> resultOffset) {
   for (const KernelPlan &kernel : kernels) {
-    auto [it, added] = kernelBySource.try_emplace(kernel.body, kernelNames.size());
+    auto [it, added] =
+        kernelBySource.try_emplace(kernel.body, kernelNames.size());
     if (added) {
       std::string name = "kiln_kernel_" + std::to_string(kernelNames.size());
       kernelNames.push_back(name);
-      source += "\nextern \"C\" __global__ void __launch_bounds__(256) " + name +
-                "(void *const *args) {\n" + kernel.body + "}\n";
+      source += "\nextern \"C\" __global__ void __launch_bounds__(256) " +
+                name + "(void *const *args) {\n" + kernel.body + "}\n";
     }
     auto launch = std::make_unique<artifact::KernelLaunchT>();
     launch->kernel = it->second;
@@ -199,7 +211,8 @@ LogicalResult Lowering::emitKernels(Operation *origin, ArrayRef<KernelPlan> kern
       } else if (auto constant = operand.getDefiningOp<ConstantOp>()) {
         addConstant(constant);
       } else {
-        return origin->emitError("the CUDA target found an operand without memory");
+        return origin->emitError(
+            "the CUDA target found an operand without memory");
       }
     }
     for (Operation *constant : kernel.constants)
@@ -207,7 +220,8 @@ LogicalResult Lowering::emitKernels(Operation *origin, ArrayRef<KernelPlan> kern
     for (Value result : kernel.results) {
       int64_t offset = resultOffset(result);
       if (offset < 0)
-        return origin->emitError("the CUDA target found a result without memory");
+        return origin->emitError(
+            "the CUDA target found a result without memory");
       launch->args.push_back(offset);
     }
     if (kernel.partialBytes) {
@@ -227,9 +241,10 @@ LogicalResult Lowering::emitKernels(Operation *origin, ArrayRef<KernelPlan> kern
   return success();
 }
 
-LogicalResult Lowering::emitElementKernels(
-    Operation *origin, ArrayRef<Value> results, ArrayRef<Value> materialized,
-    function_ref<int64_t(Value)> resultOffset) {
+LogicalResult
+Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
+                             ArrayRef<Value> materialized,
+                             function_ref<int64_t(Value)> resultOffset) {
   auto external = [&](Value value) -> Value {
     return offsetOf(value) >= 0 ? value : Value();
   };
@@ -240,12 +255,13 @@ LogicalResult Lowering::emitElementKernels(
   // A launch that overwrites a buffer in place (an optimizer update) runs
   // after every other launch of the op that reads that buffer.
   auto writes = [&](const KernelPlan &k, int64_t offset) {
-    return llvm::any_of(k.results, [&](Value r) { return resultOffset(r) == offset; });
+    return llvm::any_of(k.results,
+                        [&](Value r) { return resultOffset(r) == offset; });
   };
-  auto readsWrittenBy = [&](const KernelPlan &reader, const KernelPlan &writer) {
-    return llvm::any_of(reader.operands, [&](Value v) {
-      return writes(writer, offsetOf(v));
-    });
+  auto readsWrittenBy = [&](const KernelPlan &reader,
+                            const KernelPlan &writer) {
+    return llvm::any_of(reader.operands,
+                        [&](Value v) { return writes(writer, offsetOf(v)); });
   };
   SmallVector<KernelPlan> ordered;
   SmallVector<bool> done(kernels->size(), false);
@@ -256,7 +272,8 @@ LogicalResult Lowering::emitElementKernels(
         continue;
       bool blocked = false;
       for (size_t j = 0; j < kernels->size(); ++j)
-        blocked |= !done[j] && j != i && readsWrittenBy((*kernels)[j], (*kernels)[i]);
+        blocked |=
+            !done[j] && j != i && readsWrittenBy((*kernels)[j], (*kernels)[i]);
       if (!blocked) {
         ordered.push_back(std::move((*kernels)[i]));
         done[i] = progress = true;
@@ -308,10 +325,11 @@ Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer) {
   return {gelu.getResult(), artifact::Epilogue::DGelu, -1, offsetOf(input)};
 }
 
-LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs, int64_t d,
-                                 const GemmEpilogue &epilogue) {
+LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs,
+                                 int64_t d, const GemmEpilogue &epilogue) {
   auto resultType = cast<RankedTensorType>(matmul.getType());
-  ArrayRef<int64_t> out = resultType.getShape(), a = shapeOf(lhs), b = shapeOf(rhs);
+  ArrayRef<int64_t> out = resultType.getShape(), a = shapeOf(lhs),
+                    b = shapeOf(rhs);
   int64_t rank = out.size();
   int64_t m = out[rank - 2], n = out[rank - 1];
   int64_t k = matmul.getTransposeLhs() ? a[a.size() - 2] : a.back();
@@ -370,7 +388,8 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
       return fusion->getOperand(argument.getArgNumber());
     return Value();
   };
-  SmallVector<Value> results(yield.getOperands().begin(), yield.getOperands().end());
+  SmallVector<Value> results(yield.getOperands().begin(),
+                             yield.getOperands().end());
   SmallVector<Value> materialized;
 
   // A region that starts with a matrix product: the GEMM applies what
@@ -453,7 +472,8 @@ LogicalResult Lowering::describeInterface(artifact::ArtifactT &result) {
   auto tensorOf = [&](Value value, StringRef name, artifact::Role role)
       -> FailureOr<std::unique_ptr<artifact::TensorT>> {
     auto type = cast<RankedTensorType>(value.getType());
-    FailureOr<artifact::ElementType> element = artifactType(type.getElementType());
+    FailureOr<artifact::ElementType> element =
+        artifactType(type.getElementType());
     if (failed(element))
       return function.emitError() << "the CUDA target cannot store " << type;
     auto tensor = std::make_unique<artifact::TensorT>();
@@ -472,19 +492,21 @@ LogicalResult Lowering::describeInterface(artifact::ArtifactT &result) {
     if (owner) {
       auto slot = function.getArgAttrOfType<StringAttr>(i, kSlotAttr);
       name = (owner.getValue() + "." + (slot ? slot.getValue() : "")).str();
-    } else if (auto attr = function.getArgAttrOfType<StringAttr>(i, "kiln.name")) {
+    } else if (auto attr =
+                   function.getArgAttrOfType<StringAttr>(i, "kiln.name")) {
       name = attr.str();
     } else {
       name = "arg" + std::to_string(i);
     }
-    auto tensor = tensorOf(argument, name,
-                           owner ? artifact::Role::State : artifact::Role::Input);
+    auto tensor = tensorOf(
+        argument, name, owner ? artifact::Role::State : artifact::Role::Input);
     if (failed(tensor))
       return failure();
     if (auto init = function.getArgAttrOfType<FloatAttr>(i, kStateInitAttr))
       (*tensor)->fill = init.getValueAsDouble();
     else if (owner && owner.getValue() != kLossScalerState &&
-             function.getArgAttrOfType<StringAttr>(i, kSlotAttr).getValue() == "sum")
+             function.getArgAttrOfType<StringAttr>(i, kSlotAttr).getValue() ==
+                 "sum")
       (*tensor)->fill = options.initialAccumulator;
     result.tensors.push_back(std::move(*tensor));
   }
@@ -495,7 +517,8 @@ LogicalResult Lowering::describeInterface(artifact::ArtifactT &result) {
   for (auto parameter : body.getOps<ParameterOp>()) {
     if (!seen.insert(parameter.getName()).second)
       continue;
-    auto tensor = tensorOf(parameter, parameter.getName(), artifact::Role::Parameter);
+    auto tensor =
+        tensorOf(parameter, parameter.getName(), artifact::Role::Parameter);
     if (failed(tensor))
       return failure();
     if (std::optional<ArrayRef<int64_t>> logical = parameter.getLogicalShape())
@@ -510,13 +533,14 @@ LogicalResult Lowering::describeInterface(artifact::ArtifactT &result) {
         function.getResultAttr(i, kStateOfAttr))
       continue;
     auto name = function.getResultAttrOfType<StringAttr>(i, "kiln.name");
-    auto tensor = tensorOf(value, name ? name.getValue() : "result" + std::to_string(i),
-                           artifact::Role::Output);
+    auto tensor =
+        tensorOf(value, name ? name.getValue() : "result" + std::to_string(i),
+                 artifact::Role::Output);
     if (failed(tensor))
       return failure();
     if ((*tensor)->offset < 0)
-      return function.emitError() << "the CUDA target needs result " << i
-                                  << " in memory";
+      return function.emitError()
+             << "the CUDA target needs result " << i << " in memory";
     result.tensors.push_back(std::move(*tensor));
   }
   return success();
@@ -618,7 +642,8 @@ LogicalResult Lowering::compileKernels(artifact::ArtifactT &result) {
 
 FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
   if (!function.getBody().hasOneBlock())
-    return function.emitError("the CUDA target compiles single-block functions");
+    return function.emitError(
+        "the CUDA target compiles single-block functions");
   // The plan shares these buffers without listing the updated values.
   placeUpdates();
   scratchOffset = alignUp(plan.arenaBytes);

@@ -12,20 +12,20 @@ llvm::Expected<std::vector<uint8_t>>
 compileWithNVRTC(const std::string &source, const std::string &arch, bool ptx) {
   auto failure = [&](const std::string &what, nvrtcResult status,
                      const std::string &log = "") {
-    return llvm::createStringError(
-        "NVRTC " + what + " for " + arch + ": " + nvrtcGetErrorString(status) +
-        (log.empty() ? "" : "\n" + log));
+    return llvm::createStringError("NVRTC " + what + " for " + arch + ": " +
+                                   nvrtcGetErrorString(status) +
+                                   (log.empty() ? "" : "\n" + log));
   };
   nvrtcProgram program;
-  nvrtcResult status = nvrtcCreateProgram(&program, source.c_str(), "kiln_step.cu",
-                                          0, nullptr, nullptr);
+  nvrtcResult status = nvrtcCreateProgram(&program, source.c_str(),
+                                          "kiln_step.cu", 0, nullptr, nullptr);
   if (status != NVRTC_SUCCESS)
     return failure("cannot create the program", status);
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram *)> release(
       &program, [](nvrtcProgram *p) { nvrtcDestroyProgram(p); });
   // A cubin is compiled for the exact architecture, PTX for its virtual one.
-  std::string target = "--gpu-architecture=" +
-                       (ptx ? "compute_" + arch.substr(3) : arch);
+  std::string target =
+      "--gpu-architecture=" + (ptx ? "compute_" + arch.substr(3) : arch);
   const char *flags[] = {target.c_str(), "--std=c++17", "-default-device"};
   status = nvrtcCompileProgram(program, 3, flags);
   if (status != NVRTC_SUCCESS) {
@@ -36,7 +36,8 @@ compileWithNVRTC(const std::string &source, const std::string &arch, bool ptx) {
     return failure("compilation failed", status, log);
   }
   size_t size = 0;
-  status = ptx ? nvrtcGetPTXSize(program, &size) : nvrtcGetCUBINSize(program, &size);
+  status =
+      ptx ? nvrtcGetPTXSize(program, &size) : nvrtcGetCUBINSize(program, &size);
   if (status != NVRTC_SUCCESS)
     return failure("has no output", status);
   std::vector<uint8_t> image(size);

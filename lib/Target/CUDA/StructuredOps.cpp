@@ -22,7 +22,6 @@ namespace {
 
 std::string num(int64_t value) { return std::to_string(value) + "ll"; }
 
-
 struct StructuredEmitter {
   KernelWriter &w;
   Value value;
@@ -64,15 +63,17 @@ struct StructuredEmitter {
 
   FailureOr<std::string> emit();
   FailureOr<std::string> reduction(Value input, ArrayRef<int64_t> axes,
-                                   const char *combiner, const std::string &init,
-                                   bool mean);
+                                   const char *combiner,
+                                   const std::string &init, bool mean);
   FailureOr<std::string> argReduction(Value input, int64_t axis, bool max,
                                       bool last);
   FailureOr<std::string> softmax(Value input, int64_t axis, bool log);
   FailureOr<std::string> normalization(Value input, Value mean, Value scale,
-                                       Value bias, int64_t axis, double epsilon);
+                                       Value bias, int64_t axis,
+                                       double epsilon);
   FailureOr<std::string> normalizationGrad(Value input, Value mean, Value rstd,
-                                           Value grad, Value scale, int64_t axis);
+                                           Value grad, Value scale,
+                                           int64_t axis);
   FailureOr<std::string> classification(Value input, Value labels, Value weight,
                                         Value grad, LossReduction reduction,
                                         std::optional<int64_t> ignoreIndex,
@@ -84,10 +85,11 @@ struct StructuredEmitter {
 
 } // namespace
 
-FailureOr<std::string>
-StructuredEmitter::reduction(Value input, ArrayRef<int64_t> axes,
-                             const char *combiner, const std::string &init,
-                             bool mean) {
+FailureOr<std::string> StructuredEmitter::reduction(Value input,
+                                                    ArrayRef<int64_t> axes,
+                                                    const char *combiner,
+                                                    const std::string &init,
+                                                    bool mean) {
   ArrayRef<int64_t> in = shapeOf(input);
   SmallVector<int64_t> inStrides = rowMajorStrides(in);
   SmallVector<int64_t> keptShape, keptStrides, reducedShape, reducedStrides;
@@ -108,8 +110,9 @@ StructuredEmitter::reduction(Value input, ArrayRef<int64_t> axes,
   return reduces(r);
 }
 
-FailureOr<std::string> StructuredEmitter::argReduction(Value input, int64_t axis,
-                                                       bool max, bool last) {
+FailureOr<std::string> StructuredEmitter::argReduction(Value input,
+                                                       int64_t axis, bool max,
+                                                       bool last) {
   AxisSplit split(shapeOf(input), axis);
   std::string better = max ? (last ? ">=" : ">") : (last ? "<=" : "<");
   std::string x = at(input, split.at("i", "k"));
@@ -128,8 +131,8 @@ FailureOr<std::string> StructuredEmitter::softmax(Value input, int64_t axis,
   Reduction maxR{"Max", literal(-INFINITY), split.extent, x};
   maxR.finish = "acc == (-1.0 / 0.0) ? 0.0 : acc";
   std::string maximum = stat(maxR);
-  std::string sum = stat({"Sum", "0.0", split.extent,
-                          "exp(" + x + " - " + maximum + "(o))"});
+  std::string sum =
+      stat({"Sum", "0.0", split.extent, "exp(" + x + " - " + maximum + "(o))"});
   std::string row = split.row("i"), xi = at(input, "i");
   std::string shifted = "(" + xi + " - " + maximum + "(" + row + "))";
   return returnsExpr(log ? shifted + " - log(" + sum + "(" + row + "))"
@@ -202,10 +205,11 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
   if (result == 0) {
     auto [xhat, g] = terms(false);
     Reduction meanGX{"Sum", "0.0", n,
-                     gTerm + "(" + element + ") * " + xhatTerm + "(" + element + ")"};
+                     gTerm + "(" + element + ") * " + xhatTerm + "(" + element +
+                         ")"};
     meanGX.finish = "acc / " + std::to_string(n) + ".0";
-    std::string dx = g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " +
-                     num(n) + ")";
+    std::string dx =
+        g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " + num(n) + ")";
     if (mean) {
       Reduction meanG{"Sum", "0.0", n, gTerm + "(" + element + ")"};
       meanG.finish = "acc / " + std::to_string(n) + ".0";
@@ -223,10 +227,11 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
   return reduces(columnSum);
 }
 
-FailureOr<std::string> StructuredEmitter::classification(
-    Value input, Value labels, Value weight, Value grad, LossReduction reduction,
-    std::optional<int64_t> ignoreIndex, std::optional<int64_t> classes,
-    bool logits) {
+FailureOr<std::string>
+StructuredEmitter::classification(Value input, Value labels, Value weight,
+                                  Value grad, LossReduction reduction,
+                                  std::optional<int64_t> ignoreIndex,
+                                  std::optional<int64_t> classes, bool logits) {
   AxisSplit split(shapeOf(input), shapeOf(input).size() > 1 ? 1 : 0);
   int64_t valid = classes.value_or(split.extent);
   int64_t rows = countOf(labels);
@@ -241,10 +246,12 @@ FailureOr<std::string> StructuredEmitter::classification(
     std::string label = at(labels, "i", inTerm);
     std::string ignored =
         ignoreIndex ? "(" + label + " == " + num(*ignoreIndex) + ")" : "false";
-    row.label = w.helper("i64", "    return " + ignored + " ? (i64)0 : " +
-                                    w.checkedIndex(label, valid, false) + ";\n");
+    row.label =
+        w.helper("i64", "    return " + ignored + " ? (i64)0 : " +
+                            w.checkedIndex(label, valid, false) + ";\n");
     std::string wy = weight ? at(weight, row.label + "(i)", inTerm) : "1.0";
-    row.weight = w.helper("double", "    return " + ignored + " ? 0.0 : " + wy + ";\n");
+    row.weight =
+        w.helper("double", "    return " + ignored + " ? 0.0 : " + wy + ";\n");
     std::string lse = "0.0";
     if (logits) {
       std::string x = at(input, split.at("o", "k"), true);
@@ -277,20 +284,20 @@ FailureOr<std::string> StructuredEmitter::classification(
     share += " / " + totalWeight() + "(0)";
   std::string p =
       logits ? "exp(" + at(input, "i") + " - " + row.lse + "(r))" : "0.0";
-  return returns("    const i64 r = " + split.row("i") + ", c = i / " +
-                 num(split.inner) + " % " + num(split.extent) + ";\n    if (c >= " +
-                 num(valid) + ") return 0.0;\n    return " +
-                 rounded(type, "(" + p + " - (c == " + row.label +
-                                   "(r) ? 1.0 : 0.0)) * " + row.weight + "(r) * " +
-                                   share) +
-                 ";\n");
+  return returns(
+      "    const i64 r = " + split.row("i") + ", c = i / " + num(split.inner) +
+      " % " + num(split.extent) + ";\n    if (c >= " + num(valid) +
+      ") return 0.0;\n    return " +
+      rounded(type, "(" + p + " - (c == " + row.label + "(r) ? 1.0 : 0.0)) * " +
+                        row.weight + "(r) * " + share) +
+      ";\n");
 }
 
 FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
   // The product as a loop, for batch broadcasts a GEMM cannot express.
   ArrayRef<int64_t> lhs = shapeOf(mm.getLhs());
-  int64_t rank = shape.size(), k = mm.getTransposeLhs() ? lhs[lhs.size() - 2]
-                                                        : lhs.back();
+  int64_t rank = shape.size(),
+          k = mm.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
   auto operandIndex = [&](Value operand, bool transposed, bool isLhs) {
     ArrayRef<int64_t> s = shapeOf(operand);
     SmallVector<int64_t> strides = rowMajorStrides(s);
@@ -311,10 +318,11 @@ FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
       index += "k * " + num(rowStride) + " + " + outer + " * " + num(colStride);
     return "(" + index + ")";
   };
-  std::string a =
-      at(mm.getLhs(), operandIndex(mm.getLhs(), mm.getTransposeLhs(), true), true);
+  std::string a = at(
+      mm.getLhs(), operandIndex(mm.getLhs(), mm.getTransposeLhs(), true), true);
   std::string b =
-      at(mm.getRhs(), operandIndex(mm.getRhs(), mm.getTransposeRhs(), false), true);
+      at(mm.getRhs(), operandIndex(mm.getRhs(), mm.getTransposeRhs(), false),
+         true);
   Reduction product{"Sum", "0.0", k, a + " * " + b};
   product.contiguous = false;
   return reduces(product);
@@ -347,7 +355,8 @@ FailureOr<std::string> StructuredEmitter::pad(PadOp p) {
               " ? period - m : m; }\n";
       break;
     case PadMode::Wrap:
-      body += "    " + x + " = ((" + x + " % " + n + ") + " + n + ") % " + n + ";\n";
+      body += "    " + x + " = ((" + x + " % " + n + ") + " + n + ") % " + n +
+              ";\n";
       break;
     }
     body += "    j += " + x + " * " + num(strides[d]) + ";\n";
@@ -366,7 +375,8 @@ FailureOr<std::string> StructuredEmitter::emit() {
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
       .Case([&](ReshapeOp r) { return returnsExpr(at(r.getInput(), "i")); })
       .Case([&](BroadcastOp b) {
-        return returnsExpr(at(b.getInput(), broadcastIndex(b.getInput(), shape, "i")));
+        return returnsExpr(
+            at(b.getInput(), broadcastIndex(b.getInput(), shape, "i")));
       })
       .Case([&](TransposeOp t) {
         SmallVector<int64_t> in = rowMajorStrides(shapeOf(t.getInput()));
@@ -387,11 +397,13 @@ FailureOr<std::string> StructuredEmitter::emit() {
       })
       .Case([&](ConcatOp c) {
         int64_t axis = c.getAxis(), offset = 0;
-        std::string body = "    const i64 c = " + coordinate(shape, axis, "i") + ";\n";
+        std::string body =
+            "    const i64 c = " + coordinate(shape, axis, "i") + ";\n";
         for (Value input : c.getInputs()) {
           SmallVector<int64_t> strides = rowMajorStrides(shapeOf(input));
           int64_t size = shapeOf(input)[axis];
-          std::string index = remap(shape, strides, -offset * strides[axis], "i");
+          std::string index =
+              remap(shape, strides, -offset * strides[axis], "i");
           body += "    if (c < " + num(offset + size) + ") return " +
                   at(input, index) + ";\n";
           offset += size;
@@ -403,8 +415,10 @@ FailureOr<std::string> StructuredEmitter::emit() {
         int64_t rank = shape.size();
         std::string diff = coordinate(shape, rank - 1, "i") + " - " +
                            coordinate(shape, rank - 2, "i");
-        std::string keep = diff + (t.getUpper() ? " >= " : " <= ") + num(t.getDiagonal());
-        return returnsExpr("(" + keep + ") ? " + at(t.getInput(), "i") + " : 0");
+        std::string keep =
+            diff + (t.getUpper() ? " >= " : " <= ") + num(t.getDiagonal());
+        return returnsExpr("(" + keep + ") ? " + at(t.getInput(), "i") +
+                           " : 0");
       })
       .Case([&](GatherOp g) {
         ArrayRef<int64_t> data = shapeOf(g.getData());
@@ -413,11 +427,12 @@ FailureOr<std::string> StructuredEmitter::emit() {
           inner *= size;
         int64_t indices = countOf(g.getIndices());
         std::string k = w.checkedIndex(
-            at(g.getIndices(), "(i / " + num(inner) + ") % " + num(indices)), data[axis],
-            true);
-        return returnsExpr(at(g.getData(), "(i / " + num(inner * indices) + " * " +
-                                               num(data[axis]) + " + " + k + ") * " +
-                                               num(inner) + " + i % " + num(inner)));
+            at(g.getIndices(), "(i / " + num(inner) + ") % " + num(indices)),
+            data[axis], true);
+        return returnsExpr(at(g.getData(), "(i / " + num(inner * indices) +
+                                               " * " + num(data[axis]) + " + " +
+                                               k + ") * " + num(inner) +
+                                               " + i % " + num(inner)));
       })
       .Case([&](GatherElementsOp g) {
         ArrayRef<int64_t> data = shapeOf(g.getData());
@@ -425,9 +440,10 @@ FailureOr<std::string> StructuredEmitter::emit() {
         int64_t axis = g.getAxis();
         int64_t along = strides[axis];
         strides[axis] = 0;
-        std::string k = w.checkedIndex(at(g.getIndices(), "i"), data[axis], true);
-        return returnsExpr(at(g.getData(), remap(shape, strides, 0, "i") + " + " +
-                                               k + " * " + num(along)));
+        std::string k =
+            w.checkedIndex(at(g.getIndices(), "i"), data[axis], true);
+        return returnsExpr(at(g.getData(), remap(shape, strides, 0, "i") +
+                                               " + " + k + " * " + num(along)));
       })
       .Case([&](InsertSliceOp s) {
         ArrayRef<int64_t> source = shapeOf(s.getSource());
@@ -437,9 +453,10 @@ FailureOr<std::string> StructuredEmitter::emit() {
           std::string q = "q" + std::to_string(d);
           body += "    i64 " + q + " = " + coordinate(shape, d, "i") + " - " +
                   num(s.getStart()[d]) + ";\n    if (" + q + " % " +
-                  num(s.getStride()[d]) + " != 0) return " + at(s.getDest(), "i") +
-                  ";\n    " + q + " /= " + num(s.getStride()[d]) + ";\n    if (" +
-                  q + " < 0 || " + q + " >= " + num(source[d]) + ") return " +
+                  num(s.getStride()[d]) + " != 0) return " +
+                  at(s.getDest(), "i") + ";\n    " + q +
+                  " /= " + num(s.getStride()[d]) + ";\n    if (" + q +
+                  " < 0 || " + q + " >= " + num(source[d]) + ") return " +
                   at(s.getDest(), "i") + ";\n    j += " + q + " * " +
                   num(strides[d]) + ";\n";
         }
@@ -447,17 +464,19 @@ FailureOr<std::string> StructuredEmitter::emit() {
       })
       .Case([&](CumsumOp c) {
         AxisSplit split(shape, c.getAxis());
-        std::string k = "(i / " + num(split.inner) + " % " + num(split.extent) + ")";
-        std::string from = c.getReverse() ? k + (c.getExclusive() ? " + 1" : "") : "0";
-        std::string to = c.getReverse()
-                             ? num(split.extent)
-                             : k + (c.getExclusive() ? "" : " + 1");
+        std::string k =
+            "(i / " + num(split.inner) + " % " + num(split.extent) + ")";
+        std::string from =
+            c.getReverse() ? k + (c.getExclusive() ? " + 1" : "") : "0";
+        std::string to = c.getReverse() ? num(split.extent)
+                                        : k + (c.getExclusive() ? "" : " + 1");
         std::string ctype = computeType(type);
-        return returns("    const i64 row = " + split.row("i") + ";\n    " + ctype +
-                       " acc = 0;\n    for (i64 j = " + from + "; j < " + to +
-                       "; ++j) acc = " +
-                       rounded(type, "acc + " + at(c.getInput(), split.at("row", "j"))) +
-                       ";\n    return acc;\n");
+        return returns(
+            "    const i64 row = " + split.row("i") + ";\n    " + ctype +
+            " acc = 0;\n    for (i64 j = " + from + "; j < " + to +
+            "; ++j) acc = " +
+            rounded(type, "acc + " + at(c.getInput(), split.at("row", "j"))) +
+            ";\n    return acc;\n");
       })
       .Case([&](ReduceSumOp r) {
         return reduction(r.getInput(), r.getAxes(), "Sum", "0.0", false);
@@ -466,41 +485,52 @@ FailureOr<std::string> StructuredEmitter::emit() {
         return reduction(r.getInput(), r.getAxes(), "Sum", "0.0", true);
       })
       .Case([&](ReduceMaxOp r) {
-        return reduction(r.getInput(), r.getAxes(), "Max", literal(-INFINITY), false);
+        return reduction(r.getInput(), r.getAxes(), "Max", literal(-INFINITY),
+                         false);
       })
       .Case([&](ReduceMinOp r) {
-        return reduction(r.getInput(), r.getAxes(), "Min", literal(INFINITY), false);
+        return reduction(r.getInput(), r.getAxes(), "Min", literal(INFINITY),
+                         false);
       })
       .Case([&](ReduceProdOp r) {
         return reduction(r.getInput(), r.getAxes(), "Prod", "1.0", false);
       })
       .Case([&](ArgMaxOp a) {
-        return argReduction(a.getInput(), a.getAxis(), true, a.getSelectLastIndex());
+        return argReduction(a.getInput(), a.getAxis(), true,
+                            a.getSelectLastIndex());
       })
       .Case([&](ArgMinOp a) {
-        return argReduction(a.getInput(), a.getAxis(), false, a.getSelectLastIndex());
+        return argReduction(a.getInput(), a.getAxis(), false,
+                            a.getSelectLastIndex());
       })
-      .Case([&](SoftmaxOp s) { return softmax(s.getInput(), s.getAxis(), false); })
-      .Case([&](LogSoftmaxOp s) { return softmax(s.getInput(), s.getAxis(), true); })
+      .Case([&](SoftmaxOp s) {
+        return softmax(s.getInput(), s.getAxis(), false);
+      })
+      .Case([&](LogSoftmaxOp s) {
+        return softmax(s.getInput(), s.getAxis(), true);
+      })
       .Case([&](SoftmaxGradOp s) {
         AxisSplit split(shape, s.getAxis());
         std::string at_ = split.at("o", "k");
         std::string sum = stat({"Sum", "0.0", split.extent,
                                 at(s.getGrad(), at_, true) + " * " +
                                     at(s.getOutput(), at_, true)});
-        return returnsExpr(at(s.getOutput(), "i") + " * (" + at(s.getGrad(), "i") +
-                           " - " + sum + "(" + split.row("i") + "))");
+        return returnsExpr(at(s.getOutput(), "i") + " * (" +
+                           at(s.getGrad(), "i") + " - " + sum + "(" +
+                           split.row("i") + "))");
       })
       .Case([&](LogSoftmaxGradOp s) {
         AxisSplit split(shape, s.getAxis());
-        std::string sum =
-            stat({"Sum", "0.0", split.extent, at(s.getGrad(), split.at("o", "k"), true)});
-        return returnsExpr(at(s.getGrad(), "i") + " - exp(" + at(s.getOutput(), "i") +
-                           ") * " + sum + "(" + split.row("i") + ")");
+        std::string sum = stat({"Sum", "0.0", split.extent,
+                                at(s.getGrad(), split.at("o", "k"), true)});
+        return returnsExpr(at(s.getGrad(), "i") + " - exp(" +
+                           at(s.getOutput(), "i") + ") * " + sum + "(" +
+                           split.row("i") + ")");
       })
       .Case([&](LayerNormOp n) {
-        return normalization(n.getInput(), n.getInput(), n.getScale(), n.getBias(),
-                             n.getAxis(), n.getEpsilon().convertToDouble());
+        return normalization(n.getInput(), n.getInput(), n.getScale(),
+                             n.getBias(), n.getAxis(),
+                             n.getEpsilon().convertToDouble());
       })
       .Case([&](RmsNormOp n) {
         return normalization(n.getInput(), Value(), n.getScale(), Value(),
@@ -511,27 +541,27 @@ FailureOr<std::string> StructuredEmitter::emit() {
                                  g.getGrad(), g.getScale(), g.getAxis());
       })
       .Case([&](RmsNormGradOp g) {
-        return normalizationGrad(g.getInput(), Value(), g.getInvRms(), g.getGrad(),
-                                 g.getScale(), g.getAxis());
+        return normalizationGrad(g.getInput(), Value(), g.getInvRms(),
+                                 g.getGrad(), g.getScale(), g.getAxis());
       })
       .Case([&](CrossEntropyOp l) {
-        return classification(l.getInput(), l.getLabels(), l.getWeight(), Value(),
-                              l.getReduction(), l.getIgnoreIndex(),
+        return classification(l.getInput(), l.getLabels(), l.getWeight(),
+                              Value(), l.getReduction(), l.getIgnoreIndex(),
                               l.getNumClasses(), true);
       })
       .Case([&](NllLossOp l) {
-        return classification(l.getInput(), l.getLabels(), l.getWeight(), Value(),
-                              l.getReduction(), l.getIgnoreIndex(),
+        return classification(l.getInput(), l.getLabels(), l.getWeight(),
+                              Value(), l.getReduction(), l.getIgnoreIndex(),
                               l.getNumClasses(), false);
       })
       .Case([&](CrossEntropyGradOp l) {
-        return classification(l.getInput(), l.getLabels(), l.getWeight(), l.getGrad(),
-                              l.getReduction(), l.getIgnoreIndex(),
+        return classification(l.getInput(), l.getLabels(), l.getWeight(),
+                              l.getGrad(), l.getReduction(), l.getIgnoreIndex(),
                               l.getNumClasses(), true);
       })
       .Case([&](NllLossGradOp l) {
-        return classification(l.getInput(), l.getLabels(), l.getWeight(), l.getGrad(),
-                              l.getReduction(), l.getIgnoreIndex(),
+        return classification(l.getInput(), l.getLabels(), l.getWeight(),
+                              l.getGrad(), l.getReduction(), l.getIgnoreIndex(),
                               l.getNumClasses(), false);
       })
       .Case([&](AdamWOp a) -> FailureOr<std::string> {
@@ -539,17 +569,19 @@ FailureOr<std::string> StructuredEmitter::emit() {
         if (result > 0)
           return returnsExpr(adamMoments(a, result));
         std::string lr = at(a.getLr(), "0"), step = at(a.getStep(), "0");
-        std::string m = at(a.getNewExpAvg(), "i"), v = at(a.getNewExpAvgSq(), "i");
+        std::string m = at(a.getNewExpAvg(), "i"),
+                    v = at(a.getNewExpAvgSq(), "i");
         return returns(
-            "    const double lr = " + lr + ";\n    const double t = (double)" + step +
-            ";\n    const double denominator = sqrt(" + v + ") / sqrt(1.0 - pow(" +
-            literal(a.getBeta2().convertToDouble()) + ", t)) + " +
-            literal(a.getEpsilon().convertToDouble()) + ";\n    return " +
+            "    const double lr = " + lr + ";\n    const double t = (double)" +
+            step + ";\n    const double denominator = sqrt(" + v +
+            ") / sqrt(1.0 - pow(" + literal(a.getBeta2().convertToDouble()) +
+            ", t)) + " + literal(a.getEpsilon().convertToDouble()) +
+            ";\n    return " +
             rounded(type, at(a.getParam(), "i") + " * (1.0 - lr * " +
                               literal(a.getWeightDecay().convertToDouble()) +
                               ") - lr / (1.0 - pow(" +
-                              literal(a.getBeta1().convertToDouble()) + ", t)) * " +
-                              m + " / denominator") +
+                              literal(a.getBeta1().convertToDouble()) +
+                              ", t)) * " + m + " / denominator") +
             ";\n");
       })
       .Case([&](SgdOp s) -> FailureOr<std::string> {
@@ -560,8 +592,8 @@ FailureOr<std::string> StructuredEmitter::emit() {
         if (value == s.getNewMomentumBuffer()) {
           if (momentum == 0.0)
             return returnsExpr("0.0");
-          return returnsExpr("(" + at(s.getStep(), "0") + " == 1) ? " + g + " : " +
-                             literal(momentum) + " * " +
+          return returnsExpr("(" + at(s.getStep(), "0") + " == 1) ? " + g +
+                             " : " + literal(momentum) + " * " +
                              at(s.getMomentumBuffer(), "i") + " + " +
                              literal(1.0 - s.getDampening().convertToDouble()) +
                              " * " + g);
@@ -569,8 +601,9 @@ FailureOr<std::string> StructuredEmitter::emit() {
         std::string direction = g;
         if (momentum != 0.0) {
           std::string buffer = at(s.getNewMomentumBuffer(), "i");
-          direction = s.getNesterov() ? g + " + " + literal(momentum) + " * " + buffer
-                                      : buffer;
+          direction = s.getNesterov()
+                          ? g + " + " + literal(momentum) + " * " + buffer
+                          : buffer;
         }
         return returnsExpr(at(s.getParam(), "i") + " - " + at(s.getLr(), "0") +
                            " * (" + direction + ")");
@@ -589,9 +622,8 @@ FailureOr<std::string> StructuredEmitter::emit() {
                            literal(a.getEpsilon().convertToDouble()) + ")");
       })
       .Case([&](MatmulOp m) { return matmul(m); })
-      .Default([&](Operation *) {
-        return unsupported("no kernel for this op");
-      });
+      .Default(
+          [&](Operation *) { return unsupported("no kernel for this op"); });
 }
 
 FailureOr<std::string> emitStructured(KernelWriter &writer, Value value,

@@ -26,17 +26,20 @@ int64_t gridFor(int64_t threads) {
 static FailureOr<SmallVector<KernelPlan>> gatherGradient(GatherGradOp op) {
   Type type = elementTypeOf(op.getResult());
   if (!type.isF32() && !type.isF64())
-    return op.emitError() << "the CUDA target cannot compile '"
-                          << op->getName() << "' of " << type
+    return op.emitError() << "the CUDA target cannot compile '" << op->getName()
+                          << "' of " << type
                           << ": only f32 and f64 gradients are accumulated";
   ArrayRef<int64_t> data = shapeOf(op.getResult());
   int64_t axis = op.getAxis(), inner = 1;
   for (int64_t size : data.drop_front(axis + 1))
     inner *= size;
   int64_t indices = countOf(op.getIndices());
-  std::string t = storageType(type), it = storageType(elementTypeOf(op.getIndices()));
+  std::string t = storageType(type),
+              it = storageType(elementTypeOf(op.getIndices()));
   std::vector<std::pair<std::string, std::string>> values = {
-      {"T", t}, {"IT", it}, {"N", std::to_string(countOf(op.getResult())) + "ll"},
+      {"T", t},
+      {"IT", it},
+      {"N", std::to_string(countOf(op.getResult())) + "ll"},
       {"G", std::to_string(countOf(op.getGrad())) + "ll"},
       {"INNER", std::to_string(inner) + "ll"},
       {"INDICES", std::to_string(indices) + "ll"},
@@ -47,7 +50,8 @@ static FailureOr<SmallVector<KernelPlan>> gatherGradient(GatherGradOp op) {
   zero.body = substitute(R"cuda(
   $T *out = ($T *)args[2];
   for (i64 i = global_thread(); i < $N; i += thread_count()) out[i] = 0;
-)cuda", values);
+)cuda",
+                         values);
   zero.grid = gridFor(countOf(op.getResult()));
   scatter = zero;
   scatter.body = substitute(R"cuda(
@@ -65,7 +69,8 @@ static FailureOr<SmallVector<KernelPlan>> gatherGradient(GatherGradOp op) {
     }
     atomicAdd(&out[(outer * $SIZE + q) * $INNER + e % $INNER], grad[e]);
   }
-)cuda", values);
+)cuda",
+                            values);
   scatter.grid = gridFor(countOf(op.getGrad()));
   scatter.checksIndices = true;
   return SmallVector<KernelPlan>{zero, scatter};
