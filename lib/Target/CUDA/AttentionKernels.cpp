@@ -172,15 +172,21 @@ static const char *kGradientPrologue = R"cuda(
     load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
     load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
   };
-  auto gradients = [&](double s, double l, double f, double dlt, const $TT *dov,
-                       const $TT *vv, double &ds, double &dropped) -> bool {
+  // ds of query row r of the query tile at q0 and key row j of the key
+  // tile at k0, and the dropped probability, as the interpreter rounds
+  // them; false where the probability is 0.
+  auto gradients = [&](i64 bh, i64 q0, i64 r, i64 k0, i64 j, double &ds,
+                       double &dropped) -> bool {
+    const double l = lses[r];
     if (l == -1.0 / 0.0) return false;
+    const double s = score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D);
     const double p = $ROUND(exp(s - l));
     if (p == 0.0) return false;
+    const double f = factor(bh, q0 + r, k0 + j);
     dropped = $ROUNDV($ROUND(p * f));
     double dp = 0.0;
-    for (i64 c = 0; c < $DV; ++c) dp += (double)dov[c] * (double)vv[c];
-    ds = $ROUND(p * ($ROUND(dp) * f - dlt) * $SCALE);
+    for (i64 c = 0; c < $DV; ++c) dp += (double)DOs[r * $DV + c] * (double)Vs[j * $DV + c];
+    ds = $ROUND(p * ($ROUND(dp) * f - deltas[r]) * $SCALE);
     return true;
   };
 )cuda";
@@ -205,10 +211,7 @@ static const char *kQueryGradient = R"cuda(
       for (i64 r = threadIdx.x; r < rows; r += blockDim.x)
         for (i64 j = 0; j < keys; ++j) {
           double ds, dropped;
-          const double s = score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D);
-          if (!gradients(s, lses[r], factor(bh, q0 + r, k0 + j), deltas[r],
-                         DOs + r * $DV, Vs + j * $DV, ds, dropped))
-            continue;
+          if (!gradients(bh, q0, r, k0, j, ds, dropped)) continue;
           ds = $ROUNDK(ds);
           for (i64 c = 0; c < $D; ++c) acc[r * $D + c] += ds * (double)Ks[j * $D + c];
         }
@@ -245,10 +248,7 @@ static const char *kKeyValueGradient = R"cuda(
         for (i64 j = threadIdx.x; j < keys; j += blockDim.x)
           for (i64 r = 0; r < rows; ++r) {
             double ds, dropped;
-            const double s = score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D);
-            if (!gradients(s, lses[r], factor(bh, q0 + r, k0 + j), deltas[r],
-                           DOs + r * $DV, Vs + j * $DV, ds, dropped))
-              continue;
+            if (!gradients(bh, q0, r, k0, j, ds, dropped)) continue;
             for (i64 c = 0; c < $DV; ++c) dvAcc[j * $DV + c] += dropped * (double)DOs[r * $DV + c];
             ds = $ROUNDQ(ds);
             for (i64 c = 0; c < $D; ++c) dkAcc[j * $D + c] += ds * (double)Qs[r * $D + c];
