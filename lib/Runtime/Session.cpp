@@ -49,11 +49,16 @@ cudaDataType_t cudaType(ElementType type) {
   }
 }
 
-/// One GEMM's cuBLASLt objects and the algorithm chosen for it.
+/// How many algorithms --tune-gemms times for each GEMM.
+constexpr int kTunedCandidates = 8;
+
+/// One GEMM's cuBLASLt objects, the algorithms the heuristic proposed (best
+/// first) and the one chosen.
 struct GemmPlan {
   const artifact::Gemm *gemm = nullptr;
   cublasLtMatmulDesc_t operation = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  std::vector<cublasLtMatmulAlgo_t> candidates;
   cublasLtMatmulAlgo_t algorithm{};
 };
 
@@ -356,7 +361,7 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
     }
     cublasLtMatmulPreference_t preference = nullptr;
-    cublasLtMatmulHeuristicResult_t heuristic{};
+    cublasLtMatmulHeuristicResult_t heuristics[kTunedCandidates]{};
     int found = 0;
     size_t workspace = kWorkspaceBytes;
     ok = ok &&
@@ -366,11 +371,14 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
              sizeof(workspace)) == CUBLAS_STATUS_SUCCESS &&
          cublasLtMatmulAlgoGetHeuristic(
              s.blas, plan.operation, plan.a, plan.b, plan.d, plan.d, preference,
-             1, &heuristic, &found) == CUBLAS_STATUS_SUCCESS &&
+             options.tuneGemms ? kTunedCandidates : 1, heuristics,
+             &found) == CUBLAS_STATUS_SUCCESS &&
          found > 0;
     if (preference)
       cublasLtMatmulPreferenceDestroy(preference);
-    plan.algorithm = heuristic.algo;
+    for (int i = 0; i < found; ++i)
+      plan.candidates.push_back(heuristics[i].algo);
+    plan.algorithm = heuristics[0].algo;
     s.gemms.push_back(plan);
     if (!ok) {
       error = "cuBLASLt has no algorithm for GEMM " +
@@ -442,6 +450,63 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                "cannot upload parameters"))
       return false;
   }
+  if (options.tuneGemms && !tuneGemms(error))
+    return false;
+  return true;
+}
+
+/// Runs `plan`'s GEMM with `algorithm` on the session's stream.
+static cublasStatus_t runGemm(cublasLtHandle_t blas, const GemmPlan &plan,
+                              const cublasLtMatmulAlgo_t &algorithm,
+                              char *arena, void *workspace,
+                              cudaStream_t stream) {
+  const artifact::Gemm *g = plan.gemm;
+  float one = 1.0f, zero = 0.0f;
+  double oneD = 1.0, zeroD = 0.0;
+  bool f64 = g->input_type() == ElementType::F64;
+  char *d = arena + g->d();
+  return cublasLtMatmul(blas, plan.operation,
+                        f64 ? static_cast<const void *>(&oneD) : &one,
+                        arena + g->b(), plan.a, arena + g->a(), plan.b,
+                        f64 ? static_cast<const void *>(&zeroD) : &zero, d,
+                        plan.d, d, plan.d, &algorithm, workspace,
+                        kWorkspaceBytes, stream);
+}
+
+bool Session::tuneGemms(std::string &error) {
+  // Each candidate runs once to warm up, then three times between events;
+  // the arena's current contents are as good inputs as any.
+  State &s = *state;
+  cudaEvent_t start, stop;
+  if (cudaEventCreate(&start) != cudaSuccess ||
+      cudaEventCreate(&stop) != cudaSuccess) {
+    error = "cannot create events to time GEMMs";
+    return false;
+  }
+  for (GemmPlan &plan : s.gemms) {
+    float best = -1.0f;
+    for (const cublasLtMatmulAlgo_t &algorithm : plan.candidates) {
+      if (runGemm(s.blas, plan, algorithm, s.arena, s.workspace, s.stream) !=
+          CUBLAS_STATUS_SUCCESS)
+        continue;
+      cudaEventRecord(start, s.stream);
+      for (int i = 0; i < 3; ++i)
+        runGemm(s.blas, plan, algorithm, s.arena, s.workspace, s.stream);
+      cudaEventRecord(stop, s.stream);
+      float milliseconds = 0.0f;
+      if (cudaEventSynchronize(stop) != cudaSuccess ||
+          cudaEventElapsedTime(&milliseconds, start, stop) != cudaSuccess)
+        continue;
+      if (best < 0.0f || milliseconds < best) {
+        best = milliseconds;
+        plan.algorithm = algorithm;
+      }
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  // GEMMs write activations and gradients only, which every step rewrites
+  // before reading: the timing runs leave nothing behind.
   return true;
 }
 
@@ -464,16 +529,8 @@ bool Session::enqueueOperations(std::string &error) {
       continue;
     }
     GemmPlan &plan = s.gemms[gemm++];
-    const artifact::Gemm *g = plan.gemm;
-    float one = 1.0f, zero = 0.0f;
-    double oneD = 1.0, zeroD = 0.0;
-    bool f64 = g->input_type() == ElementType::F64;
-    char *d = s.arena + g->d();
-    cublasStatus_t status = cublasLtMatmul(
-        s.blas, plan.operation, f64 ? static_cast<const void *>(&oneD) : &one,
-        s.arena + g->b(), plan.a, s.arena + g->a(), plan.b,
-        f64 ? static_cast<const void *>(&zeroD) : &zero, d, plan.d, d, plan.d,
-        &plan.algorithm, s.workspace, kWorkspaceBytes, s.stream);
+    cublasStatus_t status = runGemm(s.blas, plan, plan.algorithm, s.arena,
+                                    s.workspace, s.stream);
     if (status != CUBLAS_STATUS_SUCCESS) {
       error = "cuBLASLt failed on " + operation->origin()->str() + ": " +
               cublasLtGetStatusString(status);

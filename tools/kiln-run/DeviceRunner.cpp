@@ -191,7 +191,7 @@ private:
 } // namespace
 
 int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
-                StringRef outputDirectory,
+                bool tuneGemms, StringRef outputDirectory,
                 function_ref<void(StringRef, const Tensor &)> print) {
   auto fail = [](const Twine &message) {
     errs() << "kiln-run: error: " << message << "\n";
@@ -202,6 +202,7 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
     return fail(toString(spec.takeError()));
   runtime::SessionOptions options;
   options.seed = spec->seed;
+  options.tuneGemms = tuneGemms;
   std::string error;
   std::unique_ptr<runtime::Session> session =
       runtime::Session::load(path.str(), options, error);

@@ -49,6 +49,10 @@ static cl::opt<std::string>
     outputDirectory(cl::cat(category), "output-dir",
                     cl::desc("Write each output as DIR/<name>.pb"),
                     cl::value_desc("DIR"));
+static cl::opt<bool> tuneGemms(
+    cl::cat(category), "tune-gemms",
+    cl::desc("With a .kiln artifact: choose each GEMM's cuBLASLt algorithm "
+             "by timing its best candidates at load"));
 static cl::opt<std::string> functionName(cl::cat(category), "function",
                                          cl::desc("The function to run"));
 
@@ -125,7 +129,7 @@ static int runArtifactCommand() {
   if (!tensors)
     return 1;
   return kiln::runArtifact(modelPath, *tensors, kiln::trainingRequested(),
-                           outputDirectory, printOutput);
+                           tuneGemms, outputDirectory, printOutput);
 }
 
 int main(int argc, char **argv) {

@@ -29,6 +29,9 @@ struct SessionOptions {
   /// Fills the arena with 0xff bytes (NaN in every float type) before
   /// anything is written, so that tests see any read of an unwritten value.
   bool poison = false;
+  /// Chooses each GEMM's algorithm by timing the heuristic's best
+  /// candidates at load, instead of taking its first.
+  bool tuneGemms = false;
 };
 
 class Session {
@@ -70,6 +73,7 @@ private:
   struct State;
   bool initialize(const SessionOptions &options, std::string &error);
   bool enqueueOperations(std::string &error);
+  bool tuneGemms(std::string &error);
   /// Tensor `name` if it holds exactly `size` bytes.
   const artifact::Tensor *sized(const std::string &name, size_t size,
                                 std::string &error) const;
