@@ -92,6 +92,14 @@ private:
   }
   LogicalResult lowerOp(Operation &op);
   LogicalResult lowerFusion(FusionOp fusion);
+  /// The index of the kernel with `body`, added to the source if new; its
+  /// one parameter, the table of arena pointers, is named `parameter`.
+  unsigned kernelIndex(const std::string &body, const std::string &parameter);
+  /// Appends the arena offsets `kernel` reads and writes to `launch`.
+  LogicalResult appendArguments(const KernelPlan &kernel,
+                                artifact::KernelLaunchT &launch,
+                                Operation *origin,
+                                function_ref<int64_t(Value)> resultOffset);
   /// Emits `kernels`; `resultOffset` gives where each kernel result goes.
   LogicalResult emitKernels(Operation *origin, ArrayRef<KernelPlan> kernels,
                             function_ref<int64_t(Value)> resultOffset);
@@ -182,61 +190,94 @@ int64_t Lowering::constantOffset(Operation *constant) {
   return static_cast<int64_t>(it->second);
 }
 
+unsigned Lowering::kernelIndex(const std::string &body,
+                               const std::string &parameter) {
+  auto [it, added] = kernelBySource.try_emplace(body, kernelNames.size());
+  if (added) {
+    std::string name = "kiln_kernel_" + std::to_string(kernelNames.size());
+    kernelNames.push_back(name);
+    source += "\nextern \"C\" __global__ void __launch_bounds__(256) " + name +
+              "(void *const *" + parameter + ") {\n" + body + "}\n";
+  }
+  return it->second;
+}
+
+LogicalResult
+Lowering::appendArguments(const KernelPlan &kernel, artifact::KernelLaunchT &launch,
+                          Operation *origin,
+                          function_ref<int64_t(Value)> resultOffset) {
+  // Constants, partials and index checks live in areas placed once their
+  // sizes are known: their arguments are filled in then.
+  auto constant = [&](Operation *op) {
+    constantUses.push_back({operations.size(), launch.args.size(),
+                            static_cast<size_t>(constantOffset(op))});
+    launch.args.push_back(0);
+  };
+  for (Value operand : kernel.operands) {
+    int64_t offset = offsetOf(operand);
+    if (offset >= 0)
+      launch.args.push_back(offset);
+    else if (auto op = operand.getDefiningOp<ConstantOp>())
+      constant(op);
+    else
+      return origin->emitError("the CUDA target found an operand without memory");
+  }
+  for (Operation *op : kernel.constants)
+    constant(op);
+  for (Value result : kernel.results) {
+    int64_t offset = resultOffset(result);
+    if (offset < 0)
+      return origin->emitError("the CUDA target found a result without memory");
+    launch.args.push_back(offset);
+  }
+  if (kernel.partialBytes) {
+    partialBytes = std::max(partialBytes, kernel.partialBytes);
+    partialUses.push_back({operations.size(), launch.args.size()});
+    launch.args.push_back(0);
+  }
+  if (kernel.checksIndices) {
+    checkUses.push_back({operations.size(), launch.args.size()});
+    launch.args.push_back(0);
+  }
+  return success();
+}
+
 LogicalResult Lowering::emitKernels(Operation *origin,
                                     ArrayRef<KernelPlan> kernels,
                                     function_ref<int64_t(Value)> resultOffset) {
-  for (const KernelPlan &kernel : kernels) {
-    auto [it, added] =
-        kernelBySource.try_emplace(kernel.body, kernelNames.size());
-    if (added) {
-      std::string name = "kiln_kernel_" + std::to_string(kernelNames.size());
-      kernelNames.push_back(name);
-      source += "\nextern \"C\" __global__ void __launch_bounds__(256) " +
-                name + "(void *const *args) {\n" + kernel.body + "}\n";
-    }
+  // Consecutive launches of one kernel that share no scratch (the
+  // per-parameter updates of a multi-tensor optimizer) become one launch
+  // that walks their argument tables in turn.
+  auto batches = [](const KernelPlan &a, const KernelPlan &b) {
+    return a.body == b.body && a.grid == b.grid && a.block == b.block &&
+           !a.partialBytes && !a.checksIndices;
+  };
+  for (size_t first = 0; first < kernels.size();) {
+    size_t last = first + 1;
+    while (last < kernels.size() && batches(kernels[first], kernels[last]))
+      ++last;
+    const KernelPlan &kernel = kernels[first];
     auto launch = std::make_unique<artifact::KernelLaunchT>();
-    launch->kernel = it->second;
     launch->grid = kernel.grid;
     launch->block = kernel.block;
-    // Constants live in their own area, placed once its size is known.
-    auto addConstant = [&](Operation *constant) {
-      constantUses.push_back({operations.size(), launch->args.size(),
-                              static_cast<size_t>(constantOffset(constant))});
-      launch->args.push_back(0);
-    };
-    for (Value operand : kernel.operands) {
-      int64_t offset = offsetOf(operand);
-      if (offset >= 0) {
-        launch->args.push_back(offset);
-      } else if (auto constant = operand.getDefiningOp<ConstantOp>()) {
-        addConstant(constant);
-      } else {
-        return origin->emitError(
-            "the CUDA target found an operand without memory");
-      }
-    }
-    for (Operation *constant : kernel.constants)
-      addConstant(constant);
-    for (Value result : kernel.results) {
-      int64_t offset = resultOffset(result);
-      if (offset < 0)
-        return origin->emitError(
-            "the CUDA target found a result without memory");
-      launch->args.push_back(offset);
-    }
-    if (kernel.partialBytes) {
-      partialBytes = std::max(partialBytes, kernel.partialBytes);
-      partialUses.push_back({operations.size(), launch->args.size()});
-      launch->args.push_back(0);
-    }
-    if (kernel.checksIndices) {
-      checkUses.push_back({operations.size(), launch->args.size()});
-      launch->args.push_back(0);
+    for (size_t k = first; k < last; ++k)
+      if (failed(appendArguments(kernels[k], *launch, origin, resultOffset)))
+        return failure();
+    if (last - first == 1) {
+      launch->kernel = kernelIndex(kernel.body, "args");
+    } else {
+      size_t perLaunch = launch->args.size() / (last - first);
+      launch->kernel = kernelIndex(
+          "  for (i64 batch = 0; batch < " + std::to_string(last - first) +
+              "; ++batch) {\n    void *const *args = tables + batch * " +
+              std::to_string(perLaunch) + ";\n" + kernel.body + "  }\n",
+          "tables");
     }
     auto operation = std::make_unique<artifact::OperationT>();
     operation->kernel = std::move(launch);
     operation->origin = describe(origin);
     operations.push_back(std::move(operation));
+    first = last;
   }
   return success();
 }
@@ -263,25 +304,33 @@ Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
     return llvm::any_of(reader.operands,
                         [&](Value v) { return writes(writer, offsetOf(v)); });
   };
+  // Among the launches that may go next, one of the kernel just placed
+  // comes first, so that equal kernels end up adjacent and batch.
   SmallVector<KernelPlan> ordered;
   SmallVector<bool> done(kernels->size(), false);
+  auto blocked = [&](size_t i) {
+    for (size_t j = 0; j < kernels->size(); ++j)
+      if (!done[j] && j != i && readsWrittenBy((*kernels)[j], (*kernels)[i]))
+        return true;
+    return false;
+  };
   for (size_t placed = 0; placed < kernels->size(); ++placed) {
-    bool progress = false;
-    for (size_t i = 0; i < kernels->size() && !progress; ++i) {
-      if (done[i])
+    std::optional<size_t> next;
+    for (size_t i = 0; i < kernels->size(); ++i) {
+      if (done[i] || blocked(i))
         continue;
-      bool blocked = false;
-      for (size_t j = 0; j < kernels->size(); ++j)
-        blocked |=
-            !done[j] && j != i && readsWrittenBy((*kernels)[j], (*kernels)[i]);
-      if (!blocked) {
-        ordered.push_back(std::move((*kernels)[i]));
-        done[i] = progress = true;
+      if (!next)
+        next = i;
+      if (!ordered.empty() && (*kernels)[i].body == ordered.back().body) {
+        next = i;
+        break;
       }
     }
-    if (!progress)
+    if (!next)
       return origin->emitError("the CUDA target cannot order the in-place "
                                "updates of this op");
+    done[*next] = true;
+    ordered.push_back(std::move((*kernels)[*next]));
   }
   return emitKernels(origin, ordered, resultOffset);
 }
