@@ -49,22 +49,23 @@ public:
           " wrote it): compile the model again");
     if (arena < 0)
       return fail("its arena size is negative");
-    if (artifact.tensors())
-      for (const Tensor *tensor : *artifact.tensors()) {
-        int64_t count = elementCount(tensor->shape());
-        if (!tensor->name() || count < 0 ||
-            !inArena(tensor->offset(),
-                     count * elementBytes(tensor->element_type())))
-          return fail(
-              "tensor '" +
-              (tensor->name() ? tensor->name()->str() : std::string("?")) +
-              "' lies outside the arena");
-        if (tensor->data() && tensor->data()->size() &&
-            static_cast<int64_t>(tensor->data()->size()) !=
-                count * elementBytes(tensor->element_type()))
-          return fail("the initial value of '" + tensor->name()->str() +
-                      "' has the wrong size");
-      }
+    if (!artifact.tensors())
+      return fail("it has no tensor table");
+    for (const Tensor *tensor : *artifact.tensors()) {
+      int64_t count = elementCount(tensor->shape());
+      if (!tensor->name() || count < 0 ||
+          !inArena(tensor->offset(),
+                   count * elementBytes(tensor->element_type())))
+        return fail(
+            "tensor '" +
+            (tensor->name() ? tensor->name()->str() : std::string("?")) +
+            "' lies outside the arena");
+      if (tensor->data() && tensor->data()->size() &&
+          static_cast<int64_t>(tensor->data()->size()) !=
+              count * elementBytes(tensor->element_type()))
+        return fail("the initial value of '" + tensor->name()->str() +
+                    "' has the wrong size");
+    }
     if (artifact.constants())
       for (const Constant *constant : *artifact.constants())
         if (!constant->data() ||

@@ -247,13 +247,14 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                                  nullptr, nullptr, 0),
              "cannot load the kernels"))
     return false;
-  for (const auto *name : *model->kernel_names()) {
-    cudaKernel_t kernel;
-    if (!check(cudaLibraryGetKernel(&kernel, s.library, name->c_str()),
-               "a kernel is missing from the artifact's code"))
-      return false;
-    s.kernels.push_back(kernel);
-  }
+  if (model->kernel_names())
+    for (const auto *name : *model->kernel_names()) {
+      cudaKernel_t kernel;
+      if (!check(cudaLibraryGetKernel(&kernel, s.library, name->c_str()),
+                 "a kernel is missing from the artifact's code"))
+        return false;
+      s.kernels.push_back(kernel);
+    }
 
   // Argument tables: every kernel reads its arena pointers from one.
   std::vector<void *> host;
@@ -465,12 +466,11 @@ static cublasStatus_t runGemm(cublasLtHandle_t blas, const GemmPlan &plan,
   double oneD = 1.0, zeroD = 0.0;
   bool f64 = g->input_type() == ElementType::F64;
   char *d = arena + g->d();
-  return cublasLtMatmul(blas, plan.operation,
-                        f64 ? static_cast<const void *>(&oneD) : &one,
-                        arena + g->b(), plan.a, arena + g->a(), plan.b,
-                        f64 ? static_cast<const void *>(&zeroD) : &zero, d,
-                        plan.d, d, plan.d, &algorithm, workspace,
-                        kWorkspaceBytes, stream);
+  return cublasLtMatmul(
+      blas, plan.operation, f64 ? static_cast<const void *>(&oneD) : &one,
+      arena + g->b(), plan.a, arena + g->a(), plan.b,
+      f64 ? static_cast<const void *>(&zeroD) : &zero, d, plan.d, d, plan.d,
+      &algorithm, workspace, kWorkspaceBytes, stream);
 }
 
 bool Session::tuneGemms(std::string &error) {
@@ -529,8 +529,8 @@ bool Session::enqueueOperations(std::string &error) {
       continue;
     }
     GemmPlan &plan = s.gemms[gemm++];
-    cublasStatus_t status = runGemm(s.blas, plan, plan.algorithm, s.arena,
-                                    s.workspace, s.stream);
+    cublasStatus_t status =
+        runGemm(s.blas, plan, plan.algorithm, s.arena, s.workspace, s.stream);
     if (status != CUBLAS_STATUS_SUCCESS) {
       error = "cuBLASLt failed on " + operation->origin()->str() + ": " +
               cublasLtGetStatusString(status);

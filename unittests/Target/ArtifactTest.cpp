@@ -77,6 +77,14 @@ TEST(ArtifactTest, RefusesAnotherFormatVersion) {
   EXPECT_NE(error.find("format version"), std::string::npos) << error;
 }
 
+TEST(ArtifactTest, RefusesAnArtifactWithoutTensors) {
+  ArtifactT a = sample();
+  a.tensors.clear();
+  std::string error;
+  EXPECT_EQ(verify(pack(a), error), nullptr);
+  EXPECT_NE(error.find("no tensor table"), std::string::npos) << error;
+}
+
 TEST(ArtifactTest, RefusesOffsetsOutsideTheArena) {
   std::string error;
   ArtifactT a = sample();

@@ -398,7 +398,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   plan.results.assign(results.begin(), results.end());
   plan.block = kThreads;
   // Arguments: operands, constants, results, then the partials of a split
-  // reduction.
+  // reduction and the status word of index checks.
   std::string prologue;
   auto pointer = [&](const std::string &qualifier, Type type,
                      const std::string &name, size_t index) {
@@ -447,7 +447,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     // Every thread of the block computes element i; one stores it.
     loop = "  for (i64 i = blockIdx.x; i < " + n + "; i += gridDim.x) {\n" +
            compute + "    if (threadIdx.x == 0) {\n" + store + "    }\n  }\n";
-    plan.grid = std::min(count, kMaxBlocks);
+    plan.grid = std::clamp<int64_t>(count, 1, kMaxBlocks);
   } else if (rowMemo) {
     // Each thread walks whole rows, so that row statistics are computed
     // once per row.
@@ -459,11 +459,13 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
            "ll; row += thread_count()) {\n    for (i64 i = row * " + len +
            "; i < (row + 1) * " + len + " && i < " + n + "; ++i) {\n" +
            compute + store + "    }\n  }\n";
-    plan.grid = std::min((rows + kThreads - 1) / kThreads, kMaxBlocks);
+    plan.grid =
+        std::clamp<int64_t>((rows + kThreads - 1) / kThreads, 1, kMaxBlocks);
   } else {
     loop = "  for (i64 i = global_thread(); i < " + n +
            "; i += thread_count()) {\n" + compute + store + "  }\n";
-    plan.grid = std::min((count + kThreads - 1) / kThreads, kMaxBlocks);
+    plan.grid =
+        std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks);
   }
   plan.body = prologue + code + loop;
   return std::move(plan);
