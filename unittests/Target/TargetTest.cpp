@@ -163,10 +163,12 @@ TEST_F(TargetTest, Gpt2StepMatchesInterpreterInFp32) {
               Precision::FP32, 2e-6);
 }
 
-// Logits and their gradient are stored in bf16: where the two sides'
-// summation orders differ by an ulp before a rounding to bf16, the stored
-// value moves by one bf16 ulp (2^-8), and gradients built from it by a few:
-// four ulps (2^-6) bound them.
+// Known discrepancy, not yet explained: in bf16 the loss and the gradient
+// norm agree to 2e-6, but some gradients of the first layer and of the
+// embeddings differ from the interpreter's by up to 8e-2 (first moments by
+// 8e-3); every op alone, bf16 attention included, agrees to 2e-6
+// (KernelTest). This bound only keeps the test from getting worse until the
+// op that diverges is found; the fp32 steps are the strict check.
 TEST_F(TargetTest, Gpt2StepMatchesInterpreterInBf16) {
   compareStep(source("examples/gpt2_tiny/model.onnx"),
               {source("examples/gpt2_tiny/input_ids.pb"),

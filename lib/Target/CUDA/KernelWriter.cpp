@@ -56,11 +56,11 @@ std::string rounded(Type type, const std::string &x) {
   if (type.isF32())
     return "(double)(float)(" + x + ")";
   if (type.isBF16())
-    return "(double)round_bf16((float)(" + x + "))";
+    return "round_bf16(" + x + ")";
   if (type.isF16())
-    return "(double)round_f16((float)(" + x + "))";
+    return "round_f16(" + x + ")";
   if (type.isTF32())
-    return "(double)round_tf32((float)(" + x + "))";
+    return "round_tf32(" + x + ")";
   if (type.isF64() || type.isInteger(1) || type.getIntOrFloatBitWidth() == 64)
     return "(" + x + ")";
   return "(i64)(" + storageType(type) + ")(" + x + ")";
@@ -79,12 +79,13 @@ std::string loaded(Type type, const std::string &element) {
 }
 
 std::string stored(Type type, const std::string &x) {
+  // Rounded once from double; the conversion to the storage bits is exact.
   if (type.isBF16())
-    return "f32_to_bf16((float)(" + x + "))";
+    return "f32_to_bf16((float)round_bf16(" + x + "))";
   if (type.isF16())
-    return "f32_to_f16((float)(" + x + "))";
+    return "f32_to_f16((float)round_f16(" + x + "))";
   if (type.isTF32())
-    return "round_tf32((float)(" + x + "))";
+    return "(float)round_tf32(" + x + ")";
   return "(" + storageType(type) + ")(" + x + ")";
 }
 

@@ -30,7 +30,6 @@ KD u16 f32_to_bf16(float f) {
   if ((b & 0x7fffffffu) > 0x7f800000u) return (u16)((b >> 16) | 0x40u);
   return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
-KD float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
 
 KD float f16_to_f32(u16 h) {
   u32 sign = (u32)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
@@ -55,12 +54,22 @@ KD u16 f32_to_f16(float f) {
   u32 rounded = abs + 0xfffu + ((abs >> 13) & 1u);
   return (u16)(sign | ((rounded - 0x38000000u) >> 13));
 }
-KD float round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
-KD float round_tf32(float f) {
-  u32 b = f32_to_bits(f);
-  if ((b & 0x7fffffffu) > 0x7f800000u) return f;
-  return bits_to_f32((b + 0xfffu + ((b >> 13) & 1u)) & 0xffffe000u);
+// `x` rounded once, to nearest even, to a float with `significant` bits,
+// normal exponents down to `lowest` and largest finite value `largest`: the
+// interpreter's rounding to bf16 (8, -126), tf32 (11, -126) and f16 (11,
+// -14). Rounding through f32 first would round twice.
+KD double round_to(double x, int significant, int lowest, double largest) {
+  if (!isfinite(x) || x == 0.0) return x;
+  int exponent;
+  frexp(x, &exponent);
+  const double ulp = ldexp(1.0, (exponent - 1 > lowest ? exponent - 1 : lowest) -
+                                    (significant - 1));
+  const double r = rint(x / ulp) * ulp;
+  return fabs(r) > largest ? copysign(1.0 / 0.0, x) : r;
 }
+KD double round_bf16(double x) { return round_to(x, 8, -126, 3.3895313892515355e38); }
+KD double round_tf32(double x) { return round_to(x, 11, -126, 3.4011621342146535e38); }
+KD double round_f16(double x) { return round_to(x, 11, -14, 65504.0); }
 
 // SplitMix64, exactly as the interpreter's dropout draws.
 KD u64 kiln_mix(u64 x) {
