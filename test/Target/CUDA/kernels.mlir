@@ -56,6 +56,6 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK:       out0[i] = (float)(r0);
 // CHECK-NEXT:  out1[i] = (float)(r1);
 
-// The cast rounds to bf16 on the way to memory.
+// The cast rounds to bf16 once, from double, on the way to memory.
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
-// CHECK:       out0[i] = f32_to_bf16((float)(r0));
+// CHECK:       out0[i] = f32_to_bf16((float)round_bf16(r0));
