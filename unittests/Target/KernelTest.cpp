@@ -389,6 +389,19 @@ func.func @main(%q: tensor<2x4x32x16xf32>, %k: tensor<2x4x32x16xf32>, %v: tensor
   return %out, %lse, %dq, %dk, %dv : tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>
 }
 )"},
+    // The bf16 step's shapes: 16-bit operands, f32 results and statistics,
+    // a 16-bit output gradient, more rows than one tile.
+    {"AttentionTilesBf16", R"(
+func.func @main(%q: tensor<2x4x32x16xbf16>, %k: tensor<2x4x32x16xbf16>, %v: tensor<2x4x32x16xbf16>, %g: tensor<2x4x32x16xbf16>)
+    -> (tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) {
+  %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.25 : f64}
+      : (tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>) -> (tensor<2x4x32x16xf32>, tensor<2x4x32xf32>)
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.25 : f64}
+      : (tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xbf16>)
+      -> (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>)
+  return %out, %lse, %dq, %dk, %dv : tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>
+}
+)"},
     {"AttentionMasks", R"(
       func.func @main(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x6x8xbf16>, %v: tensor<2x3x6x8xbf16>,
                       %f: tensor<2x1x1x6xf32>, %b: tensor<4x6xi1>, %g: tensor<2x3x4x8xf32>)

@@ -146,14 +146,14 @@ static const char *kGradientPrologue = R"cuda(
   const $KT *k = (const $KT *)args[1];
   const $VT *v = (const $VT *)args[2];
   $EXTRA_ARGS
-  const $OGT *o = (const $OGT *)args[$OUTPUT_ARG];
+  const $OT *o = (const $OT *)args[$OUTPUT_ARG];
   const $LT *lse = (const $LT *)args[$OUTPUT_ARG + 1];
-  const $OGT *dout = (const $OGT *)args[$OUTPUT_ARG + 2];
+  const $DOT *dout = (const $DOT *)args[$OUTPUT_ARG + 2];
   $SCORE
   // delta = dout . out of a query row.
   auto delta = [&](i64 row) -> double {
     double d = 0.0;
-    for (i64 c = 0; c < $DV; ++c) d += $LOADO(dout[row * $DV + c]) * $LOADO(o[row * $DV + c]);
+    for (i64 c = 0; c < $DV; ++c) d += $LOADDO(dout[row * $DV + c]) * $LOADO(o[row * $DV + c]);
     return d;
   };
   // The tiles both gradient kernels stream: query rows with their output
@@ -162,7 +162,7 @@ static const char *kGradientPrologue = R"cuda(
   __shared__ double deltas[$BQ], lses[$BQ];
   auto loadQueries = [&](i64 bh, i64 q0, i64 rows) {
     load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
-    load(DOs, dout + (bh * $TQ + q0) * $DV, rows, $DV, $LOADO);
+    load(DOs, dout + (bh * $TQ + q0) * $DV, rows, $DV, $LOADDO);
     for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
       deltas[r] = delta(bh * $TQ + q0 + r);
       lses[r] = (double)lse[bh * $TQ + q0 + r];
@@ -275,6 +275,13 @@ int64_t tileRows(int64_t bytesPerRow) {
   return rows;
 }
 
+/// A function from a stored element of type `t` to its tile's element type
+/// (float, or double when `wide`), exact for every operand type.
+std::string tileLoader(Type t, bool wide) {
+  return "[](" + storageType(t) + " x) { return (" +
+         std::string(wide ? "double" : "float") + ")" + loaded(t, "x") + "; }";
+}
+
 /// The substitutions shared by the kernels of one attention op.
 template <typename OpTy> Values attentionValues(OpTy op, KernelPlan &plan) {
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
@@ -286,11 +293,6 @@ template <typename OpTy> Values attentionValues(OpTy op, KernelPlan &plan) {
   Type scoreType = wide ? qt : Float32Type::get(op.getContext());
   auto roundFn = [](Type t) {
     return "[](double x) { return " + rounded(t, "x") + "; }";
-  };
-  auto loadFn = [&](Type t) {
-    return "[](" + storageType(t) + " x) { return (" +
-           std::string(wide ? "double" : "float") + ")" + loaded(t, "x") +
-           "; }";
   };
   plan.operands = {op.getQuery(), op.getKey(), op.getValue()};
   std::string extra, mask = "(void)0;", key;
@@ -320,9 +322,9 @@ template <typename OpTy> Values attentionValues(OpTy op, KernelPlan &plan) {
           {"KT", storageType(kt)},
           {"VT", storageType(vt)},
           {"TT", wide ? "double" : "float"},
-          {"LOADQ", loadFn(qt)},
-          {"LOADK", loadFn(kt)},
-          {"LOADV", loadFn(vt)},
+          {"LOADQ", tileLoader(qt, wide)},
+          {"LOADK", tileLoader(kt, wide)},
+          {"LOADV", tileLoader(vt, wide)},
           {"ROUND", roundFn(scoreType)},
           {"ROUNDV", roundFn(vt)},
           {"ROUNDK", roundFn(kt)},
@@ -391,12 +393,14 @@ SmallVector<KernelPlan> attentionGradient(AttentionGradOp op) {
   common.operands.append(
       {op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});
   values.push_back({"FIRST_RESULT", std::to_string(common.operands.size())});
-  values.push_back(typed("OGT", op.getOutput()));
-  Type ot = elementTypeOf(op.getOutput());
+  // The output and its gradient may differ in type (an f32 output, a bf16
+  // gradient in a mixed-precision step).
+  values.push_back(typed("OT", op.getOutput()));
+  values.push_back(typed("DOT", op.getOutputGrad()));
   bool wide = elementTypeOf(op.getQuery()).isF64();
-  values.push_back({"LOADO", "[](" + storageType(ot) + " x) { return (" +
-                                 std::string(wide ? "double" : "float") + ")" +
-                                 loaded(ot, "x") + "; }"});
+  values.push_back({"LOADO", tileLoader(elementTypeOf(op.getOutput()), wide)});
+  values.push_back(
+      {"LOADDO", tileLoader(elementTypeOf(op.getOutputGrad()), wide)});
   values.push_back(typed("LT", op.getLogsumexp()));
   values.push_back(typed("DQT", op.getQueryGrad()));
   values.push_back(typed("DKT", op.getKeyGrad()));
