@@ -10,6 +10,8 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
@@ -18,22 +20,102 @@
 
 namespace kiln::testing {
 
-/// What NVRTC provides and host C++ lacks. One thread per block: shared
-/// memory is a static array and barriers have nothing to wait for.
+/// What NVRTC provides and host C++ lacks, and a scheduler that runs the
+/// threads of a block as fibers on one OS thread: each runs until it
+/// reaches a barrier or its end, and the block moves on once all are at the
+/// barrier. Shared memory is a static array, which every fiber of the block
+/// sees. A barrier that some threads of a block reach and others leave the
+/// kernel without reaching is an error (it would hang or corrupt a GPU).
 static const char *kShim = R"cpp(
 #include <math.h>
+#include <setjmp.h>
 #include <stdint.h>
+#include <ucontext.h>
+#include <vector>
 struct kiln_dim3 { unsigned x = 0, y = 0, z = 0; };
 static kiln_dim3 threadIdx, blockIdx, blockDim, gridDim;
-extern "C" void kiln_emulation_configure(unsigned block, unsigned grid, unsigned threads) {
-  blockIdx.x = block; gridDim.x = grid; blockDim.x = threads; threadIdx.x = 0;
+// A fiber is started once with makecontext and from then on switched with
+// _setjmp/_longjmp, which save no signal mask (no system call per switch).
+// It runs the current kernel for one block after another.
+namespace kiln_emulation {
+struct Fiber {
+  ucontext_t start;
+  jmp_buf resume;
+  std::vector<char> stack = std::vector<char>(256 * 1024);
+  bool started = false, done = false;
+};
+static std::vector<Fiber> fibers;
+static jmp_buf scheduler;
+static unsigned current;
+static void (*kernel)(void *const *);
+static void *const *arguments;
+static void yield() {
+  if (!_setjmp(fibers[current].resume))
+    _longjmp(scheduler, 1);
+}
+static void entry() {
+  for (;;) {
+    kernel(arguments);
+    fibers[current].done = true;
+    yield();
+  }
+}
+// Runs thread `t` until its next barrier or the end of the kernel.
+static void resume(unsigned t) {
+  current = t;
+  threadIdx.x = t;
+  if (_setjmp(scheduler))
+    return;
+  Fiber &fiber = fibers[t];
+  if (fiber.started)
+    _longjmp(fiber.resume, 1);
+  fiber.started = true;
+  getcontext(&fiber.start);
+  fiber.start.uc_stack.ss_sp = fiber.stack.data();
+  fiber.start.uc_stack.ss_size = fiber.stack.size();
+  fiber.start.uc_link = nullptr;
+  makecontext(&fiber.start, entry, 0);
+  setcontext(&fiber.start);
+}
+} // namespace kiln_emulation
+static inline void __syncthreads() { kiln_emulation::yield(); }
+// 0, or 1 if a block's threads disagree on a barrier.
+extern "C" int kiln_emulation_launch(void (*kernel)(void *const *),
+                                     void *const *arguments, unsigned grid,
+                                     unsigned block) {
+  using namespace kiln_emulation;
+  kiln_emulation::kernel = kernel;
+  kiln_emulation::arguments = arguments;
+  if (fibers.size() < block)
+    fibers.resize(block);
+  gridDim.x = grid;
+  blockDim.x = block;
+  for (unsigned b = 0; b < grid; ++b) {
+    blockIdx.x = b;
+    for (unsigned t = 0; t < block; ++t)
+      fibers[t].done = false;
+    for (unsigned finished = 0; finished < block;) {
+      finished = 0;
+      for (unsigned t = 0; t < block; ++t) {
+        if (!fibers[t].done)
+          resume(t);
+        finished += fibers[t].done;
+      }
+      if (finished != 0 && finished != block) {
+        // The fibers stopped inside the kernel start afresh next time.
+        for (Fiber &fiber : fibers)
+          fiber.started = false;
+        return 1;
+      }
+    }
+  }
+  return 0;
 }
 #define __device__
 #define __forceinline__ inline
 #define __global__
 #define __launch_bounds__(n)
 #define __shared__ static
-static inline void __syncthreads() {}
 static inline float atomicAdd(float *p, float v) { float old = *p; *p = old + v; return old; }
 static inline double atomicAdd(double *p, double v) { double old = *p; *p = old + v; return old; }
 )cpp";
@@ -66,8 +148,10 @@ CudaEmulation::create(const artifact::ArtifactT &artifact, std::string &error) {
     error = "no host C++ compiler (c++) on PATH";
     return nullptr;
   }
-  llvm::StringRef args[] = {*compiler, "-std=c++17", "-O1",  "-shared", "-fPIC",
-                            "-w",      "-o",         object, source};
+  // _longjmp between fiber stacks is what the fortified longjmp refuses.
+  llvm::StringRef args[] = {*compiler, "-std=c++17", "-O1", "-U_FORTIFY_SOURCE",
+                            "-shared", "-fPIC",      "-w",  "-o",
+                            object,    source};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
   if (llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, redirects) !=
       0) {
@@ -82,9 +166,8 @@ CudaEmulation::create(const artifact::ArtifactT &artifact, std::string &error) {
     error = dlerror();
     return nullptr;
   }
-  emulation->configure =
-      reinterpret_cast<void (*)(unsigned, unsigned, unsigned)>(
-          dlsym(emulation->library, "kiln_emulation_configure"));
+  emulation->launchKernel = reinterpret_cast<LaunchFunction>(
+      dlsym(emulation->library, "kiln_emulation_launch"));
   for (const std::string &name : artifact.kernel_names) {
     void *kernel = dlsym(emulation->library, name.c_str());
     if (!kernel) {
@@ -203,10 +286,11 @@ void CudaEmulation::run() {
     pointers.clear();
     for (int64_t offset : launch.args)
       pointers.push_back(arena.data() + offset);
-    for (unsigned block = 0; block < launch.grid; ++block) {
-      configure(block, launch.grid, 1);
-      kernels[launch.kernel](pointers.data());
-    }
+    if (launchKernel(kernels[launch.kernel], pointers.data(), launch.grid,
+                     launch.block) != 0)
+      ADD_FAILURE() << "kernel " << artifact.kernel_names[launch.kernel]
+                    << " of " << operation->origin
+                    << ": a barrier that only some threads of a block reach";
   }
 }
 

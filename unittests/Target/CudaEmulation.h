@@ -1,11 +1,11 @@
 //===- CudaEmulation.h - running an artifact on the CPU ---------*- C++ -*-===//
 //
 // Executes a `.kiln` artifact without a GPU: its generated CUDA C++ is
-// compiled as host C++ (a small shim defines the CUDA keywords; every block
-// runs with one thread, which every kernel supports) and its GEMMs run as
-// plain loops over their descriptions. This checks the CUDA target's code
-// and arena layout against the interpreter in CI; the GPU tests check the
-// same artifacts on a device.
+// compiled as host C++ (a small shim defines the CUDA keywords and runs the
+// threads of each block as fibers, so barriers and shared memory behave as
+// on a GPU) and its GEMMs run as plain loops over their descriptions. This
+// checks the CUDA target's code and arena layout against the interpreter in CI;
+// the GPU tests check the same artifacts on a device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +43,9 @@ private:
   std::vector<uint8_t> arena;
   void *library = nullptr;
   std::vector<void (*)(void *const *)> kernels;
-  void (*configure)(unsigned, unsigned, unsigned) = nullptr;
+  using LaunchFunction = int (*)(void (*)(void *const *), void *const *,
+                                 unsigned, unsigned);
+  LaunchFunction launchKernel = nullptr;
   std::string directory;
 };
 

@@ -55,7 +55,12 @@ struct StructuredEmitter {
       return failure();
     return w.defineReduction(value, nested, r);
   }
-  std::string stat(const Reduction &r) { return w.reduction(f64, nested, r); }
+  /// A statistic of the value; `inTerm` when it is read inside the term of
+  /// another reduction, where each thread of a block asks for a different
+  /// one and so must compute it alone.
+  std::string stat(const Reduction &r, bool inTerm = false) {
+    return w.reduction(f64, nested || inTerm, r);
+  }
   FailureOr<std::string> unsupported(const Twine &why) {
     return op->emitError() << "the CUDA target cannot compile '"
                            << op->getName() << "': " << why;
@@ -255,10 +260,10 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     std::string lse = "0.0";
     if (logits) {
       std::string x = at(input, split.at("o", "k"), true);
-      std::string maximum = stat({"Max", literal(-INFINITY), valid, x});
+      std::string maximum = stat({"Max", literal(-INFINITY), valid, x}, inTerm);
       Reduction sum{"Sum", "0.0", valid, "exp(" + x + " - " + maximum + "(o))"};
       sum.finish = maximum + "(o) + log(acc)";
-      row.lse = stat(sum);
+      row.lse = stat(sum, inTerm);
       lse = row.lse + "(i)";
     }
     std::string picked = at(input, split.at("i", row.label + "(i)"), inTerm);

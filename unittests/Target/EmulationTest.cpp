@@ -1,0 +1,70 @@
+//===- EmulationTest.cpp - the CPU emulation runs blocks as a GPU does ----===//
+//
+// The emulation is what checks the generated kernels in CI, so it must fail
+// where a GPU would: threads of a block share memory across barriers, and a
+// barrier that only some threads of a block reach is reported.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaEmulation.h"
+
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+using namespace kiln;
+
+namespace {
+
+/// An artifact of one launch of `body` with `block` threads in 2 blocks,
+/// over a 1 KiB arena whose first 16 floats are the tensor "x".
+std::unique_ptr<artifact::ArtifactT> oneKernel(const std::string &body,
+                                               int64_t block) {
+  auto a = std::make_unique<artifact::ArtifactT>();
+  a->arena_bytes = 1024;
+  a->kernel_names = {"kiln_kernel_0"};
+  a->source = "extern \"C\" void kiln_kernel_0(void *const *args) {\n"
+              "  float *x = (float *)args[0];\n" +
+              body + "}\n";
+  auto tensor = std::make_unique<artifact::TensorT>();
+  tensor->name = "x";
+  tensor->element_type = artifact::ElementType::F32;
+  tensor->shape = {16};
+  a->tensors.push_back(std::move(tensor));
+  auto launch = std::make_unique<artifact::OperationT>();
+  launch->kernel = std::make_unique<artifact::KernelLaunchT>();
+  launch->kernel->grid = 2;
+  launch->kernel->block = block;
+  launch->kernel->args = {0};
+  launch->origin = "test";
+  a->operations.push_back(std::move(launch));
+  return a;
+}
+
+TEST(EmulationTest, ThreadsShareMemoryAcrossBarriers) {
+  // Each thread writes its slot, and after the barrier reads its
+  // neighbour's: correct only if all threads reached the barrier first.
+  auto a = oneKernel(R"(
+  __shared__ float slots[8];
+  slots[threadIdx.x] = (float)(blockIdx.x * 8 + threadIdx.x);
+  __syncthreads();
+  x[blockIdx.x * 8 + threadIdx.x] = slots[(threadIdx.x + 1) % 8];
+)",
+                     8);
+  std::string error;
+  auto emulation = kiln::testing::CudaEmulation::create(*a, error);
+  ASSERT_TRUE(emulation) << error;
+  emulation->run();
+  Tensor x = emulation->read("x");
+  for (int64_t i = 0; i < 16; ++i)
+    EXPECT_EQ(x.floats()[i], (i / 8) * 8 + (i % 8 + 1) % 8) << i;
+}
+
+TEST(EmulationTest, ReportsABarrierOnlySomeThreadsReach) {
+  auto a = oneKernel("  if (threadIdx.x == 0) __syncthreads();\n", 4);
+  std::string error;
+  auto emulation = kiln::testing::CudaEmulation::create(*a, error);
+  ASSERT_TRUE(emulation) << error;
+  EXPECT_NONFATAL_FAILURE(emulation->run(), "only some threads");
+}
+
+} // namespace
