@@ -3,6 +3,7 @@
 #include "KernelWriter.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Transforms/Fuse.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
@@ -233,7 +234,9 @@ std::string KernelWriter::defineReduction(Value value, bool nested,
 std::string KernelWriter::reduction(Type resultType, bool nested,
                                     const Reduction &r) {
   std::string type = computeType(resultType);
-  bool shared = cooperative && !nested;
+  bool shared =
+      !nested && (schedule == Schedule::BlockPerElement ||
+                  (schedule == Schedule::BlockPerRow && !r.rowStart.empty()));
   // Results of one op share their statistics (a layer norm's mean).
   std::string key = std::string(r.combiner) + "|" + r.init + "|" +
                     std::to_string(r.extent) + "|" + r.term + "|" + r.finish +
@@ -246,7 +249,11 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   std::string extent = std::to_string(r.extent) + "ll";
   std::string combine = "        acc = " + std::string(r.combiner) +
                         "()(acc, (double)(" + r.term + "));\n";
-  std::string loop = "      double acc = " + r.init + ";\n";
+  std::string loop;
+  if (shared)
+    for (const std::string &prerequisite : r.prerequisites)
+      loop += "      (void)" + prerequisite + "(o);\n";
+  loop += "      double acc = " + r.init + ";\n";
   if (!shared) {
     loop += "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine;
   } else if (split.phase == SplitPhase::None) {
@@ -284,14 +291,16 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
           "_at = o;\n    }\n    return " + name + "_value;\n  };\n";
   // Threads walk rows when they reuse a row's statistics.
   rowMemo |= !shared && r.contiguous;
+  if (shared && schedule == Schedule::BlockPerRow)
+    rowStatistics.push_back({name, r.rowStart});
   return name;
 }
 
 FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
   contextPtr = value.getContext();
-  // Only a cooperative kernel computes values differently inside and
-  // outside reductions.
-  nested &= cooperative;
+  // Only kernels whose blocks share reductions compute values differently
+  // inside and outside them.
+  nested &= schedule != Schedule::Thread;
   // A fusion's block argument is the fusion's operand.
   if (auto argument = dyn_cast<BlockArgument>(value))
     if (auto fusion = dyn_cast<FusionOp>(argument.getOwner()->getParentOp()))
@@ -394,6 +403,48 @@ bool KernelWriter::atReductionGranularity(Value value) {
   return reaches(value);
 }
 
+void KernelWriter::planRows(ArrayRef<Value> results) {
+  ArrayRef<int64_t> shape = shapeOf(results.front());
+  rowLength = shape.empty() ? 1 : shape.back();
+  llvm::DenseSet<Value> isResult(results.begin(), results.end());
+  auto inMemory = [&](Value v) {
+    return !isResult.contains(v) && (materialized.contains(v) || external(v));
+  };
+  // The values the kernel computes, each after every value it reads.
+  SmallVector<Value> order;
+  llvm::DenseSet<Value> computed;
+  std::function<void(Value)> visit = [&](Value v) {
+    if (inMemory(v) || !computed.insert(v).second)
+      return;
+    if (Operation *op = v.getDefiningOp())
+      llvm::for_each(op->getOperands(), visit);
+    order.push_back(v);
+  };
+  llvm::for_each(results, visit);
+  // Readers first: a value is read at the results' index if every reader
+  // the kernel computes is, and reads it element for element.
+  for (Value v : llvm::reverse(order)) {
+    bool atResultIndex = llvm::all_of(v.getUsers(), [&](Operation *user) {
+      if (llvm::none_of(user->getResults(),
+                        [&](Value r) { return computed.contains(r); }))
+        return true;
+      return (isElementwise(user) || isa<ReshapeOp>(user)) &&
+             countOf(v) == countOf(user->getResult(0)) &&
+             readAtResultIndex.contains(user->getResult(0));
+    });
+    if (atResultIndex)
+      readAtResultIndex.insert(v);
+  }
+}
+
+std::string KernelWriter::rowStart(Value value, int64_t period,
+                                   const std::string &index) const {
+  if (schedule != Schedule::BlockPerRow || !readAtResultIndex.contains(value) ||
+      (period != 0 && period % rowLength != 0))
+    return "";
+  return index;
+}
+
 KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   int64_t count = countOf(results.front());
   plan.results.assign(results.begin(), results.end());
@@ -444,7 +495,21 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   }
   std::string n = std::to_string(count) + "ll";
   std::string loop;
-  if (cooperative) {
+  if (schedule == Schedule::BlockPerRow) {
+    // Every thread computes the row's statistics together, in the order
+    // they depend on each other, then its share of the row's elements.
+    int64_t rows = count / rowLength;
+    std::string len = std::to_string(rowLength) + "ll";
+    loop = "  for (i64 row = blockIdx.x; row < " + std::to_string(rows) +
+           "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
+    for (auto &[name, start] : rowStatistics)
+      loop += "    (void)" + name + "(" + start + ");\n";
+    loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
+            "; i += blockDim.x) {\n" + compute + store + "    }\n  }\n";
+    plan.grid = std::clamp<int64_t>(rows, 1, kMaxBlocks);
+    plan.block =
+        std::clamp<int64_t>(llvm::PowerOf2Ceil(rowLength), 32, kThreads);
+  } else if (schedule == Schedule::BlockPerElement) {
     // Every thread of the block computes element i; one stores it.
     loop = "  for (i64 i = blockIdx.x; i < " + n + "; i += gridDim.x) {\n" +
            compute + "    if (threadIdx.x == 0) {\n" + store + "    }\n  }\n";
@@ -527,7 +592,7 @@ planElementKernels(ArrayRef<Value> results,
     auto notResult = [&](Value v) {
       return v == result ? Value() : externalValue(v);
     };
-    KernelWriter probe(notResult, materialized, false);
+    KernelWriter probe(notResult, materialized, Schedule::Thread);
     bool cooperative = probe.atReductionGranularity(result);
     size_t cluster = root(index);
     auto it = llvm::find_if(groups, [&](const Group &g) {
@@ -540,36 +605,58 @@ planElementKernels(ArrayRef<Value> results,
       it->results.push_back(result);
   }
   SmallVector<KernelPlan> plans;
-  auto plan = [&](const Group &group, SplitPhase phase,
-                  int64_t blocks) -> FailureOr<std::pair<KernelPlan, int64_t>> {
-    KernelWriter writer(external, materialized, group.cooperative, phase,
-                        blocks);
+  struct Written {
+    KernelPlan plan;
+    int64_t splitExtent;
+    bool sharesRows;
+  };
+  auto write = [&](const Group &group, Schedule schedule, SplitPhase phase,
+                   int64_t blocks) -> FailureOr<Written> {
+    KernelWriter writer(external, materialized, schedule, phase, blocks);
+    if (schedule == Schedule::BlockPerRow)
+      writer.planRows(group.results);
     for (Value result : group.results)
       if (failed(writer.lambda(result, false)))
         return failure();
     int64_t extent = writer.largestSplitExtent();
-    return std::make_pair(writer.finish(group.results), extent);
+    bool sharesRows = writer.sharesRowStatistics();
+    return Written{writer.finish(group.results), extent, sharesRows};
   };
   for (Group &group : groups) {
     // A scalar over a long reduction (a loss, a gradient norm) would keep
     // one block busy with all of it: many blocks reduce chunks instead.
     if (group.cooperative && group.count == 1) {
-      auto partials = plan(group, SplitPhase::Partials, kSplitBlocks);
+      auto partials = write(group, Schedule::BlockPerElement,
+                            SplitPhase::Partials, kSplitBlocks);
       if (failed(partials))
         return failure();
-      if (partials->second >= kSplitExtent) {
-        auto combine = plan(group, SplitPhase::Combine, kSplitBlocks);
+      if (partials->splitExtent >= kSplitExtent) {
+        auto combine = write(group, Schedule::BlockPerElement,
+                             SplitPhase::Combine, kSplitBlocks);
         if (failed(combine))
           return failure();
-        plans.push_back(std::move(partials->first));
-        plans.push_back(std::move(combine->first));
+        plans.push_back(std::move(partials->plan));
+        plans.push_back(std::move(combine->plan));
         continue;
       }
     }
-    auto single = plan(group, SplitPhase::None, 0);
+    // Rows with statistics the threads of a block can share get a block
+    // each.
+    if (!group.cooperative) {
+      auto rows = write(group, Schedule::BlockPerRow, SplitPhase::None, 0);
+      if (failed(rows))
+        return failure();
+      if (rows->sharesRows) {
+        plans.push_back(std::move(rows->plan));
+        continue;
+      }
+    }
+    auto single = write(
+        group, group.cooperative ? Schedule::BlockPerElement : Schedule::Thread,
+        SplitPhase::None, 0);
     if (failed(single))
       return failure();
-    plans.push_back(std::move(single->first));
+    plans.push_back(std::move(single->plan));
   }
   return plans;
 }

@@ -6,8 +6,10 @@
 // every op, as the interpreter rounds), an i64 for integers, a bool for i1.
 // Views, broadcasts and slices are index arithmetic; reductions are loops
 // that keep their last result, so that a thread walking a row computes the
-// row's statistics once. In a cooperative kernel (one block per result
-// element) the threads of the block share the outermost reductions.
+// row's statistics once. Three schedules (Schedule): a thread per element
+// (or per row, when rows have statistics), a block per result element (its
+// threads share the outermost reductions), and a block per row (its threads
+// share the row's statistics, then store the row's elements side by side).
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +78,14 @@ struct Reduction {
   /// Whether consecutive k are neighbours in memory (a row's statistics,
   /// which threads then reuse along the row) rather than a column's.
   bool contiguous = true;
+  /// In a block-per-row kernel, the reduction's index `o` for the whole row
+  /// starting at element `i0`, when every element of the row reads the same
+  /// one (a statistic of the row); empty otherwise.
+  std::string rowStart;
+  /// Reductions the term or the finish reads at the same index `o`: they
+  /// are computed first, by every thread, so that a block reduction is
+  /// never first reached from a loop only some threads run.
+  llvm::SmallVector<std::string, 1> prerequisites;
 };
 
 //===- The writer ---------------------------------------------------------===//
@@ -84,14 +94,27 @@ struct Reduction {
 /// blocks reduce chunks into partials, one combines them.
 enum class SplitPhase { None, Partials, Combine };
 
+/// How the threads of a kernel share its work.
+enum class Schedule {
+  /// A thread per element, or per row where rows have statistics.
+  Thread,
+  /// A block per result element: its threads share the outermost
+  /// reductions (a sum over rows, a loss).
+  BlockPerElement,
+  /// A block per row of the results: its threads share the statistics of
+  /// the row (a norm, a softmax, a cross-entropy's log-sum-exp), then store
+  /// neighbouring elements.
+  BlockPerRow,
+};
+
 class KernelWriter {
 public:
   KernelWriter(llvm::function_ref<mlir::Value(mlir::Value)> external,
-               llvm::ArrayRef<mlir::Value> materialized, bool cooperative,
+               llvm::ArrayRef<mlir::Value> materialized, Schedule schedule,
                SplitPhase phase = SplitPhase::None, int64_t blocks = 0)
       : external(external),
         materialized(materialized.begin(), materialized.end()),
-        cooperative(cooperative) {
+        schedule(schedule) {
     split.phase = phase;
     split.blocks = blocks;
   }
@@ -131,6 +154,20 @@ public:
   /// computed by one block per element.
   bool atReductionGranularity(mlir::Value value);
 
+  /// Prepares a block-per-row kernel computing `results`: finds the values
+  /// every read of which is at the results' own index.
+  void planRows(llvm::ArrayRef<mlir::Value> results);
+  /// In a block-per-row kernel, `index` (the index `o`, written in terms of
+  /// the row's first element `i0`) of a statistic that `value` reads for
+  /// each of `period` consecutive elements (0: one for all) — if every
+  /// element of the row reads that one: `value` is read only at the
+  /// results' index and `period` is a multiple of the row. Empty otherwise,
+  /// and the statistic is computed per thread.
+  std::string rowStart(mlir::Value value, int64_t period,
+                       const std::string &index) const;
+  /// Whether some statistic is shared by the threads of a row's block.
+  bool sharesRowStatistics() const { return !rowStatistics.empty(); }
+
   /// The kernel's plan, with the loop over `results` appended to the body.
   KernelPlan finish(llvm::ArrayRef<mlir::Value> results);
 
@@ -142,7 +179,14 @@ private:
   llvm::function_ref<mlir::Value(mlir::Value)> external;
   mlir::MLIRContext *contextPtr = nullptr;
   llvm::DenseSet<mlir::Value> materialized;
-  bool cooperative;
+  Schedule schedule;
+  /// Block per row: the results' row length, the values read only at the
+  /// results' index, and the shared statistics (lambda, index at the row
+  /// start) in the order they were defined, which is the order they depend
+  /// on each other.
+  int64_t rowLength = 0;
+  llvm::DenseSet<mlir::Value> readAtResultIndex;
+  llvm::SmallVector<std::pair<std::string, std::string>> rowStatistics;
   /// A reduction keeps its last result per thread: threads should walk
   /// rows in order.
   bool rowMemo = false;

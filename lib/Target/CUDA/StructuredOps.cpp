@@ -61,6 +61,17 @@ struct StructuredEmitter {
   std::string stat(const Reduction &r, bool inTerm = false) {
     return w.reduction(f64, nested || inTerm, r);
   }
+  /// The index, for a whole row of a block-per-row kernel, of a statistic
+  /// the value reads at `i / period` (KernelWriter::rowStart).
+  std::string rowStart(int64_t period) {
+    return w.rowStart(value, period, "(i0 / " + num(period) + ")");
+  }
+  /// Likewise for a statistic of a row of `split`, which only rows along
+  /// the last axis keep in one piece.
+  std::string rowStart(const AxisSplit &split) {
+    return split.inner == 1 ? w.rowStart(value, split.extent, split.row("i0"))
+                            : "";
+  }
   FailureOr<std::string> unsupported(const Twine &why) {
     return op->emitError() << "the CUDA target cannot compile '"
                            << op->getName() << "': " << why;
@@ -135,9 +146,13 @@ FailureOr<std::string> StructuredEmitter::softmax(Value input, int64_t axis,
   // An all -inf row: maximum 0, so that the sum is 0 and the result NaN.
   Reduction maxR{"Max", literal(-INFINITY), split.extent, x};
   maxR.finish = "acc == (-1.0 / 0.0) ? 0.0 : acc";
+  maxR.rowStart = rowStart(split);
   std::string maximum = stat(maxR);
-  std::string sum =
-      stat({"Sum", "0.0", split.extent, "exp(" + x + " - " + maximum + "(o))"});
+  Reduction sumR{"Sum", "0.0", split.extent,
+                 "exp(" + x + " - " + maximum + "(o))"};
+  sumR.rowStart = maxR.rowStart;
+  sumR.prerequisites = {maximum};
+  std::string sum = stat(sumR);
   std::string row = split.row("i"), xi = at(input, "i");
   std::string shifted = "(" + xi + " - " + maximum + "(" + row + "))";
   return returnsExpr(log ? shifted + " - log(" + sum + "(" + row + "))"
@@ -155,19 +170,25 @@ StructuredEmitter::normalization(Value input, Value centered, Value scale,
   for (int64_t size : normalized)
     n *= size;
   std::string x = at(input, "o * " + num(n) + " + k", true);
+  unsigned result = cast<OpResult>(value).getResultNumber();
+  // The output's elements of one row share its statistics.
+  std::string start = result == 0 ? rowStart(n) : "";
   std::string mean = "[](i64) { return 0.0; }";
   std::string deviation = x;
+  Reduction squares{"Sum", "0.0", n, ""};
   if (centered) {
     Reduction r{"Sum", "0.0", n, x};
     r.finish = "acc / " + std::to_string(n) + ".0";
+    r.rowStart = start;
     mean = stat(r);
     deviation = "(" + x + " - " + mean + "(o))";
+    squares.prerequisites = {mean};
   }
-  Reduction squares{"Sum", "0.0", n, deviation + " * " + deviation};
+  squares.term = deviation + " * " + deviation;
   squares.finish = "1.0 / sqrt(acc / " + std::to_string(n) + ".0 + " +
                    literal(epsilon) + ")";
+  squares.rowStart = start;
   std::string rstd = stat(squares);
-  unsigned result = cast<OpResult>(value).getResultNumber();
   if (result == 1 && centered)
     return returnsExpr(mean + "(i)");
   if (result > 0)
@@ -213,11 +234,13 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
                      gTerm + "(" + element + ") * " + xhatTerm + "(" + element +
                          ")"};
     meanGX.finish = "acc / " + std::to_string(n) + ".0";
+    meanGX.rowStart = rowStart(n);
     std::string dx =
         g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " + num(n) + ")";
     if (mean) {
       Reduction meanG{"Sum", "0.0", n, gTerm + "(" + element + ")"};
       meanG.finish = "acc / " + std::to_string(n) + ".0";
+      meanG.rowStart = meanGX.rowStart;
       dx += " - " + stat(meanG) + "(i / " + num(n) + ")";
     }
     return returnsExpr(at(rstd, "(i / " + num(n) + ")") + " * (" + dx + ")");
@@ -241,11 +264,13 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   int64_t valid = classes.value_or(split.extent);
   int64_t rows = countOf(labels);
   // Lambdas of a row r (a position of `labels`): its class, its weight (0
-  // when ignored), its log-sum-exp (logits) and its weighted loss.
+  // when ignored), its log-sum-exp (logits) and its weighted loss. The
+  // log-sum-exp is shared by a block when `start` is its index for the
+  // kernel's row (KernelWriter::rowStart).
   struct Row {
     std::string label, weight, lse, loss;
   };
-  auto rowTerms = [&](bool inTerm) {
+  auto rowTerms = [&](bool inTerm, const std::string &start = "") {
     Row row;
     // A label outside [0, classes) is an error, unless it is ignore_index.
     std::string label = at(labels, "i", inTerm);
@@ -260,9 +285,13 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     std::string lse = "0.0";
     if (logits) {
       std::string x = at(input, split.at("o", "k"), true);
-      std::string maximum = stat({"Max", literal(-INFINITY), valid, x}, inTerm);
+      Reduction max{"Max", literal(-INFINITY), valid, x};
+      max.rowStart = start;
+      std::string maximum = stat(max, inTerm);
       Reduction sum{"Sum", "0.0", valid, "exp(" + x + " - " + maximum + "(o))"};
       sum.finish = maximum + "(o) + log(acc)";
+      sum.rowStart = start;
+      sum.prerequisites = {maximum};
       row.lse = stat(sum, inTerm);
       lse = row.lse + "(i)";
     }
@@ -271,8 +300,11 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
                                       " - " + picked + ");\n");
     return row;
   };
+  // Read at index 0 by every element.
   auto totalWeight = [&] {
-    return stat({"Sum", "0.0", rows, rowTerms(true).weight + "(k)"});
+    Reduction total{"Sum", "0.0", rows, rowTerms(true).weight + "(k)"};
+    total.rowStart = w.rowStart(value, 0, "0");
+    return stat(total);
   };
   if (!grad) {
     if (reduction == LossReduction::None)
@@ -283,7 +315,7 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     return reduces(total);
   }
   // The gradient at element i of the input, of row r and class c.
-  Row row = rowTerms(false);
+  Row row = rowTerms(false, rowStart(split));
   std::string share = at(grad, reduction == LossReduction::None ? "r" : "0");
   if (reduction == LossReduction::Mean)
     share += " / " + totalWeight() + "(0)";

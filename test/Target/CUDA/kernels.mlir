@@ -41,13 +41,20 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK:       for (i64 i = blockIdx.x; i < 1ll; i += gridDim.x)
 // CHECK:       if (threadIdx.x == 0)
 
-// Layer norm's output: each thread walks whole rows, keeping the row's
-// mean and inverse deviation, so that they are computed once per row.
+// Layer norm's output: a block per row, whose threads compute the row's
+// mean, then its inverse deviation (the mean first, by every thread), then
+// store neighbouring elements.
 // CHECK-LABEL: kiln_kernel_3(void *const *args)
 // CHECK:       if (o != v1_at)
-// CHECK:       for (i64 k = 0; k < 32ll; ++k)
+// CHECK:       for (i64 k = threadIdx.x; k < 32ll; k += blockDim.x)
 // CHECK:       acc / 32.0
-// CHECK:       for (i64 row = global_thread(); row < 4ll; row += thread_count())
+// CHECK:       if (o != v2_at) {
+// CHECK-NEXT:    (void)v1(o);
+// CHECK:       for (i64 row = blockIdx.x; row < 4ll; row += gridDim.x) {
+// CHECK-NEXT:    const i64 i0 = row * 32ll;
+// CHECK-NEXT:    (void)v1((i0 / 32ll));
+// CHECK-NEXT:    (void)v2((i0 / 32ll));
+// CHECK-NEXT:    for (i64 i = i0 + threadIdx.x; i < i0 + 32ll; i += blockDim.x) {
 
 // Its statistics: a block per row, the mean computed once for both.
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
