@@ -317,6 +317,17 @@ const KernelCase kCases[] = {
         return %a, %b, %c, %d, %e, %f : tensor<f32>, tensor<4x3xf32>, tensor<4x6x3xf32>, tensor<f32>,
             tensor<4x6x3xf32>, tensor<4x6x3xf32>
       })"},
+    // A mean loss over more rows than one block should reduce: blocks take
+    // chunks of rows and compute each row's log-sum-exp together; a loss
+    // per row takes a block per row.
+    {"LossOverManyRows", R"(
+      func.func @main(%x: tensor<8200x3xf32>, %y: tensor<8200xi64> {test.range = 3 : i64},
+                      %w: tensor<3xf32>) -> (tensor<f32>, tensor<8200xf32>) {
+        %a = kiln.cross_entropy %x, %y weight %w reduction = mean {ignore_index = 1 : i64}
+            : (tensor<8200x3xf32>, tensor<8200xi64>, tensor<3xf32>) -> tensor<f32>
+        %b = kiln.cross_entropy %x, %y reduction = none : (tensor<8200x3xf32>, tensor<8200xi64>) -> tensor<8200xf32>
+        return %a, %b : tensor<f32>, tensor<8200xf32>
+      })"},
     {"Optimizers", R"(
       func.func @main(%p: tensor<5x3xf32>, %g: tensor<5x3xf32>, %m: tensor<5x3xf32>, %v: tensor<5x3xf32>,
                       %lr: tensor<f32>, %t: tensor<i64> {test.range = 3 : i64})

@@ -240,7 +240,9 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   // Results of one op share their statistics (a layer norm's mean).
   std::string key = std::string(r.combiner) + "|" + r.init + "|" +
                     std::to_string(r.extent) + "|" + r.term + "|" + r.finish +
-                    "|" + rounded(resultType, "x") + "|" + (shared ? "1" : "0");
+                    "|" + rounded(resultType, "x") + "|" +
+                    (shared ? "1" : "0") + (r.uniform ? "u" : "") +
+                    (r.withinBlock ? "b" : "");
   auto [known, added] = reductions.try_emplace(key, "");
   if (!added)
     return known->second;
@@ -256,10 +258,12 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   loop += "      double acc = " + r.init + ";\n";
   if (!shared) {
     loop += "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine;
-  } else if (split.phase == SplitPhase::None) {
-    loop += "      for (i64 k = threadIdx.x; k < " + extent +
-            "; k += blockDim.x)\n" + combine +
-            "      acc = block_reduce(acc, " + r.combiner + "());\n";
+  } else if (split.phase == SplitPhase::None || r.withinBlock) {
+    loop += r.uniform
+                ? "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine
+                : "      for (i64 k = threadIdx.x; k < " + extent +
+                      "; k += blockDim.x)\n" + combine +
+                      "      acc = block_reduce(acc, " + r.combiner + "());\n";
   } else {
     // Split over blocks: each block reduces one chunk of k into the
     // partials; the next kernel combines them.
@@ -271,12 +275,15 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
       loop += "      const i64 chunk = (" + extent +
               " + gridDim.x - 1) / gridDim.x;\n"
               "      const i64 end = (blockIdx.x + 1) * chunk < " +
-              extent + " ? (blockIdx.x + 1) * chunk : " + extent +
-              ";\n"
-              "      for (i64 k = blockIdx.x * chunk + threadIdx.x; k < end; k "
-              "+= blockDim.x)\n" +
-              combine + "      acc = block_reduce(acc, " + r.combiner +
-              "());\n      if (threadIdx.x == 0) partials[" + slot +
+              extent + " ? (blockIdx.x + 1) * chunk : " + extent + ";\n" +
+              (r.uniform ? "      for (i64 k = blockIdx.x * chunk; k < end; "
+                           "++k)\n" +
+                               combine
+                         : "      for (i64 k = blockIdx.x * chunk + "
+                           "threadIdx.x; k < end; k += blockDim.x)\n" +
+                               combine + "      acc = block_reduce(acc, " +
+                               r.combiner + "());\n") +
+              "      if (threadIdx.x == 0) partials[" + slot +
               " + blockIdx.x] = acc;\n";
     else
       loop += "      for (i64 b = 0; b < " + std::to_string(split.blocks) +
@@ -361,9 +368,16 @@ static ReductionKind reductionKind(Value value) {
     int64_t rank = shapeOf(op->getOperand(0)).size();
     return over(llvm::is_contained(axes, rank - 1));
   }
-  if (auto loss = dyn_cast<CrossEntropyOp>(op))
-    return loss.getReduction() == LossReduction::None ? ReductionKind::None
-                                                      : ReductionKind::Strided;
+  // A loss per row reduces the row's classes (its log-sum-exp), which are
+  // neighbours when the class axis is the last.
+  if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
+    if (loss.getReduction() != LossReduction::None)
+      return ReductionKind::Strided;
+    ArrayRef<int64_t> shape = shapeOf(loss.getInput());
+    return AxisSplit(shape, shape.size() > 1 ? 1 : 0).inner == 1
+               ? ReductionKind::Contiguous
+               : ReductionKind::None;
+  }
   if (auto loss = dyn_cast<NllLossOp>(op))
     return loss.getReduction() == LossReduction::None ? ReductionKind::None
                                                       : ReductionKind::Strided;

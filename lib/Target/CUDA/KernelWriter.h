@@ -82,6 +82,15 @@ struct Reduction {
   /// starting at element `i0`, when every element of the row reads the same
   /// one (a statistic of the row); empty otherwise.
   std::string rowStart;
+  /// Whether every thread of a block evaluates the term for every k, so
+  /// that the term's own reductions are shared by the block (a loss over
+  /// rows whose log-sum-exp the block computes together); otherwise the
+  /// threads split the k between them.
+  bool uniform = false;
+  /// Whether a block computes it alone even in a kernel that splits its
+  /// top-level reductions over blocks (a statistic read inside a uniform
+  /// term).
+  bool withinBlock = false;
   /// Reductions the term or the finish reads at the same index `o`: they
   /// are computed first, by every thread, so that a block reduction is
   /// never first reached from a loop only some threads run.

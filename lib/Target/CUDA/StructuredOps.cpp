@@ -266,11 +266,13 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   // Lambdas of a row r (a position of `labels`): its class, its weight (0
   // when ignored), its log-sum-exp (logits) and its weighted loss. The
   // log-sum-exp is shared by a block when `start` is its index for the
-  // kernel's row (KernelWriter::rowStart).
+  // kernel's row (KernelWriter::rowStart), or `withinBlock` when every
+  // thread reads the same row (Reduction::uniform).
   struct Row {
     std::string label, weight, lse, loss;
   };
-  auto rowTerms = [&](bool inTerm, const std::string &start = "") {
+  auto rowTerms = [&](bool inTerm, const std::string &start = "",
+                      bool withinBlock = false) {
     Row row;
     // A label outside [0, classes) is an error, unless it is ignore_index.
     std::string label = at(labels, "i", inTerm);
@@ -287,10 +289,12 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
       std::string x = at(input, split.at("o", "k"), true);
       Reduction max{"Max", literal(-INFINITY), valid, x};
       max.rowStart = start;
+      max.withinBlock = withinBlock;
       std::string maximum = stat(max, inTerm);
       Reduction sum{"Sum", "0.0", valid, "exp(" + x + " - " + maximum + "(o))"};
       sum.finish = maximum + "(o) + log(acc)";
       sum.rowStart = start;
+      sum.withinBlock = withinBlock;
       sum.prerequisites = {maximum};
       row.lse = stat(sum, inTerm);
       lse = row.lse + "(i)";
@@ -309,7 +313,11 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   if (!grad) {
     if (reduction == LossReduction::None)
       return returnsExpr(rowTerms(false).loss + "(i)");
-    Reduction total{"Sum", "0.0", rows, rowTerms(true).loss + "(k)"};
+    // With logits, a block computes each row's log-sum-exp together.
+    Reduction total{"Sum", "0.0", rows,
+                    (logits ? rowTerms(false, "", true) : rowTerms(true)).loss +
+                        "(k)"};
+    total.uniform = logits;
     if (reduction == LossReduction::Mean)
       total.finish = "acc / " + totalWeight() + "(o)";
     return reduces(total);
