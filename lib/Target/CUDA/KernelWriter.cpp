@@ -226,7 +226,13 @@ std::string KernelWriter::helper(const std::string &type,
 
 std::string KernelWriter::defineReduction(Value value, bool nested,
                                           const Reduction &r) {
-  std::string name = reduction(elementTypeOf(value), nested, r);
+  // A column sum read at the results' index is one per thread, which the
+  // thread's warp mates in other rows help compute.
+  Reduction withSharing = r;
+  if (schedule == Schedule::BlockPerColumns && !r.contiguous &&
+      readAtResultIndex.contains(value))
+    withSharing.sharedAt = "i";
+  std::string name = reduction(elementTypeOf(value), nested, withSharing);
   names[{value, nested}] = name;
   return name;
 }
@@ -234,14 +240,13 @@ std::string KernelWriter::defineReduction(Value value, bool nested,
 std::string KernelWriter::reduction(Type resultType, bool nested,
                                     const Reduction &r) {
   std::string type = computeType(resultType);
-  bool shared =
-      !nested && (schedule == Schedule::BlockPerElement ||
-                  (schedule == Schedule::BlockPerRow && !r.rowStart.empty()));
+  bool isShared =
+      !nested && (schedule == Schedule::BlockPerElement || !r.sharedAt.empty());
   // Results of one op share their statistics (a layer norm's mean).
   std::string key = std::string(r.combiner) + "|" + r.init + "|" +
                     std::to_string(r.extent) + "|" + r.term + "|" + r.finish +
                     "|" + rounded(resultType, "x") + "|" +
-                    (shared ? "1" : "0") + (r.uniform ? "u" : "") +
+                    (isShared ? "1" : "0") + (r.uniform ? "u" : "") +
                     (r.withinBlock ? "b" : "");
   auto [known, added] = reductions.try_emplace(key, "");
   if (!added)
@@ -252,12 +257,16 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   std::string combine = "        acc = " + std::string(r.combiner) +
                         "()(acc, (double)(" + r.term + "));\n";
   std::string loop;
-  if (shared)
+  if (isShared)
     for (const std::string &prerequisite : r.prerequisites)
       loop += "      (void)" + prerequisite + "(o);\n";
   loop += "      double acc = " + r.init + ";\n";
-  if (!shared) {
+  if (!isShared) {
     loop += "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine;
+  } else if (schedule == Schedule::BlockPerColumns) {
+    loop += "      for (i64 k = threadIdx.x / 32; k < " + extent +
+            "; k += blockDim.x / 32)\n" + combine +
+            "      acc = column_reduce(acc, " + r.combiner + "());\n";
   } else if (split.phase == SplitPhase::None || r.withinBlock) {
     loop += r.uniform
                 ? "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine
@@ -297,9 +306,11 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
           "_value = " + rounded(resultType, r.finish) + ";\n      " + name +
           "_at = o;\n    }\n    return " + name + "_value;\n  };\n";
   // Threads walk rows when they reuse a row's statistics.
-  rowMemo |= !shared && r.contiguous;
-  if (shared && schedule == Schedule::BlockPerRow)
-    rowStatistics.push_back({name, r.rowStart});
+  rowMemo |= !isShared && r.contiguous;
+  if (isShared && schedule != Schedule::BlockPerElement) {
+    shared.push_back({name, r.sharedAt});
+    sharesRows |= r.contiguous;
+  }
   return name;
 }
 
@@ -417,7 +428,7 @@ bool KernelWriter::atReductionGranularity(Value value) {
   return reaches(value);
 }
 
-void KernelWriter::planRows(ArrayRef<Value> results) {
+void KernelWriter::planSharing(ArrayRef<Value> results) {
   ArrayRef<int64_t> shape = shapeOf(results.front());
   rowLength = shape.empty() ? 1 : shape.back();
   llvm::DenseSet<Value> isResult(results.begin(), results.end());
@@ -516,13 +527,26 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     std::string len = std::to_string(rowLength) + "ll";
     loop = "  for (i64 row = blockIdx.x; row < " + std::to_string(rows) +
            "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
-    for (auto &[name, start] : rowStatistics)
+    for (auto &[name, start] : shared)
       loop += "    (void)" + name + "(" + start + ");\n";
     loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
             "; i += blockDim.x) {\n" + compute + store + "    }\n  }\n";
     plan.grid = std::clamp<int64_t>(rows, 1, kMaxBlocks);
     plan.block =
         std::clamp<int64_t>(llvm::PowerOf2Ceil(rowLength), 32, kThreads);
+  } else if (schedule == Schedule::BlockPerColumns) {
+    // Thread t takes result c0 + t % 32 (the last one past the end), with
+    // the threads of its lane in the other warps; one warp stores.
+    std::string n32 = std::to_string(count) + "ll";
+    loop = "  for (i64 c0 = blockIdx.x * 32ll; c0 < " + n32 +
+           "; c0 += gridDim.x * 32ll) {\n    const i64 lane = c0 + threadIdx.x "
+           "% 32;\n    const i64 i = lane < " +
+           n32 + " ? lane : " + n32 + " - 1;\n";
+    for (auto &[name, start] : shared)
+      loop += "    (void)" + name + "(" + start + ");\n";
+    loop += compute + "    if (threadIdx.x < 32 && lane < " + n32 + ") {\n" +
+            store + "    }\n  }\n";
+    plan.grid = std::clamp<int64_t>((count + 31) / 32, 1, kMaxBlocks);
   } else if (schedule == Schedule::BlockPerElement) {
     // Every thread of the block computes element i; one stores it.
     loop = "  for (i64 i = blockIdx.x; i < " + n + "; i += gridDim.x) {\n" +
@@ -622,19 +646,24 @@ planElementKernels(ArrayRef<Value> results,
   struct Written {
     KernelPlan plan;
     int64_t splitExtent;
-    bool sharesRows;
+    /// Whether a block-per-row (-columns) kernel shares the statistics of
+    /// rows (only sums of columns) among a block's threads.
+    bool shares;
   };
   auto write = [&](const Group &group, Schedule schedule, SplitPhase phase,
                    int64_t blocks) -> FailureOr<Written> {
     KernelWriter writer(external, materialized, schedule, phase, blocks);
-    if (schedule == Schedule::BlockPerRow)
-      writer.planRows(group.results);
+    if (schedule == Schedule::BlockPerRow ||
+        schedule == Schedule::BlockPerColumns)
+      writer.planSharing(group.results);
     for (Value result : group.results)
       if (failed(writer.lambda(result, false)))
         return failure();
     int64_t extent = writer.largestSplitExtent();
-    bool sharesRows = writer.sharesRowStatistics();
-    return Written{writer.finish(group.results), extent, sharesRows};
+    bool shares = schedule == Schedule::BlockPerColumns
+                      ? writer.sharesOnlyColumns()
+                      : writer.sharesStatistics();
+    return Written{writer.finish(group.results), extent, shares};
   };
   for (Group &group : groups) {
     // A scalar over a long reduction (a loss, a gradient norm) would keep
@@ -655,15 +684,15 @@ planElementKernels(ArrayRef<Value> results,
       }
     }
     // Rows with statistics the threads of a block can share get a block
-    // each.
-    if (!group.cooperative) {
-      auto rows = write(group, Schedule::BlockPerRow, SplitPhase::None, 0);
-      if (failed(rows))
-        return failure();
-      if (rows->sharesRows) {
-        plans.push_back(std::move(rows->plan));
-        continue;
-      }
+    // each; sums of columns a block per 32 of them.
+    Schedule sharing =
+        group.cooperative ? Schedule::BlockPerColumns : Schedule::BlockPerRow;
+    auto shared = write(group, sharing, SplitPhase::None, 0);
+    if (failed(shared))
+      return failure();
+    if (shared->shares) {
+      plans.push_back(std::move(shared->plan));
+      continue;
     }
     auto single = write(
         group, group.cooperative ? Schedule::BlockPerElement : Schedule::Thread,

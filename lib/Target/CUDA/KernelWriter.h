@@ -78,10 +78,11 @@ struct Reduction {
   /// Whether consecutive k are neighbours in memory (a row's statistics,
   /// which threads then reuse along the row) rather than a column's.
   bool contiguous = true;
-  /// In a block-per-row kernel, the reduction's index `o` for the whole row
-  /// starting at element `i0`, when every element of the row reads the same
-  /// one (a statistic of the row); empty otherwise.
-  std::string rowStart;
+  /// Where a block-per-row or block-per-columns kernel shares it among its
+  /// threads: the reduction's index `o` for the whole row starting at
+  /// element `i0` (a statistic of the row), or for the thread's element `i`
+  /// (a column sum). Empty: each thread computes it alone.
+  std::string sharedAt;
   /// Whether every thread of a block evaluates the term for every k, so
   /// that the term's own reductions are shared by the block (a loss over
   /// rows whose log-sum-exp the block computes together); otherwise the
@@ -114,6 +115,11 @@ enum class Schedule {
   /// the row (a norm, a softmax, a cross-entropy's log-sum-exp), then store
   /// neighbouring elements.
   BlockPerRow,
+  /// A block per 32 neighbouring results that reduce columns (a bias
+  /// gradient): each warp of the block reads 32 neighbouring elements of a
+  /// row, its warps take different rows, and their sums combine in shared
+  /// memory.
+  BlockPerColumns,
 };
 
 class KernelWriter {
@@ -163,9 +169,10 @@ public:
   /// computed by one block per element.
   bool atReductionGranularity(mlir::Value value);
 
-  /// Prepares a block-per-row kernel computing `results`: finds the values
-  /// every read of which is at the results' own index.
-  void planRows(llvm::ArrayRef<mlir::Value> results);
+  /// Prepares a block-per-row or block-per-columns kernel computing
+  /// `results`: finds the values every read of which is at the results' own
+  /// index.
+  void planSharing(llvm::ArrayRef<mlir::Value> results);
   /// In a block-per-row kernel, `index` (the index `o`, written in terms of
   /// the row's first element `i0`) of a statistic that `value` reads for
   /// each of `period` consecutive elements (0: one for all) — if every
@@ -174,8 +181,11 @@ public:
   /// and the statistic is computed per thread.
   std::string rowStart(mlir::Value value, int64_t period,
                        const std::string &index) const;
-  /// Whether some statistic is shared by the threads of a row's block.
-  bool sharesRowStatistics() const { return !rowStatistics.empty(); }
+  /// Whether a block-per-row or block-per-columns kernel shares a
+  /// statistic among the threads of a block, and whether all it shares
+  /// reduce columns.
+  bool sharesStatistics() const { return !shared.empty(); }
+  bool sharesOnlyColumns() const { return sharesStatistics() && !sharesRows; }
 
   /// The kernel's plan, with the loop over `results` appended to the body.
   KernelPlan finish(llvm::ArrayRef<mlir::Value> results);
@@ -189,13 +199,14 @@ private:
   mlir::MLIRContext *contextPtr = nullptr;
   llvm::DenseSet<mlir::Value> materialized;
   Schedule schedule;
-  /// Block per row: the results' row length, the values read only at the
-  /// results' index, and the shared statistics (lambda, index at the row
-  /// start) in the order they were defined, which is the order they depend
-  /// on each other.
+  /// Block per row or columns: the results' row length, the values read
+  /// only at the results' index, and the shared statistics (lambda, index)
+  /// in the order they were defined, which is the order they depend on each
+  /// other; whether one of them reduces rows.
   int64_t rowLength = 0;
   llvm::DenseSet<mlir::Value> readAtResultIndex;
-  llvm::SmallVector<std::pair<std::string, std::string>> rowStatistics;
+  llvm::SmallVector<std::pair<std::string, std::string>> shared;
+  bool sharesRows = false;
   /// A reduction keeps its last result per thread: threads should walk
   /// rows in order.
   bool rowMemo = false;

@@ -115,6 +115,23 @@ KD T block_reduce(T value, Combine combine) {
   __syncthreads();
   return result;
 }
+// Reductions across the warps of a block: every thread passes its part and
+// gets the whole of its lane (the threads with its threadIdx.x % 32).
+// blockDim.x is a power of two from 32 to 256.
+template <typename T, typename Combine>
+KD T column_reduce(T value, Combine combine) {
+  __shared__ T partial[256];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half >= 32; half /= 2) {
+    if (threadIdx.x < half)
+      partial[threadIdx.x] = combine(partial[threadIdx.x], partial[threadIdx.x + half]);
+    __syncthreads();
+  }
+  T result = partial[threadIdx.x % 32];
+  __syncthreads();
+  return result;
+}
 struct Sum { KD double operator()(double a, double b) const { return a + b; } };
 struct Prod { KD double operator()(double a, double b) const { return a * b; } };
 struct Max { KD double operator()(double a, double b) const { return kiln_max(a, b); } };

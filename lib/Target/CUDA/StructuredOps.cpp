@@ -146,11 +146,11 @@ FailureOr<std::string> StructuredEmitter::softmax(Value input, int64_t axis,
   // An all -inf row: maximum 0, so that the sum is 0 and the result NaN.
   Reduction maxR{"Max", literal(-INFINITY), split.extent, x};
   maxR.finish = "acc == (-1.0 / 0.0) ? 0.0 : acc";
-  maxR.rowStart = rowStart(split);
+  maxR.sharedAt = rowStart(split);
   std::string maximum = stat(maxR);
   Reduction sumR{"Sum", "0.0", split.extent,
                  "exp(" + x + " - " + maximum + "(o))"};
-  sumR.rowStart = maxR.rowStart;
+  sumR.sharedAt = maxR.sharedAt;
   sumR.prerequisites = {maximum};
   std::string sum = stat(sumR);
   std::string row = split.row("i"), xi = at(input, "i");
@@ -179,7 +179,7 @@ StructuredEmitter::normalization(Value input, Value centered, Value scale,
   if (centered) {
     Reduction r{"Sum", "0.0", n, x};
     r.finish = "acc / " + std::to_string(n) + ".0";
-    r.rowStart = start;
+    r.sharedAt = start;
     mean = stat(r);
     deviation = "(" + x + " - " + mean + "(o))";
     squares.prerequisites = {mean};
@@ -187,7 +187,7 @@ StructuredEmitter::normalization(Value input, Value centered, Value scale,
   squares.term = deviation + " * " + deviation;
   squares.finish = "1.0 / sqrt(acc / " + std::to_string(n) + ".0 + " +
                    literal(epsilon) + ")";
-  squares.rowStart = start;
+  squares.sharedAt = start;
   std::string rstd = stat(squares);
   if (result == 1 && centered)
     return returnsExpr(mean + "(i)");
@@ -234,13 +234,13 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
                      gTerm + "(" + element + ") * " + xhatTerm + "(" + element +
                          ")"};
     meanGX.finish = "acc / " + std::to_string(n) + ".0";
-    meanGX.rowStart = rowStart(n);
+    meanGX.sharedAt = rowStart(n);
     std::string dx =
         g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " + num(n) + ")";
     if (mean) {
       Reduction meanG{"Sum", "0.0", n, gTerm + "(" + element + ")"};
       meanG.finish = "acc / " + std::to_string(n) + ".0";
-      meanG.rowStart = meanGX.rowStart;
+      meanG.sharedAt = meanGX.sharedAt;
       dx += " - " + stat(meanG) + "(i / " + num(n) + ")";
     }
     return returnsExpr(at(rstd, "(i / " + num(n) + ")") + " * (" + dx + ")");
@@ -288,12 +288,12 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     if (logits) {
       std::string x = at(input, split.at("o", "k"), true);
       Reduction max{"Max", literal(-INFINITY), valid, x};
-      max.rowStart = start;
+      max.sharedAt = start;
       max.withinBlock = withinBlock;
       std::string maximum = stat(max, inTerm);
       Reduction sum{"Sum", "0.0", valid, "exp(" + x + " - " + maximum + "(o))"};
       sum.finish = maximum + "(o) + log(acc)";
-      sum.rowStart = start;
+      sum.sharedAt = start;
       sum.withinBlock = withinBlock;
       sum.prerequisites = {maximum};
       row.lse = stat(sum, inTerm);
@@ -307,7 +307,7 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   // Read at index 0 by every element.
   auto totalWeight = [&] {
     Reduction total{"Sum", "0.0", rows, rowTerms(true).weight + "(k)"};
-    total.rowStart = w.rowStart(value, 0, "0");
+    total.sharedAt = w.rowStart(value, 0, "0");
     return stat(total);
   };
   if (!grad) {

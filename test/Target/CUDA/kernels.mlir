@@ -1,15 +1,15 @@
 // The CUDA target's generated source for single ops (kiln-compile --forward
 // compiles a function as it is): views and broadcasts are index arithmetic,
 // gathers clamp their indices, a reduction whose result is the kernel's
-// result is shared by the threads of a block, and statistics of a row are
-// computed once per row by each thread. Indices read from tensors are
-// checked.
+// result is shared by the threads of a block, statistics of a row by the
+// threads of the row's block, and sums of columns by the warps of a block
+// per 32 columns. Indices read from tensors are checked.
 
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 
 func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
                 %x: tensor<4x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>)
-    -> (tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>) {
+    -> (tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>, tensor<32xf32>) {
   %e = kiln.gather %table, %ids {axis = 0 : i64}
       : (tensor<16x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
   %t = kiln.transpose %x {permutation = array<i64: 1, 0>}
@@ -19,7 +19,8 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
       : (tensor<4x32xf32>, tensor<32xf32>, tensor<32xf32>)
       -> (tensor<4x32xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
   %c = kiln.cast %y : tensor<4x32xf32> to tensor<4x32xbf16>
-  return %e, %s, %c : tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>
+  %cs = kiln.reduce_sum %x {axes = array<i64: 0>} : (tensor<4x32xf32>) -> tensor<32xf32>
+  return %e, %s, %c, %cs : tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>, tensor<32xf32>
 }
 
 // The gather: negative ids count from the end; an id out of range sets the
@@ -66,3 +67,13 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // The cast rounds to bf16 once, from double, on the way to memory.
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
 // CHECK:       out0[i] = f32_to_bf16((float)round_bf16(r0));
+
+// The column sum: each warp reads a row's 32 neighbouring elements, the
+// warps take different rows, and one warp stores.
+// CHECK-LABEL: kiln_kernel_6(void *const *args)
+// CHECK:       for (i64 k = threadIdx.x / 32; k < 4ll; k += blockDim.x / 32)
+// CHECK-NEXT:    acc = Sum()(acc, (double)(v0(o + (0ll + k * 32ll))));
+// CHECK-NEXT:  acc = column_reduce(acc, Sum());
+// CHECK:       const i64 lane = c0 + threadIdx.x % 32;
+// CHECK:       (void)v1(i);
+// CHECK:       if (threadIdx.x < 32 && lane < 32ll) {
