@@ -11,9 +11,9 @@
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Target/CUDATarget.h"
-#include "kiln/Training/Checkpoint.h"
 #include "kiln/Tools/ModelLoading.h"
 #include "kiln/Tools/PipelineOptions.h"
+#include "kiln/Training/Checkpoint.h"
 #include "kiln/Transforms/MemoryPlan.h"
 #include "kiln/Transforms/Pipeline.h"
 
@@ -34,35 +34,45 @@ static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
 static cl::list<std::string> dims("dim", cl::value_desc("NAME=SIZE"),
                                   cl::desc("Size of a symbolic dimension"),
                                   cl::cat(category));
-static cl::opt<bool> reportMemory(
-    "report-memory", cl::desc("Print the step's memory plan and its breakdown"),
-    cl::cat(category));
+static cl::opt<bool>
+    reportMemory("report-memory",
+                 cl::desc("Print the step's memory plan and its breakdown"),
+                 cl::cat(category));
 static cl::opt<std::string> maxMemory(
     "max-memory", cl::value_desc("SIZE"),
     cl::desc("Choose the largest batch whose step fits in SIZE (e.g. 80GiB)"),
     cl::cat(category));
-static cl::opt<std::string> batchDim(
-    "batch-dim", cl::init("batch"),
-    cl::desc("The symbolic dimension --max-memory chooses"), cl::cat(category));
+static cl::opt<std::string>
+    batchDim("batch-dim", cl::init("batch"),
+             cl::desc("The symbolic dimension --max-memory chooses"),
+             cl::cat(category));
 
 static cl::opt<std::string> target(
     "target", cl::value_desc("cuda"),
     cl::desc("Compile the step for a device (cuda) into an artifact (-o)"),
     cl::cat(category));
-static cl::list<std::string> archs(
-    "arch", cl::CommaSeparated, cl::value_desc("sm_90,sm_80"),
-    cl::desc("GPU architectures to compile kernels for (default sm_90)"),
-    cl::cat(category));
-static cl::opt<std::string> outputPath("o", cl::value_desc("MODEL.kiln"),
-                                       cl::desc("Where --target writes the artifact"),
-                                       cl::cat(category));
+static cl::list<std::string>
+    archs("arch", cl::CommaSeparated, cl::value_desc("sm_90,sm_80"),
+          cl::desc("GPU architectures to compile kernels for (default sm_90)"),
+          cl::cat(category));
+static cl::opt<std::string>
+    outputPath("o", cl::value_desc("MODEL.kiln"),
+               cl::desc("Where --target writes the artifact"),
+               cl::cat(category));
 static cl::opt<bool> forwardOnly(
     "forward",
     cl::desc("Compile the model's function as it is, without training it "
              "(--target=cuda: for running it forward and testing kernels)"),
     cl::cat(category));
-static cl::opt<bool> printCuda(
-    "print-cuda", cl::desc("Print the generated CUDA C++ of --target=cuda"),
+static cl::opt<bool>
+    printCuda("print-cuda",
+              cl::desc("Print the generated CUDA C++ of --target=cuda"),
+              cl::cat(category));
+static cl::opt<bool> exactAttention(
+    "exact-attention",
+    cl::desc("--target=cuda: attention by kernels that round exactly as the "
+             "interpreter does, in double on CUDA cores, instead of tensor "
+             "cores (slow; for checking results)"),
     cl::cat(category));
 
 static int fail(const Twine &message) {
@@ -124,17 +134,21 @@ planStep(mlir::MLIRContext &context, const kiln::ImportOptions &options,
 
 /// Parses "40GiB", "512MiB", "2.5GB" or a number of bytes.
 static std::optional<int64_t> parseBytes(StringRef text) {
-  StringRef number = text.take_while(
-      [](char c) { return isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+  StringRef number = text.take_while([](char c) {
+    return isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
   StringRef unit = text.drop_front(number.size()).trim();
   double value;
   if (number.empty() || number.getAsDouble(value))
     return std::nullopt;
   double scale = StringSwitch<double>(unit.lower())
                      .Cases("", "b", 1.0)
-                     .Case("kib", 1024.0).Case("kb", 1e3)
-                     .Case("mib", 1024.0 * 1024).Case("mb", 1e6)
-                     .Case("gib", 1024.0 * 1024 * 1024).Case("gb", 1e9)
+                     .Case("kib", 1024.0)
+                     .Case("kb", 1e3)
+                     .Case("mib", 1024.0 * 1024)
+                     .Case("mb", 1e6)
+                     .Case("gib", 1024.0 * 1024 * 1024)
+                     .Case("gb", 1e9)
                      .Default(0.0);
   if (scale == 0.0)
     return std::nullopt;
@@ -146,8 +160,7 @@ static void report(PlannedStep &planned) {
   outs() << "memory plan of @" << planned.step.getSymName() << " ("
          << kiln::precisionName(planned.config.precision) << " GEMMs, "
          << kiln::optimizerKindName(planned.config.optimizer.kind) << ", "
-         << plan.buffers.size()
-         << " buffers)\n";
+         << plan.buffers.size() << " buffers)\n";
   outs() << formatv("  {0,-30} {1,12}\n", "arena (peak memory)",
                     size(plan.arenaBytes));
   outs() << formatv("  {0,-30} {1,12}\n", "largest live set",
@@ -166,7 +179,8 @@ static void report(PlannedStep &planned) {
     auto fusion = dyn_cast<kiln::FusionOp>(op);
     return fusion && !fusion.getBody().getOps<kiln::MatmulOp>().empty();
   };
-  for (mlir::Operation &op : planned.step.getBody().front().without_terminator())
+  for (mlir::Operation &op :
+       planned.step.getBody().front().without_terminator())
     if (isEpilogue(op))
       ++gemms, ++epilogues;
     else if (isa<kiln::MatmulOp>(op))
@@ -212,6 +226,9 @@ static int compileForCuda(PlannedStep &planned) {
       kiln::digest(modelBytes ? (*modelBytes)->getBuffer() : StringRef());
   targetOptions.optionsText = kiln::pipelineOptionsIdentity();
   targetOptions.initialAccumulator = kiln::initialAccumulatorFromOptions();
+  targetOptions.exactAttention = exactAttention;
+  if (exactAttention)
+    targetOptions.optionsText += " --exact-attention";
   auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);
   if (mlir::failed(artifact))
     return 1;
@@ -230,14 +247,13 @@ static int compileForCuda(PlannedStep &planned) {
       bias += op->gemm->epilogue == kiln::artifact::Epilogue::Bias;
       dgelu += op->gemm->epilogue == kiln::artifact::Epilogue::DGelu;
     }
-  outs() << formatv("wrote {0}: {1} operations ({2} GEMMs: {3} with a bias "
-                    "epilogue, {4} with DGELU; {5} kernel launches of {6} "
-                    "distinct kernels), arena {7}, cubins for {8}\n",
-                    outputPath, (*artifact)->operations.size(), gemms, bias,
-                    dgelu, (*artifact)->operations.size() - gemms,
-                    (*artifact)->kernel_names.size(),
-                    size((*artifact)->arena_bytes),
-                    llvm::join(targetOptions.archs, ", "));
+  outs() << formatv(
+      "wrote {0}: {1} operations ({2} GEMMs: {3} with a bias "
+      "epilogue, {4} with DGELU; {5} kernel launches of {6} "
+      "distinct kernels), arena {7}, cubins for {8}\n",
+      outputPath, (*artifact)->operations.size(), gemms, bias, dgelu,
+      (*artifact)->operations.size() - gemms, (*artifact)->kernel_names.size(),
+      size((*artifact)->arena_bytes), llvm::join(targetOptions.archs, ", "));
   return 0;
 }
 
@@ -264,7 +280,8 @@ int main(int argc, char **argv) {
   for (const std::string &arch : archs)
     if (!StringRef(arch).starts_with("sm_") || arch.size() < 5 ||
         !isdigit(static_cast<unsigned char>(arch[3])))
-      return fail("--arch expects names like sm_80 or sm_90, got '" + arch + "'");
+      return fail("--arch expects names like sm_80 or sm_90, got '" + arch +
+                  "'");
 
   mlir::MLIRContext context;
   kiln::registerKilnDialects(context);
@@ -287,8 +304,7 @@ int main(int argc, char **argv) {
                 "'");
   auto fits = [&](int64_t batch) -> std::optional<bool> {
     options.dimensions[batchDim] = batch;
-    std::optional<PlannedStep> planned =
-        planStep(context, options, *config);
+    std::optional<PlannedStep> planned = planStep(context, options, *config);
     if (!planned)
       return std::nullopt;
     return planned->plan.arenaBytes <= *budget;

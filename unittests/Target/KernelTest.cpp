@@ -33,6 +33,10 @@ struct KernelCase {
   const char *source;
   /// Whether a GEMM computes a result (cuBLAS accumulates in f32).
   bool gemm = false;
+  /// Attention by the kernels that round as the interpreter does, or on
+  /// tensor cores, whose results agree to `tolerance`.
+  bool exactAttention = true;
+  double tolerance = 2e-6;
 };
 
 class KernelTest : public ::testing::TestWithParam<KernelCase> {};
@@ -73,6 +77,7 @@ TEST_P(KernelTest, MatchesInterpreter) {
 
   cuda::TargetOptions options;
   options.archs = kiln::testing::executorArchitectures();
+  options.exactAttention = c.exactAttention;
   auto compiled = cuda::compileFunction(function, options);
   ASSERT_TRUE(mlir::succeeded(compiled));
   std::string error;
@@ -82,8 +87,9 @@ TEST_P(KernelTest, MatchesInterpreter) {
     executor->write(argumentName(function, i), argument);
   executor->run();
 
-  double tolerance =
-      c.gemm && kiln::testing::gemmsAccumulateInF32() ? 1e-4 : 2e-6;
+  double tolerance = c.gemm && kiln::testing::gemmsAccumulateInF32()
+                         ? std::max(c.tolerance, 1e-4)
+                         : c.tolerance;
   for (auto [i, want] : llvm::enumerate(*expected)) {
     Tensor got = executor->read(resultName(function, i));
     ASSERT_EQ(got.getNumElements(), want.getNumElements());
@@ -443,6 +449,25 @@ func.func @main(%q: tensor<2x4x32x16xbf16>, %k: tensor<2x4x32x16xbf16>, %v: tens
   return %out, %lse, %dq, %dk, %dv : tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>
 }
 )"},
+    // Tensor cores: a tile of 64 query rows and the 16 past it, key tiles
+    // of 64, grouped heads, causal; f16 without a mask. The interpreter
+    // rounds normalized probabilities to the operands' type before P V,
+    // the kernel unnormalized ones (FlashAttention's order): both are within
+    // 2^-9 of the exact value (bf16), so outputs, convex combinations of
+    // rows of V (|V| <= 2), differ by at most 2 * 2^-9 * 2 = 2^-7; the f32
+    // scores add errors of order 1e-6.
+    {"TensorCoreAttention", R"(
+func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tensor<1x2x80x64xbf16>,
+                %q2: tensor<2x2x24x32xf16>, %k2: tensor<2x2x40x32xf16>, %v2: tensor<2x2x40x32xf16>)
+    -> (tensor<1x4x80x64xf32>, tensor<1x4x80xf32>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>) {
+  %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
+      : (tensor<1x4x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<1x4x80x64xf32>, tensor<1x4x80xf32>)
+  %out2, %lse2 = kiln.attention %q2, %k2, %v2 {scale = 0.2 : f64}
+      : (tensor<2x2x24x32xf16>, tensor<2x2x40x32xf16>, tensor<2x2x40x32xf16>) -> (tensor<2x2x24x32xf16>, tensor<2x2x24xf32>)
+  return %out, %lse, %out2, %lse2 : tensor<1x4x80x64xf32>, tensor<1x4x80xf32>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>
+}
+)",
+     false, false, 0x1p-7},
     {"AttentionMasks", R"(
       func.func @main(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x6x8xbf16>, %v: tensor<2x3x6x8xbf16>,
                       %f: tensor<2x1x1x6xf32>, %b: tensor<4x6xi1>, %g: tensor<2x3x4x8xf32>)

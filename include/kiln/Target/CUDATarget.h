@@ -30,6 +30,9 @@ struct TargetOptions {
   std::string optionsText, modelHash;
   /// The initial value of every Adagrad accumulator (state fill).
   double initialAccumulator = 0.0;
+  /// Attention by the kernels that round exactly as the interpreter does
+  /// (CUDA cores, in double) rather than on tensor cores: slow, for checking.
+  bool exactAttention = false;
 };
 
 /// Lowers `function`, a single-block function whose values the memory plan

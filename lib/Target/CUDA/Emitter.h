@@ -54,10 +54,11 @@ planElementKernels(llvm::ArrayRef<mlir::Value> results,
                    llvm::function_ref<mlir::Value(mlir::Value)> externalValue,
                    llvm::ArrayRef<mlir::Value> materialized);
 
-/// Kernels of ops with a schedule of their own: attention and its gradient,
-/// the scatter-add of gather_grad.
+/// Kernels of ops with a schedule of their own: attention and its gradient
+/// (on tensor cores where they apply, unless `exactAttention`), the
+/// scatter-add of gather_grad.
 mlir::FailureOr<llvm::SmallVector<KernelPlan>>
-planTemplateKernels(mlir::Operation *op);
+planTemplateKernels(mlir::Operation *op, bool exactAttention);
 
 /// The C type a tensor of `elementType` is stored as.
 std::string storageType(mlir::Type elementType);

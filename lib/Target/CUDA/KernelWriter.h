@@ -235,6 +235,10 @@ std::string substitute(std::string text,
 /// key/value gradients.
 KernelPlan attentionForward(AttentionOp op);
 llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op);
+/// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
+/// operands, head dimensions that are multiples of 16 up to 128, and no
+/// mask but the causal one nor dropout; none otherwise.
+std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

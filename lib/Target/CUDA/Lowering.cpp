@@ -203,8 +203,8 @@ unsigned Lowering::kernelIndex(const std::string &body,
 }
 
 LogicalResult
-Lowering::appendArguments(const KernelPlan &kernel, artifact::KernelLaunchT &launch,
-                          Operation *origin,
+Lowering::appendArguments(const KernelPlan &kernel,
+                          artifact::KernelLaunchT &launch, Operation *origin,
                           function_ref<int64_t(Value)> resultOffset) {
   // Constants, partials and index checks live in areas placed once their
   // sizes are known: their arguments are filled in then.
@@ -220,7 +220,8 @@ Lowering::appendArguments(const KernelPlan &kernel, artifact::KernelLaunchT &lau
     else if (auto op = operand.getDefiningOp<ConstantOp>())
       constant(op);
     else
-      return origin->emitError("the CUDA target found an operand without memory");
+      return origin->emitError(
+          "the CUDA target found an operand without memory");
   }
   for (Operation *op : kernel.constants)
     constant(op);
@@ -491,7 +492,8 @@ LogicalResult Lowering::lowerOp(Operation &op) {
                            offsetOf(matmul.getResult()), {matmul.getResult()})))
       return success();
   if (isa<AttentionOp, AttentionGradOp, GatherGradOp>(op)) {
-    FailureOr<SmallVector<KernelPlan>> kernels = planTemplateKernels(&op);
+    FailureOr<SmallVector<KernelPlan>> kernels =
+        planTemplateKernels(&op, options.exactAttention);
     if (failed(kernels))
       return failure();
     return emitKernels(&op, *kernels, resultOffset);

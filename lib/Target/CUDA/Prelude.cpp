@@ -137,6 +137,24 @@ struct Prod { KD double operator()(double a, double b) const { return a * b; } }
 struct Max { KD double operator()(double a, double b) const { return kiln_max(a, b); } };
 struct Min { KD double operator()(double a, double b) const { return kiln_min(a, b); } };
 
+// D += A B on tensor cores for one warp: A 16x16 and B 16x8 of 16-bit
+// floats, D 16x8 in f32, as mma.m16n8k16 lays fragments out across lanes.
+// (The CPU emulation of the tests defines them for its own warps.)
+#ifdef __CUDA_ARCH__
+#define KILN_MMA(name, type)                                                   \
+  KD void name(float d[4], const u32 a[4], const u32 b[2]) {                   \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." type "." type        \
+                 ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "                \
+                 "{%0,%1,%2,%3};\n"                                            \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])              \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),      \
+                   "r"(b[1]));                                                 \
+  }
+KILN_MMA(mma_bf16, "bf16")
+KILN_MMA(mma_f16, "f16")
+#undef KILN_MMA
+#endif
+
 KD i64 global_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 KD i64 thread_count() { return (i64)gridDim.x * blockDim.x; }
 )cuda";

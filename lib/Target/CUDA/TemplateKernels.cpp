@@ -1,7 +1,7 @@
 //===- TemplateKernels.cpp - ops with schedules of their own --------------===//
 //
-// Attention (AttentionKernels.cpp) and the scatter-add of gather_grad, whose
-// repeated indices need atomics.
+// Attention (TensorCoreAttention.cpp, AttentionKernels.cpp) and the
+// scatter-add of gather_grad, whose repeated indices need atomics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,9 +76,14 @@ static FailureOr<SmallVector<KernelPlan>> gatherGradient(GatherGradOp op) {
   return SmallVector<KernelPlan>{zero, scatter};
 }
 
-FailureOr<SmallVector<KernelPlan>> planTemplateKernels(Operation *op) {
-  if (auto attention = dyn_cast<AttentionOp>(op))
-    return SmallVector<KernelPlan>{attentionForward(attention)};
+FailureOr<SmallVector<KernelPlan>> planTemplateKernels(Operation *op,
+                                                       bool exactAttention) {
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    std::optional<KernelPlan> fast;
+    if (!exactAttention)
+      fast = tensorCoreAttentionForward(attention);
+    return SmallVector<KernelPlan>{fast ? *fast : attentionForward(attention)};
+  }
   if (auto gradient = dyn_cast<AttentionGradOp>(op))
     return attentionGradient(gradient);
   if (auto gather = dyn_cast<GatherGradOp>(op))
