@@ -468,6 +468,40 @@ func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tens
 }
 )",
      false, false, 0x1p-7},
+    // The gradient on tensor cores, from an exact forward pass: P and dS
+    // are rounded to the operands' type as the interpreter rounds them, but
+    // from f32 scores where the interpreter's are correctly rounded, so a
+    // term may land one 16-bit ulp away (2^-8 of it) where the two sit on
+    // either side of a rounding boundary; 2^-7 of the largest result allows
+    // several such terms. Grouped heads and causal in bf16; head dimension
+    // 128 in f16, with f16 gradients.
+    {"TensorCoreAttentionGradient", R"(
+func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tensor<1x2x80x64xbf16>,
+                %g: tensor<1x4x80x64xbf16>, %q2: tensor<1x2x24x128xf16>, %k2: tensor<1x2x40x128xf16>,
+                %v2: tensor<1x2x40x128xf16>, %g2: tensor<1x2x24x128xf16>)
+    -> (tensor<1x4x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>,
+        tensor<1x2x24x128xf16>, tensor<1x2x40x128xf16>, tensor<1x2x40x128xf16>) {
+  %q32 = kiln.cast %q : tensor<1x4x80x64xbf16> to tensor<1x4x80x64xf32>
+  %k32 = kiln.cast %k : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %v32 = kiln.cast %v : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %out, %lse = kiln.attention %q32, %k32, %v32 {causal, scale = 0.125 : f64}
+      : (tensor<1x4x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>) -> (tensor<1x4x80x64xf32>, tensor<1x4x80xf32>)
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.125 : f64}
+      : (tensor<1x4x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x4x80x64xf32>, tensor<1x4x80xf32>, tensor<1x4x80x64xbf16>)
+      -> (tensor<1x4x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>)
+  %q232 = kiln.cast %q2 : tensor<1x2x24x128xf16> to tensor<1x2x24x128xf32>
+  %k232 = kiln.cast %k2 : tensor<1x2x40x128xf16> to tensor<1x2x40x128xf32>
+  %v232 = kiln.cast %v2 : tensor<1x2x40x128xf16> to tensor<1x2x40x128xf32>
+  %out2, %lse2 = kiln.attention %q232, %k232, %v232 {scale = 0.08 : f64}
+      : (tensor<1x2x24x128xf32>, tensor<1x2x40x128xf32>, tensor<1x2x40x128xf32>) -> (tensor<1x2x24x128xf32>, tensor<1x2x24xf32>)
+  %dq2, %dk2, %dv2 = kiln.attention_grad %q2, %k2, %v2 output %out2, %lse2, %g2 {scale = 0.08 : f64}
+      : (tensor<1x2x24x128xf16>, tensor<1x2x40x128xf16>, tensor<1x2x40x128xf16>, tensor<1x2x24x128xf32>, tensor<1x2x24xf32>, tensor<1x2x24x128xf16>)
+      -> (tensor<1x2x24x128xf16>, tensor<1x2x40x128xf16>, tensor<1x2x40x128xf16>)
+  return %dq, %dk, %dv, %dq2, %dk2, %dv2 : tensor<1x4x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>,
+      tensor<1x2x24x128xf16>, tensor<1x2x40x128xf16>, tensor<1x2x40x128xf16>
+}
+)",
+     false, false, 0x1p-7},
     {"AttentionMasks", R"(
       func.func @main(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x6x8xbf16>, %v: tensor<2x3x6x8xbf16>,
                       %f: tensor<2x1x1x6xf32>, %b: tensor<4x6xi1>, %g: tensor<2x3x4x8xf32>)

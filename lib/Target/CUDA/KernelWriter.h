@@ -239,6 +239,10 @@ llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op);
 /// operands, head dimensions that are multiples of 16 up to 128, and no
 /// mask but the causal one nor dropout; none otherwise.
 std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op);
+/// The gradient on tensor cores, for what the forward pass takes and a
+/// gradient of the operands' type; none otherwise.
+std::optional<llvm::SmallVector<KernelPlan>>
+tensorCoreAttentionGradient(AttentionGradOp op);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

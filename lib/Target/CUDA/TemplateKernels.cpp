@@ -84,8 +84,12 @@ FailureOr<SmallVector<KernelPlan>> planTemplateKernels(Operation *op,
       fast = tensorCoreAttentionForward(attention);
     return SmallVector<KernelPlan>{fast ? *fast : attentionForward(attention)};
   }
-  if (auto gradient = dyn_cast<AttentionGradOp>(op))
-    return attentionGradient(gradient);
+  if (auto gradient = dyn_cast<AttentionGradOp>(op)) {
+    std::optional<SmallVector<KernelPlan>> fast;
+    if (!exactAttention)
+      fast = tensorCoreAttentionGradient(gradient);
+    return fast ? *fast : attentionGradient(gradient);
+  }
   if (auto gather = dyn_cast<GatherGradOp>(op))
     return gatherGradient(gather);
   return failure();

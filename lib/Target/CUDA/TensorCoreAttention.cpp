@@ -25,15 +25,12 @@ using namespace mlir;
 
 namespace kiln::cuda {
 
-static const char *kTensorCoreForward = R"cuda(
+/// What every kernel here starts with: the lane's place in its warp's
+/// fragments, and 16-bit pairs to and from fragment registers.
+static const char *kPrologue = R"cuda(
   const u16 *q = (const u16 *)args[0];
   const u16 *k = (const u16 *)args[1];
   const u16 *v = (const u16 *)args[2];
-  $OT *out = ($OT *)args[3];
-  $LT *lse = ($LT *)args[4];
-  // Key and value tiles; values transposed, so that a B fragment of V is
-  // two neighbouring keys of one column.
-  __shared__ u16 Qs[$BQ * $D], Ks[$BK * $D], Vt[$D * $BK];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const float inf = 1.0f / 0.0f;
@@ -41,50 +38,112 @@ static const char *kTensorCoreForward = R"cuda(
   auto pack = [](float lo, float hi) {
     return (u32)$TO16(lo) | ((u32)$TO16(hi) << 16);
   };
+  // The B fragment of columns [8 n, 8 n + 8) and rows [16 kk, 16 kk + 16)
+  // of a tile stored column by column, `stride` apart (a row-major tile of
+  // the transposed operand).
+  auto columnB = [&](const u16 *tile, i64 stride, int n, int kk, u32 b[2]) {
+    const u16 *column = tile + (n * 8 + g) * stride + kk * 16 + 2 * t;
+    b[0] = pair(column);
+    b[1] = pair(column + 8);
+  };
+  // c (16 x 8 `blocks`) = a (16 x D) times the transpose of the first
+  // 8 `blocks` rows of a row-major tile D wide: scores against its rows.
+  auto againstRows = [&](float (*c)[4], int blocks, u32 (*a)[4],
+                         const u16 *tile) {
+    for (int n = 0; n < blocks; ++n) {
+      c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
+      for (int kk = 0; kk < $D / 16; ++kk) {
+        u32 b[2];
+        columnB(tile, $D, n, kk, b);
+        $MMA(c[n], a[kk], b);
+      }
+    }
+  };
+  // acc (16 x D) += a (columns [16 kk, 16 kk + 16)) times that block of
+  // rows of the tile.
+  auto accumulate = [&](float (*acc)[4], const u32 a[4], const u16 *tile,
+                        i64 stride, int kk) {
+    for (int n = 0; n < $D / 8; ++n) {
+      u32 b[2];
+      columnB(tile, stride, n, kk, b);
+      $MMA(acc[n], a, b);
+    }
+  };
+  // The A fragment of columns [16 kk, 16 kk + 16) of accumulators c (C
+  // fragments of 8 columns each), rounded to 16 bits.
+  auto asA = [&](float (*c)[4], int kk, u32 a[4]) {
+    for (int half = 0; half < 2; ++half) {
+      a[2 * half] = pack(c[2 * kk + half][0], c[2 * kk + half][1]);
+      a[2 * half + 1] = pack(c[2 * kk + half][2], c[2 * kk + half][3]);
+    }
+  };
+  // Stores the warp's rows `rows` (those below `limit`) of acc (16 x D) at
+  // the row-major `base`, each element through `store`.
+  auto storeRows = [&](auto *base, const i64 *rows, i64 limit,
+                       float (*acc)[4], auto store) {
+    for (int r = 0; r < 2; ++r)
+      for (int n = 0; rows[r] < limit && n < $D / 8; ++n)
+        for (int c = 0; c < 2; ++c)
+          base[rows[r] * $D + n * 8 + 2 * t + c] = store(acc[n][2 * r + c]);
+  };
+  // Copies `rows` rows of D elements at `from` (zero from row `valid` on)
+  // to a row-major tile and to its transpose, either of which may be null.
+  auto stage = [&](const u16 *from, i64 rows, i64 valid, u16 *rowMajor,
+                   u16 *transposed) {
+    for (i64 e = threadIdx.x; e < rows * $D; e += blockDim.x) {
+      const u16 x = e / $D < valid ? from[e] : (u16)0;
+      if (rowMajor)
+        rowMajor[e] = x;
+      if (transposed)
+        transposed[e % $D * rows + e / $D] = x;
+    }
+  };
+  auto zero = [](float (*acc)[4]) {
+    for (int n = 0; n < $D / 8; ++n)
+      acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  };
+  // The A fragments of the warp's rows `rows` (g, g + 8) of a row-major
+  // matrix at `base`, zero past row `limit`.
+  auto rowFragments = [&](u32 (*a)[4], const u16 *base, const i64 *rows,
+                          i64 limit) {
+    for (int kk = 0; kk < $D / 16; ++kk)
+      for (int r = 0; r < 2; ++r)
+        for (int half = 0; half < 2; ++half)
+          a[kk][r + 2 * half] =
+              rows[r] < limit ? pair(base + rows[r] * $D + kk * 16 + 8 * half + 2 * t) : 0u;
+  };
+)cuda";
+
+static const char *kTensorCoreForward = R"cuda(
+  $OT *out = ($OT *)args[3];
+  $LT *lse = ($LT *)args[4];
+  // Key and value tiles; values transposed, so that a B fragment of V is
+  // two neighbouring keys of one column.
+  __shared__ u16 Ks[$BK * $D], Vt[$D * $BK];
   const i64 tiles = ($TQ + $BQ - 1) / $BQ;
   for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
     const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
     const i64 kv = b * $HKV + h / $GROUP;
-    __syncthreads();
-    for (i64 e = threadIdx.x; e < $BQ * $D; e += blockDim.x)
-      Qs[e] = q0 + e / $D < $TQ ? q[(bh * $TQ + q0) * $D + e] : (u16)0;
-    __syncthreads();
-    // The warp's 16 query rows as A fragments, 16 columns each.
-    u32 qa[$D / 16][4];
-    const u16 *rows = Qs + warp * 16 * $D;
-    for (int kk = 0; kk < $D / 16; ++kk) {
-      qa[kk][0] = pair(rows + g * $D + kk * 16 + 2 * t);
-      qa[kk][1] = pair(rows + (g + 8) * $D + kk * 16 + 2 * t);
-      qa[kk][2] = pair(rows + g * $D + kk * 16 + 8 + 2 * t);
-      qa[kk][3] = pair(rows + (g + 8) * $D + kk * 16 + 8 + 2 * t);
-    }
-    // Per row (g, g + 8): the running maximum and sum, and the output.
+    // The warp's 16 query rows as A fragments; per row (g, g + 8) the
+    // running maximum and sum, and the output.
     const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+    u32 qa[$D / 16][4];
+    rowFragments(qa, q + bh * $TQ * $D, row, $TQ);
     float maximum[2] = {-inf, -inf}, sum[2] = {0.0f, 0.0f};
     float o[$D / 8][4];
-    for (int n = 0; n < $D / 8; ++n)
-      o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    zero(o);
     // Causal: no key after the tile's last query row takes part.
     const i64 keys = $CAUSAL && q0 + $BQ < $TK ? q0 + $BQ : $TK;
     for (i64 k0 = 0; k0 < keys; k0 += $BK) {
       __syncthreads();
-      for (i64 e = threadIdx.x; e < $BK * $D; e += blockDim.x) {
-        const bool inside = k0 + e / $D < $TK;
-        const i64 at = (kv * $TK + k0) * $D + e;
-        Ks[e] = inside ? k[at] : (u16)0;
-        Vt[e % $D * $BK + e / $D] = inside ? v[at] : (u16)0;
-      }
+      stage(k + (kv * $TK + k0) * $D, $BK, $TK - k0, Ks, nullptr);
+      stage(v + (kv * $TK + k0) * $D, $BK, $TK - k0, nullptr, Vt);
       __syncthreads();
       // s = Q K^T * scale, masked, and each row's maximum over the tile.
       float s[$BK / 8][4];
       float tileMax[2] = {-inf, -inf};
+      againstRows(s, $BK / 8, qa, Ks);
       for (int n = 0; n < $BK / 8; ++n) {
-        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-        const u16 *key = Ks + (n * 8 + g) * $D + 2 * t;
-        for (int kk = 0; kk < $D / 16; ++kk) {
-          const u32 kb[2] = {pair(key + kk * 16), pair(key + kk * 16 + 8)};
-          $MMA(s[n], qa[kk], kb);
-        }
         for (int e = 0; e < 4; ++e) {
           const i64 j = k0 + n * 8 + 2 * t + (e & 1);
           float x = s[n][e] * (float)$SCALE;
@@ -121,71 +180,249 @@ static const char *kTensorCoreForward = R"cuda(
       }
       // o += P V, 16 keys at a time.
       for (int kk = 0; kk < $BK / 16; ++kk) {
-        const u32 pa[4] = {pack(s[2 * kk][0], s[2 * kk][1]),
-                           pack(s[2 * kk][2], s[2 * kk][3]),
-                           pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                           pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-        for (int n = 0; n < $D / 8; ++n) {
-          const u16 *column = Vt + (n * 8 + g) * $BK + kk * 16 + 2 * t;
-          const u32 vb[2] = {pair(column), pair(column + 8)};
-          $MMA(o[n], pa, vb);
-        }
+        u32 pa[4];
+        asA(s, kk, pa);
+        accumulate(o, pa, Vt, $BK, kk);
       }
     }
     for (int r = 0; r < 2; ++r) {
-      if (row[r] >= $TQ) continue;
-      const double total = sum[r];
       for (int n = 0; n < $D / 8; ++n)
         for (int c = 0; c < 2; ++c)
-          out[(bh * $TQ + row[r]) * $D + n * 8 + 2 * t + c] =
-              $STOREO(total == 0.0 ? 0.0 : o[n][2 * r + c] / total);
-      if (t == 0)
-        lse[bh * $TQ + row[r]] = ($LT)(total == 0.0 ? -inf : maximum[r] + logf(sum[r]));
+          o[n][2 * r + c] = sum[r] == 0.0f ? 0.0f : o[n][2 * r + c] / sum[r];
+      if (t == 0 && row[r] < $TQ)
+        lse[bh * $TQ + row[r]] = ($LT)(sum[r] == 0.0f ? -inf : maximum[r] + logf(sum[r]));
     }
+    storeRows(out + bh * $TQ * $D, row, $TQ, o, $STOREO);
   }
 )cuda";
 
-std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op) {
+/// The gradient's operands after q, k, v: the output, its log-sum-exp and
+/// its gradient; and each query row's delta = dO . O, which both gradient
+/// kernels need.
+static const char *kGradientPrologue = R"cuda(
+  const $OT *o = (const $OT *)args[3];
+  const float *lse = (const float *)args[4];
+  const u16 *dout = (const u16 *)args[5];
+  auto delta = [&](i64 at) {
+    float d = 0.0f;
+    for (int c = 0; c < $D; ++c)
+      d += (float)$FROM16(dout[at * $D + c]) * (float)$LOADO(o[at * $D + c]);
+    return d;
+  };
+)cuda";
+
+/// dQ = dS K for a tile of 64 query rows (16 per warp), streaming key
+/// tiles: S = Q K^T and dP = dO V^T again, P = exp(S - L), dS = P (dP -
+/// delta) scale, each product on tensor cores.
+static const char *kTensorCoreQueryGradient = R"cuda(
+  $DQT *dq = ($DQT *)args[6];
+  // Keys row-major (for S) and transposed (for dS K), values row-major.
+  __shared__ u16 Ks[$BK * $D], Kt[$D * $BK], Vs[$BK * $D];
+  const i64 tiles = ($TQ + $BQ - 1) / $BQ;
+  for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
+    const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
+    const i64 kv = b * $HKV + h / $GROUP;
+    const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+    u32 qa[$D / 16][4], da[$D / 16][4];
+    rowFragments(qa, q + bh * $TQ * $D, row, $TQ);
+    rowFragments(da, dout + bh * $TQ * $D, row, $TQ);
+    float logsumexp[2], deltas[2], acc[$D / 8][4];
+    for (int r = 0; r < 2; ++r) {
+      const bool inside = row[r] < $TQ;
+      logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
+      deltas[r] = inside ? delta(bh * $TQ + row[r]) : 0.0f;
+    }
+    zero(acc);
+    const i64 keys = $CAUSAL && q0 + $BQ < $TK ? q0 + $BQ : $TK;
+    for (i64 k0 = 0; k0 < keys; k0 += $BK) {
+      __syncthreads();
+      stage(k + (kv * $TK + k0) * $D, $BK, $TK - k0, Ks, Kt);
+      stage(v + (kv * $TK + k0) * $D, $BK, $TK - k0, Vs, nullptr);
+      __syncthreads();
+      // ds = P (dP - delta) scale, in place of the scores.
+      float ds[$BK / 8][4], dp[$BK / 8][4];
+      againstRows(ds, $BK / 8, qa, Ks);
+      againstRows(dp, $BK / 8, da, Vs);
+      for (int n = 0; n < $BK / 8; ++n)
+        for (int e = 0; e < 4; ++e) {
+          const i64 j = k0 + n * 8 + 2 * t + (e & 1);
+          const int r = e / 2;
+          const bool live = j < $TK && logsumexp[r] != -inf && !($CAUSAL && j > row[r]);
+          const float p = live ? expf(ds[n][e] * (float)$SCALE - logsumexp[r]) : 0.0f;
+          ds[n][e] = p * (dp[n][e] - deltas[r]) * (float)$SCALE;
+        }
+      for (int kk = 0; kk < $BK / 16; ++kk) {
+        u32 sa[4];
+        asA(ds, kk, sa);
+        accumulate(acc, sa, Kt, $BK, kk);
+      }
+    }
+    storeRows(dq + bh * $TQ * $D, row, $TQ, acc, $STOREDQ);
+  }
+)cuda";
+
+/// dK = dS^T Q and dV = P^T dO for a tile of 64 key rows (16 per warp) of
+/// one key/value head, streaming the query tiles of every head that reads
+/// it: S^T = K Q^T and dP^T = V dO^T, whose accumulators are, pair by
+/// pair, the A fragments of P^T and dS^T.
+static const char *kTensorCoreKeyValueGradient = R"cuda(
+  $DKT *dk = ($DKT *)args[7];
+  $DVT *dv = ($DVT *)args[8];
+  // Queries and output gradients, row-major (for S^T, dP^T) and transposed
+  // (for dS^T Q, P^T dO); each query row's log-sum-exp and delta.
+  __shared__ u16 Qs[$BQ * $D], Qt[$D * $BQ], Gs[$BQ * $D], Gt[$D * $BQ];
+  __shared__ float Ls[$BQ], Deltas[$BQ];
+  const i64 tiles = ($TK + $BK - 1) / $BK;
+  for (i64 work = blockIdx.x; work < $KVHEADS * tiles; work += gridDim.x) {
+    const i64 kv = work / tiles, k0 = work % tiles * $BK, b = kv / $HKV, group = kv % $HKV;
+    const i64 key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
+    u32 ka[$D / 16][4], va[$D / 16][4];
+    rowFragments(ka, k + kv * $TK * $D, key, $TK);
+    rowFragments(va, v + kv * $TK * $D, key, $TK);
+    float dkAcc[$D / 8][4], dvAcc[$D / 8][4];
+    zero(dkAcc);
+    zero(dvAcc);
+    // Causal: no query before the tile's first key reads it.
+    const i64 first = $CAUSAL ? k0 / $BQ * $BQ : 0;
+    for (i64 h = group * $GROUP; h < (group + 1) * $GROUP; ++h)
+      for (i64 q0 = first; q0 < $TQ; q0 += $BQ) {
+        const i64 bh = b * $H + h;
+        __syncthreads();
+        stage(q + (bh * $TQ + q0) * $D, $BQ, $TQ - q0, Qs, Qt);
+        stage(dout + (bh * $TQ + q0) * $D, $BQ, $TQ - q0, Gs, Gt);
+        for (i64 r = threadIdx.x; r < $BQ; r += blockDim.x) {
+          const bool inside = q0 + r < $TQ;
+          Ls[r] = inside ? lse[bh * $TQ + q0 + r] : -inf;
+          Deltas[r] = inside ? delta(bh * $TQ + q0 + r) : 0.0f;
+        }
+        __syncthreads();
+        // P^T, and dS^T = P^T (dP^T - delta) scale in place of dP^T.
+        float pt[$BQ / 8][4], dst[$BQ / 8][4];
+        againstRows(pt, $BQ / 8, ka, Qs);
+        againstRows(dst, $BQ / 8, va, Gs);
+        for (int n = 0; n < $BQ / 8; ++n)
+          for (int e = 0; e < 4; ++e) {
+            const int c = n * 8 + 2 * t + (e & 1);
+            const i64 i = q0 + c, j = key[e / 2];
+            const bool live = i < $TQ && j < $TK && Ls[c] != -inf && !($CAUSAL && j > i);
+            pt[n][e] = live ? expf(pt[n][e] * (float)$SCALE - Ls[c]) : 0.0f;
+            dst[n][e] = pt[n][e] * (dst[n][e] - Deltas[c]) * (float)$SCALE;
+          }
+        for (int kk = 0; kk < $BQ / 16; ++kk) {
+          u32 pa[4], sa[4];
+          asA(pt, kk, pa);
+          asA(dst, kk, sa);
+          accumulate(dvAcc, pa, Gt, $BQ, kk);
+          accumulate(dkAcc, sa, Qt, $BQ, kk);
+        }
+      }
+    storeRows(dk + kv * $TK * $D, key, $TK, dkAcc, $STOREDK);
+    storeRows(dv + kv * $TK * $D, key, $TK, dvAcc, $STOREDV);
+  }
+)cuda";
+
+namespace {
+
+using Values = std::vector<std::pair<std::string, std::string>>;
+
+/// The substitutions both passes share, if `op` is one the tensor-core
+/// kernels compute: 16-bit operands of one type, equal head dimensions of
+/// a multiple of 16 up to 128, no mask but the causal one, no dropout, an
+/// f32 log-sum-exp.
+template <typename OpTy> std::optional<Values> tensorCoreValues(OpTy op) {
   Type qt = elementTypeOf(op.getQuery());
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   int64_t d = qs[3];
-  bool sixteenBit = qt.isBF16() || qt.isF16();
-  if (!sixteenBit || elementTypeOf(op.getKey()) != qt ||
+  if ((!qt.isBF16() && !qt.isF16()) || elementTypeOf(op.getKey()) != qt ||
       elementTypeOf(op.getValue()) != qt || shapeOf(op.getValue())[3] != d ||
       d % 16 != 0 || d > 128 || op.getMask() || op.getOffset() ||
       !op.getDropoutRatio().isZero() ||
       !elementTypeOf(op.getLogsumexp()).isF32())
     return std::nullopt;
-  // 64 query rows (four warps of 16); key tiles that keep the three tiles
-  // within 32 KiB of shared memory.
-  int64_t queryRows = 64, keyRows = d <= 64 ? 64 : 32;
   auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
   Type ot = elementTypeOf(op.getOutput());
+  // Tiles of 64 rows (four warps of 16) on the side a block owns; the
+  // streamed side's tiles keep shared memory within 32 KiB.
+  return Values{{"PROLOGUE", kPrologue},
+                {"OT", storageType(ot)},
+                {"LOADO", "[](" + storageType(ot) + " x) { return " +
+                              loaded(ot, "x") + "; }"},
+                {"STOREO", "[](double x) { return " + stored(ot, "x") + "; }"},
+                {"TO16", qt.isBF16() ? "f32_to_bf16" : "f32_to_f16"},
+                {"FROM16", qt.isBF16() ? "bf16_to_f32" : "f16_to_f32"},
+                {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
+                {"SCALE", literal(op.getScale().convertToDouble())},
+                {"CAUSAL", op.getCausal() ? "true" : "false"},
+                {"TQ", count(qs[2])},
+                {"TK", count(ks[2])},
+                {"H", count(qs[1])},
+                {"HKV", count(ks[1])},
+                {"GROUP", count(qs[1] / ks[1])},
+                {"HEADS", count(qs[0] * qs[1])},
+                {"KVHEADS", count(ks[0] * ks[1])},
+                {"D", count(d)},
+                {"STREAMED", count(d <= 64 ? 64 : 32)}};
+}
+
+std::pair<std::string, std::string> storer(const char *name, Value value) {
+  return {name,
+          "[](double x) { return " + stored(elementTypeOf(value), "x") + "; }"};
+}
+
+/// A block of four warps for each tile of 64 of `rows` in `heads`.
+void launchTiles(KernelPlan &plan, int64_t heads, int64_t rows) {
+  plan.block = 128;
+  plan.grid = std::clamp<int64_t>(heads * ((rows + 63) / 64), 1, 4096);
+}
+
+} // namespace
+
+std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op) {
+  std::optional<Values> values = tensorCoreValues(op);
+  if (!values)
+    return std::nullopt;
+  values->push_back({"LT", storageType(elementTypeOf(op.getLogsumexp()))});
+  values->push_back({"BQ", "64ll"});
+  values->push_back({"BK", "$STREAMED"});
   KernelPlan plan;
   plan.operands = {op.getQuery(), op.getKey(), op.getValue()};
   plan.results = {op.getOutput(), op.getLogsumexp()};
-  plan.body = substitute(
-      kTensorCoreForward,
-      {{"OT", storageType(ot)},
-       {"LT", storageType(elementTypeOf(op.getLogsumexp()))},
-       {"STOREO", "[](double x) { return " + stored(ot, "x") + "; }"},
-       {"TO16", qt.isBF16() ? "f32_to_bf16" : "f32_to_f16"},
-       {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
-       {"SCALE", literal(op.getScale().convertToDouble())},
-       {"CAUSAL", op.getCausal() ? "true" : "false"},
-       {"TQ", count(qs[2])},
-       {"TK", count(ks[2])},
-       {"H", count(qs[1])},
-       {"HKV", count(ks[1])},
-       {"GROUP", count(qs[1] / ks[1])},
-       {"HEADS", count(qs[0] * qs[1])},
-       {"D", count(d)},
-       {"BQ", count(queryRows)},
-       {"BK", count(keyRows)}});
-  plan.block = 128;
-  plan.grid = std::clamp<int64_t>(
-      qs[0] * qs[1] * ((qs[2] + queryRows - 1) / queryRows), 1, 4096);
+  plan.body =
+      substitute(std::string("$PROLOGUE") + kTensorCoreForward, *values);
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery());
+  launchTiles(plan, qs[0] * qs[1], qs[2]);
   return plan;
+}
+
+std::optional<SmallVector<KernelPlan>>
+tensorCoreAttentionGradient(AttentionGradOp op) {
+  std::optional<Values> values = tensorCoreValues(op);
+  if (!values ||
+      elementTypeOf(op.getOutputGrad()) != elementTypeOf(op.getQuery()))
+    return std::nullopt;
+  values->push_back({"DQT", storageType(elementTypeOf(op.getQueryGrad()))});
+  values->push_back({"DKT", storageType(elementTypeOf(op.getKeyGrad()))});
+  values->push_back({"DVT", storageType(elementTypeOf(op.getValueGrad()))});
+  values->push_back(storer("STOREDQ", op.getQueryGrad()));
+  values->push_back(storer("STOREDK", op.getKeyGrad()));
+  values->push_back(storer("STOREDV", op.getValueGrad()));
+  KernelPlan query;
+  query.operands = {op.getQuery(),  op.getKey(),       op.getValue(),
+                    op.getOutput(), op.getLogsumexp(), op.getOutputGrad()};
+  query.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  KernelPlan keyValue = query;
+  std::string prologue = std::string("$PROLOGUE") + kGradientPrologue;
+  Values queryValues = *values, keyValues = *values;
+  queryValues.push_back({"BQ", "64ll"});
+  queryValues.push_back({"BK", "$STREAMED"});
+  keyValues.push_back({"BQ", "$STREAMED"});
+  keyValues.push_back({"BK", "64ll"});
+  query.body = substitute(prologue + kTensorCoreQueryGradient, queryValues);
+  keyValue.body = substitute(prologue + kTensorCoreKeyValueGradient, keyValues);
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
+  launchTiles(query, qs[0] * qs[1], qs[2]);
+  launchTiles(keyValue, ks[0] * ks[1], ks[2]);
+  return SmallVector<KernelPlan>{query, keyValue};
 }
 
 } // namespace kiln::cuda
