@@ -233,6 +233,7 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
         " MiB free: compile with a smaller batch (kiln-compile --max-memory)";
     return false;
   }
+  heldBytes = needed;
   if (!check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking),
              "cannot create a stream") ||
       !check(cudaMalloc(reinterpret_cast<void **>(&s.arena),

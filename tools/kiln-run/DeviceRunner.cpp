@@ -23,6 +23,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
+#include <chrono>
 #include <cmath>
 
 using namespace llvm;
@@ -204,10 +205,17 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
   options.seed = spec->seed;
   options.tuneGemms = tuneGemms;
   std::string error;
+  auto start = std::chrono::steady_clock::now();
   std::unique_ptr<runtime::Session> session =
       runtime::Session::load(path.str(), options, error);
   if (!session)
     return fail(error);
+  outs() << formatv(
+      "loaded {0} on {1} in {2:f2} s: {3:f2} GiB of GPU memory\n", path,
+      session->deviceName(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count(),
+      session->deviceBytes() / double(1ull << 30));
   if (train) {
     spec->totalSteps = trainingSteps();
     DeviceRunner runner(*session, *spec);

@@ -67,6 +67,9 @@ public:
   bool step(std::string &error);
   /// A one-line description of the device, for logs.
   const std::string &deviceName() const { return description; }
+  /// The GPU memory the session holds: the arena, the GEMM workspace and the
+  /// kernels' argument tables.
+  size_t deviceBytes() const { return heldBytes; }
 
 private:
   Session() = default;
@@ -82,6 +85,7 @@ private:
   const artifact::Artifact *model = nullptr;
   std::unique_ptr<State> state;
   std::string description;
+  size_t heldBytes = 0;
 };
 
 } // namespace kiln::runtime

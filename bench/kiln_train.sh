@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One kiln training benchmark: compiles MODEL for the GPU with the given
+# kiln-compile options, trains on random token ids (a few batches, cycled)
+# and prints one JSON line: tokens and samples per second and step time
+# over the steps after the tenth (the first captures the CUDA graph; steps
+# 10 and STEPS both wait for the GPU), GPU memory held (arena, GEMM
+# workspace, argument tables), compile and load time, the last loss.
+#
+#   bench/kiln_train.sh NAME MODEL.onnx BATCH SEQ VOCAB LABELS [options...]
+#
+# LABELS is `tokens` (a language model's labels are its inputs, shifted
+# inside the model) or a number of classes (one label per sample).
+# Environment: KILN_BIN (default build/bin), KILN_BENCH_STEPS (default 40),
+# PYTHON (default python3, with numpy).
+set -euo pipefail
+name="$1" model="$2" batch="$3" seq="$4" vocab="$5" labels="$6"
+shift 6
+bin="${KILN_BIN:-build/bin}"
+steps="${KILN_BENCH_STEPS:-40}"
+python="${PYTHON:-python3}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+now() { date +%s.%N; }
+start=$(now)
+"$bin/kiln-compile" "$model" --dim "batch=$batch" --dim "seq=$seq" \
+  --target=cuda --arch=sm_90 -o "$work/model.kiln" "$@" > "$work/compile.txt"
+compiled=$(now)
+
+"$python" - "$work" "$batch" "$seq" "$vocab" "$labels" <<'PY'
+import sys
+import numpy as np
+work, batch, seq, vocab, labels = sys.argv[1], *map(int, sys.argv[2:5]), sys.argv[5]
+rng = np.random.default_rng(0)
+ids = rng.integers(0, vocab, size=(4 * batch, seq), dtype=np.int64)
+np.save(f"{work}/input_ids.npy", ids)
+np.save(f"{work}/labels.npy", ids if labels == "tokens" else
+        rng.integers(0, int(labels), size=(4 * batch,), dtype=np.int64))
+PY
+
+"$bin/kiln-run" "$work/model.kiln" --train --steps "$steps" --lr 3e-4 \
+  --input "input_ids=$work/input_ids.npy" --input "labels=$work/labels.npy" \
+  --log "$work/log.jsonl" > "$work/run.txt"
+
+"$python" - "$work" "$name" "$model" "$batch" "$seq" "$steps" "$start" \
+  "$compiled" <<'PY'
+import json, re, sys
+work, name, model, batch, seq, steps, start, compiled = sys.argv[1:]
+compile_s = float(compiled) - float(start)
+batch, seq, steps = int(batch), int(seq), int(steps)
+log = {e["step"]: e for e in map(json.loads, open(f"{work}/log.jsonl"))}
+step_s = (log[steps]["elapsed_s"] - log[10]["elapsed_s"]) / (steps - 10)
+loaded = re.search(r"in ([0-9.]+) s: ([0-9.]+) GiB", open(f"{work}/run.txt").read())
+print(json.dumps(dict(
+    name=name, model=model.rsplit("/", 1)[-1], B=batch, T=seq,
+    tok_s=round(batch * seq / step_s), samples_s=round(batch / step_s, 1),
+    step_ms=round(step_s * 1e3, 2), gpu_GiB=float(loaded.group(2)),
+    compile_s=round(compile_s, 1), load_s=float(loaded.group(1)),
+    loss=round(log[steps]["loss"], 4))), flush=True)
+PY

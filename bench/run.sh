@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# kiln against the PyTorch anchors (../shared/anchors) in one run on one GPU,
+# then the ratios (bench/ratios.py). Parts, in the order given (default:
+# gpt2-kiln gpt2-torch-compile bert-kiln bert-torch):
+#
+#   gpt2-kiln           GPT-2 124M, B16 T1024: the ablation rows, fp32 to
+#                       bf16 with tensor-core attention and a padded
+#                       vocabulary
+#   gpt2-torch-eager    the anchor's eager and AMP configurations
+#   gpt2-torch-compile  the anchor's torch.compile configurations
+#   bert-kiln           BERT-base classification, B64 T256, bf16
+#   bert-torch          the BERT anchor (eager, AMP, torch.compile)
+#
+# Every result is one JSON line in $OUT/bench.jsonl (OUT defaults to
+# bench-results). KILN_SHARED points at the shared directory (default
+# ../shared next to the repository).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+shared="${KILN_SHARED:-$root/../shared}"
+out="${OUT:-$root/bench-results}"
+python="${PYTHON:-python3}"
+mkdir -p "$out"
+results="$out/bench.jsonl"
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(gpt2-kiln gpt2-torch-compile bert-kiln bert-torch)
+
+gpt2="$shared/fixtures/graphs/gpt2_124m.onnx"
+bert="$shared/fixtures/graphs/bert_base_cls.onnx"
+kiln() { "$root/bench/kiln_train.sh" "$@" | tee -a "$results"; }
+gpt2_row() { kiln "$1" "$gpt2" 16 1024 50257 tokens --weight-decay 0.1 "${@:2}"; }
+bert_row() { kiln "$1" "$bert" 64 256 30522 2 "${@:2}"; }
+
+for part in "${parts[@]}"; do
+  case "$part" in
+  gpt2-kiln)
+    gpt2_row "kiln fp32" --precision fp32 --exact-attention --pad-max-overhead 0
+    gpt2_row "kiln tf32" --precision tf32 --exact-attention --pad-max-overhead 0
+    gpt2_row "kiln bf16" --precision bf16 --exact-attention --pad-max-overhead 0
+    gpt2_row "kiln bf16, tensor-core attention" --precision bf16 \
+      --pad-max-overhead 0
+    gpt2_row "kiln bf16, tensor-core attention, vocab 50304" --precision bf16
+    ;;
+  gpt2-torch-eager) "$python" "$shared/anchors/gpt2_torch.py" eager | tee -a "$results" ;;
+  gpt2-torch-compile) "$python" "$shared/anchors/gpt2_torch.py" compile | tee -a "$results" ;;
+  bert-kiln)
+    bert_row "kiln bf16" --precision bf16 --exact-attention
+    bert_row "kiln bf16, tensor-core attention" --precision bf16
+    ;;
+  bert-torch) "$python" "$shared/anchors/bert_torch.py" | tee -a "$results" ;;
+  *) echo "bench/run.sh: unknown part '$part'" >&2; exit 1 ;;
+  esac
+done
+"$python" "$root/bench/ratios.py" "$results" | tee "$out/ratios.md"
