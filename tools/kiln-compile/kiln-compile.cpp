@@ -4,7 +4,8 @@
 // [--optimizer adamw] [--micro-batches K] --report-memory` builds the
 // training step (kiln's training pipeline) and reports its static
 // memory plan; `--max-memory SIZE` first picks the largest batch whose plan
-// fits. `--target=cuda [--arch=sm_90,sm_80] -o MODEL.kiln` compiles the step
+// fits, or, with the batch given, recomputes activations if that makes it
+// fit. `--target=cuda [--arch=sm_90,sm_80] -o MODEL.kiln` compiles the step
 // for NVIDIA GPUs into an artifact that kiln-run trains with.
 //
 //===----------------------------------------------------------------------===//
@@ -74,6 +75,9 @@ static cl::opt<bool> exactAttention(
              "interpreter does, in double on CUDA cores, instead of tensor "
              "cores (slow; for checking results)"),
     cl::cat(category));
+
+/// Whether --max-memory turned recomputation on for the chosen batch.
+static bool recomputedToFit = false;
 
 static int fail(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
@@ -228,7 +232,9 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.initialAccumulator = kiln::initialAccumulatorFromOptions();
   targetOptions.exactAttention = exactAttention;
   if (exactAttention)
-    targetOptions.optionsText += " --exact-attention";
+    targetOptions.optionsText += "|exact-attention";
+  if (recomputedToFit)
+    targetOptions.optionsText += "|recomputed-to-fit";
   auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);
   if (mlir::failed(artifact))
     return 1;
@@ -296,12 +302,36 @@ int main(int argc, char **argv) {
   };
   if (maxMemory.empty())
     return planAndReport();
-
-  // The largest batch that fits: double, then bisect, planning each size.
   std::optional<int64_t> budget = parseBytes(maxMemory);
   if (!budget || *budget <= 0)
     return fail("--max-memory expects a size such as 40GiB, got '" + maxMemory +
                 "'");
+
+  // A batch the user chose: recompute activations if that makes it fit.
+  if (options.dimensions.count(batchDim)) {
+    std::optional<PlannedStep> planned = planStep(context, options, *config);
+    if (!planned)
+      return 1;
+    if (planned->plan.arenaBytes > *budget && !config->recompute) {
+      config->recompute = true;
+      planned = planStep(context, options, *config);
+      if (!planned)
+        return 1;
+      recomputedToFit = true;
+    }
+    if (planned->plan.arenaBytes > *budget)
+      return fail(formatv("the step at {0}={1} needs {2} even recomputing "
+                          "activations, more than --max-memory {3}: choose a "
+                          "smaller {0}, or leave it out to find the largest "
+                          "that fits",
+                          batchDim, options.dimensions[batchDim],
+                          size(planned->plan.arenaBytes), maxMemory));
+    if (recomputedToFit)
+      outs() << "recomputing activations to fit in " << maxMemory << "\n";
+    return planAndReport();
+  }
+
+  // The largest batch that fits: double, then bisect, planning each size.
   auto fits = [&](int64_t batch) -> std::optional<bool> {
     options.dimensions[batchDim] = batch;
     std::optional<PlannedStep> planned = planStep(context, options, *config);
