@@ -292,7 +292,7 @@ const KernelCase kCases[] = {
                       %g: tensor<f32>)
           -> (tensor<5x300xf32>, tensor<5x300xf32>, tensor<5x300xf32>, tensor<5x300xf32>,
               tensor<5x300xf32>, tensor<5x300xf32>, tensor<300xf32>, tensor<300xf32>,
-              tensor<300xf32>, tensor<300xf32>) {
+              tensor<300xf32>, tensor<300xf32>, tensor<5x300xf32>, tensor<5x300xf32>) {
         %yn, %m, %r = kiln.layer_norm %x scale %s bias %b {axis = 1 : i64, epsilon = 1.0e-5 : f64}
             : (tensor<5x300xf32>, tensor<300xf32>, tensor<300xf32>)
             -> (tensor<5x300xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
@@ -304,13 +304,15 @@ const KernelCase kCases[] = {
             : (tensor<5x300xf32>, tensor<300xf32>) -> (tensor<5x300xf32>, tensor<5x1xf32>)
         %p = kiln.softmax %x {axis = 1 : i64} : tensor<5x300xf32>
         %l = kiln.log_softmax %x {axis = 1 : i64} : tensor<5x300xf32>
+        %dp = kiln.softmax_grad %p, %dy {axis = 1 : i64} : tensor<5x300xf32>
+        %dl = kiln.log_softmax_grad %l, %dy {axis = 1 : i64} : tensor<5x300xf32>
         %c = kiln.cross_entropy_grad %x, %y, %g reduction = mean {ignore_index = 3 : i64, num_classes = 200 : i64}
             : (tensor<5x300xf32>, tensor<5xi64>, tensor<f32>) -> tensor<5x300xf32>
         %cs = kiln.reduce_sum %dy {axes = array<i64: 0>} : (tensor<5x300xf32>) -> tensor<300xf32>
         %cm = kiln.reduce_max %x {axes = array<i64: 0>} : (tensor<5x300xf32>) -> tensor<300xf32>
-        return %t, %dx, %z, %p, %l, %c, %ds, %db, %cs, %cm : tensor<5x300xf32>, tensor<5x300xf32>,
+        return %t, %dx, %z, %p, %l, %c, %ds, %db, %cs, %cm, %dp, %dl : tensor<5x300xf32>, tensor<5x300xf32>,
             tensor<5x300xf32>, tensor<5x300xf32>, tensor<5x300xf32>, tensor<5x300xf32>, tensor<300xf32>,
-            tensor<300xf32>, tensor<300xf32>, tensor<300xf32>
+            tensor<300xf32>, tensor<300xf32>, tensor<300xf32>, tensor<5x300xf32>, tensor<5x300xf32>
       })"},
     {"Losses", R"(
       func.func @main(%x: tensor<4x6x3xf32>, %y: tensor<4x3xi64> {test.range = 5 : i64},

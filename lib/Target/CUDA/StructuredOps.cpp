@@ -557,19 +557,21 @@ FailureOr<std::string> StructuredEmitter::emit() {
       .Case([&](SoftmaxGradOp s) {
         AxisSplit split(shape, s.getAxis());
         std::string at_ = split.at("o", "k");
-        std::string sum = stat({"Sum", "0.0", split.extent,
-                                at(s.getGrad(), at_, true) + " * " +
-                                    at(s.getOutput(), at_, true)});
+        Reduction r{"Sum", "0.0", split.extent,
+                    at(s.getGrad(), at_, true) + " * " +
+                        at(s.getOutput(), at_, true)};
+        r.sharedAt = rowStart(split);
         return returnsExpr(at(s.getOutput(), "i") + " * (" +
-                           at(s.getGrad(), "i") + " - " + sum + "(" +
+                           at(s.getGrad(), "i") + " - " + stat(r) + "(" +
                            split.row("i") + "))");
       })
       .Case([&](LogSoftmaxGradOp s) {
         AxisSplit split(shape, s.getAxis());
-        std::string sum = stat({"Sum", "0.0", split.extent,
-                                at(s.getGrad(), split.at("o", "k"), true)});
+        Reduction r{"Sum", "0.0", split.extent,
+                    at(s.getGrad(), split.at("o", "k"), true)};
+        r.sharedAt = rowStart(split);
         return returnsExpr(at(s.getGrad(), "i") + " - exp(" +
-                           at(s.getOutput(), "i") + ") * " + sum + "(" +
+                           at(s.getOutput(), "i") + ") * " + stat(r) + "(" +
                            split.row("i") + ")");
       })
       .Case([&](LayerNormOp n) {
