@@ -60,8 +60,9 @@ planElementKernels(llvm::ArrayRef<mlir::Value> results,
 mlir::FailureOr<llvm::SmallVector<KernelPlan>>
 planTemplateKernels(mlir::Operation *op, bool exactAttention);
 
-/// The C type a tensor of `elementType` is stored as.
+/// The C type a tensor of `elementType` is stored as, and its size.
 std::string storageType(mlir::Type elementType);
+int64_t storageBytes(mlir::Type elementType);
 
 } // namespace kiln::cuda
 

@@ -26,6 +26,10 @@ static constexpr int64_t kSplitBlocks = 256;
 // Source text helpers
 //===----------------------------------------------------------------------===//
 
+int64_t storageBytes(Type type) {
+  return type.isInteger(1) ? 1 : type.getIntOrFloatBitWidth() / 8;
+}
+
 std::string storageType(Type type) {
   if (type.isF32() || type.isTF32())
     return "float";
@@ -329,8 +333,11 @@ FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
   Value memory = materialized.contains(value) ? value : external(value);
   if (memory) {
     Type type = elementTypeOf(value);
+    // Through the pointer's reader, which a vectorized loop serves from the
+    // 16-byte chunks it loaded (finish()).
+    std::string pointer = pointerTo(memory);
     return define(value, nested,
-                  "    return " + loaded(type, pointerTo(memory) + "[i]") +
+                  "    return " + loaded(type, "read_" + pointer + "(i)") +
                       ";\n");
   }
   if (auto constant = value.getDefiningOp<ConstantOp>()) {
@@ -438,11 +445,15 @@ void KernelWriter::planSharing(ArrayRef<Value> results) {
   // The values the kernel computes, each after every value it reads.
   SmallVector<Value> order;
   llvm::DenseSet<Value> computed;
+  llvm::DenseSet<Value> visited;
   std::function<void(Value)> visit = [&](Value v) {
-    if (inMemory(v) || !computed.insert(v).second)
+    if (!visited.insert(v).second)
       return;
-    if (Operation *op = v.getDefiningOp())
-      llvm::for_each(op->getOperands(), visit);
+    if (!inMemory(v)) {
+      computed.insert(v);
+      if (Operation *op = v.getDefiningOp())
+        llvm::for_each(op->getOperands(), visit);
+    }
     order.push_back(v);
   };
   llvm::for_each(results, visit);
@@ -459,6 +470,14 @@ void KernelWriter::planSharing(ArrayRef<Value> results) {
     });
     if (atResultIndex)
       readAtResultIndex.insert(v);
+  }
+  // Memory every read of which is at the results' index.
+  for (Value v : order) {
+    if (computed.contains(v))
+      continue;
+    Value memory = materialized.contains(v) ? v : external(v);
+    auto [it, added] = memoryAtResultIndex.try_emplace(memory, true);
+    it->second &= readAtResultIndex.contains(v);
   }
 }
 
@@ -486,6 +505,41 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   size_t next = 0;
   for (auto [n, operand] : llvm::enumerate(plan.operands))
     pointer("const ", elementTypeOf(operand), "in" + std::to_string(n), next++);
+  // 16 bytes of every result per thread and step, where the results' type
+  // allows and their count is a multiple: every thread computes that many
+  // elements, reading the operands it reads only at the results' index from
+  // 16-byte chunks it loaded, and stores 16-byte pieces, when every pointer
+  // involved is 16-byte aligned (arena tensors are; the loop falls back to
+  // element accesses otherwise).
+  int64_t smallest = 16;
+  for (Value result : results)
+    smallest = std::min<int64_t>(smallest, storageBytes(elementTypeOf(result)));
+  int64_t vector = 16 / smallest;
+  bool vectorized = schedule == Schedule::Thread && !rowMemo &&
+                    split.phase == SplitPhase::None && vector > 1 &&
+                    count % vector == 0;
+  std::string aligned = "0", chunks;
+  for (auto [n, operand] : llvm::enumerate(plan.operands)) {
+    std::string in = "in" + std::to_string(n);
+    int64_t bytes = vector * storageBytes(elementTypeOf(operand));
+    if (vectorized && memoryAtResultIndex.lookup(operand) &&
+        countOf(operand) == count && bytes % 16 == 0) {
+      std::string t = storageType(elementTypeOf(operand));
+      prologue += "  alignas(16) " + t + " chunk_" + in + "[" +
+                  std::to_string(vector) + "];\n  auto read_" + in +
+                  " = [&](i64 i) { return (u64)(i - first) < " +
+                  std::to_string(vector) + "ull ? chunk_" + in +
+                  "[i - first] : " + in + "[i]; };\n";
+      aligned += " | (u64)" + in;
+      chunks += "      copy16(chunk_" + in + ", " + in + " + first, " +
+                std::to_string(bytes / 16) + ");\n";
+    } else {
+      prologue +=
+          "  auto read_" + in + " = [&](i64 i) { return " + in + "[i]; };\n";
+    }
+  }
+  if (vectorized)
+    prologue = "  i64 first = -(1ll << 62);\n" + prologue;
   for (auto [n, constant] : llvm::enumerate(plan.constants))
     pointer("const ", elementTypeOf(constant->getResult(0)),
             "cst" + std::to_string(n), next++);
@@ -509,18 +563,41 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.body = prologue + code + calls;
     return std::move(plan);
   }
-  std::string compute, store;
+  std::string compute, store, buffers, buffered, vectorStore, elementStore;
   for (auto [n, result] : llvm::enumerate(results)) {
-    std::string r = std::to_string(n);
+    std::string r = std::to_string(n), out = "out" + r;
     Type type = elementTypeOf(result);
-    pointer("", type, "out" + r, next++);
+    pointer("", type, out, next++);
     compute += "    " + computeType(type) + " r" + r + " = " +
                names.lookup({result, false}) + "(i);\n";
-    store += "    out" + r + "[i] = " + stored(type, "r" + r) + ";\n";
+    store += "    " + out + "[i] = " + stored(type, "r" + r) + ";\n";
+    buffered += "    s" + r + "[v] = " + stored(type, "r" + r) + ";\n";
+    aligned += " | (u64)" + out;
+    buffers += "    alignas(16) " + storageType(type) + " s" + r + "[" +
+               std::to_string(vector) + "];\n";
+    vectorStore += "      copy16(" + out + " + c * " + std::to_string(vector) +
+                   ", s" + r + ", " +
+                   std::to_string(vector * storageBytes(type) / 16) + ");\n";
+    elementStore += "      for (int v = 0; v < " + std::to_string(vector) +
+                    "; ++v) " + out + "[c * " + std::to_string(vector) +
+                    " + v] = s" + r + "[v];\n";
   }
   std::string n = std::to_string(count) + "ll";
   std::string loop;
-  if (schedule == Schedule::BlockPerRow) {
+  if (vectorized) {
+    std::string v = std::to_string(vector);
+    loop =
+        "  const bool aligned = ((" + aligned +
+        ") & 15) == 0;\n  for (i64 c = global_thread(); c < " +
+        std::to_string(count / vector) +
+        "ll; c += thread_count()) {\n    if (aligned) {\n      first = c * " +
+        v + ";\n" + chunks + "    }\n" + buffers + "    for (int v = 0; v < " +
+        v + "; ++v) {\n    const i64 i = c * " + v + " + v;\n" + compute +
+        buffered + "    }\n    if (aligned) {\n" + vectorStore +
+        "    } else {\n" + elementStore + "    }\n  }\n";
+    plan.grid = std::clamp<int64_t>((count / vector + kThreads - 1) / kThreads,
+                                    1, kMaxBlocks);
+  } else if (schedule == Schedule::BlockPerRow) {
     // Every thread computes the row's statistics together, in the order
     // they depend on each other, then its share of the row's elements.
     int64_t rows = count / rowLength;
@@ -653,9 +730,7 @@ planElementKernels(ArrayRef<Value> results,
   auto write = [&](const Group &group, Schedule schedule, SplitPhase phase,
                    int64_t blocks) -> FailureOr<Written> {
     KernelWriter writer(external, materialized, schedule, phase, blocks);
-    if (schedule == Schedule::BlockPerRow ||
-        schedule == Schedule::BlockPerColumns)
-      writer.planSharing(group.results);
+    writer.planSharing(group.results);
     for (Value result : group.results)
       if (failed(writer.lambda(result, false)))
         return failure();

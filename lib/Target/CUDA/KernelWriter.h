@@ -169,9 +169,9 @@ public:
   /// computed by one block per element.
   bool atReductionGranularity(mlir::Value value);
 
-  /// Prepares a block-per-row or block-per-columns kernel computing
-  /// `results`: finds the values every read of which is at the results' own
-  /// index.
+  /// Prepares a kernel computing `results` to share statistics or to read
+  /// and write 16 bytes at a time: finds the values (and memory) every read
+  /// of which is at the results' own index.
   void planSharing(llvm::ArrayRef<mlir::Value> results);
   /// In a block-per-row kernel, `index` (the index `o`, written in terms of
   /// the row's first element `i0`) of a statistic that `value` reads for
@@ -205,6 +205,8 @@ private:
   /// other; whether one of them reduces rows.
   int64_t rowLength = 0;
   llvm::DenseSet<mlir::Value> readAtResultIndex;
+  /// Memory the kernel reads, and whether only at the results' index.
+  llvm::DenseMap<mlir::Value, bool> memoryAtResultIndex;
   llvm::SmallVector<std::pair<std::string, std::string>> shared;
   bool sharesRows = false;
   /// A reduction keeps its last result per thread: threads should walk

@@ -155,6 +155,11 @@ KILN_MMA(mma_f16, "f16")
 #undef KILN_MMA
 #endif
 
+// Copies `pieces` 16-byte pieces between 16-byte-aligned addresses.
+KD void copy16(void *to, const void *from, int pieces) {
+  for (int p = 0; p < pieces; ++p) ((uint4 *)to)[p] = ((const uint4 *)from)[p];
+}
+
 KD i64 global_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 KD i64 thread_count() { return (i64)gridDim.x * blockDim.x; }
 )cuda";

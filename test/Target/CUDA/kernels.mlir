@@ -29,7 +29,7 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK:       const i64 *in0 = (const i64 *)args[0];
 // CHECK:       unsigned *status = (unsigned *)args[3];
 // CHECK:       if (q < 0) q += 16ll; if (q < 0 || q >= 16ll) { *status = 1u; q = q < 0 ? 0 : 16ll - 1; } return q;
-// CHECK:       for (i64 i = global_thread(); i < 48ll; i += thread_count())
+// CHECK:       for (i64 c = global_thread(); c < 12ll; c += thread_count())
 
 // The transpose reads its input through permuted strides.
 // CHECK-LABEL: kiln_kernel_1(void *const *args)
@@ -64,9 +64,16 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK:       out0[i] = (float)(r0);
 // CHECK-NEXT:  out1[i] = (float)(r1);
 
-// The cast rounds to bf16 once, from double, on the way to memory.
+// The cast rounds to bf16 once, from double, on the way to memory. Each
+// thread reads two 16-byte pieces of its input and writes 16 bytes (8 bf16
+// elements) when the pointers are aligned, element by element otherwise.
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
-// CHECK:       out0[i] = f32_to_bf16((float)round_bf16(r0));
+// CHECK:       auto read_in0 = [&](i64 i) { return (u64)(i - first) < 8ull ? chunk_in0[i - first] : in0[i]; };
+// CHECK:       const bool aligned = ((0 | (u64)in0 | (u64)out0) & 15) == 0;
+// CHECK:       copy16(chunk_in0, in0 + first, 2);
+// CHECK:       s0[v] = f32_to_bf16((float)round_bf16(r0));
+// CHECK:       copy16(out0 + c * 8, s0, 1);
+// CHECK:       for (int v = 0; v < 8; ++v) out0[c * 8 + v] = s0[v];
 
 // The column sum: each warp reads a row's 32 neighbouring elements, the
 // warps take different rows, and one warp stores.
