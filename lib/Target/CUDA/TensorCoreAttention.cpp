@@ -1,19 +1,22 @@
-//===- TensorCoreAttention.cpp - attention forward on tensor cores --------===//
+//===- TensorCoreAttention.cpp - attention on tensor cores ----------------===//
 //
-// FlashAttention-2's forward pass for 16-bit operands: a block of four warps
-// owns 64 query rows, each warp 16 of them, and streams key and value tiles
-// through shared memory. Scores Q K^T and the product P V run on tensor
-// cores (mma.m16n8k16, f32 accumulators); the softmax is online, with a
-// running maximum and sum per row that rescale the accumulators, and the
-// probabilities are rounded to the operands' type for P V. The scores' f32
-// accumulation and the unnormalized 16-bit probabilities differ from the
+// FlashAttention-2 for 16-bit operands. Forward: a block of four warps owns
+// 64 query rows, each warp 16 of them, and streams key and value tiles
+// through shared memory; Q K^T and P V run on tensor cores (mma.m16n8k16,
+// f32 accumulators), the softmax is online (a running maximum and sum per
+// row rescale the accumulators), and the probabilities are rounded to the
+// operands' type for P V. Backward: two kernels, as AttentionKernels.cpp's
+// exact ones: query tiles accumulate dQ = dS K, key tiles dK = dS^T Q and
+// dV = P^T dO; both recompute S and dP on tensor cores. The f32 scores and
+// the forward pass's unnormalized 16-bit probabilities differ from the
 // interpreter's rounding (AttentionKernels.cpp keeps that exactly): outputs
 // agree to the probabilities' rounding, 2^-8 of the largest value.
 //
 // Fragments follow the PTX ISA's layout for mma.m16n8k16: lane = 4 g + t;
 // A holds rows g and g + 8, columns 2t, 2t + 1 and those + 8; B columns
 // g, rows 2t, 2t + 1 and those + 8; C rows g and g + 8, columns 2t, 2t + 1.
-// The accumulators of Q K^T are then, pair by pair, the A fragments of P.
+// The accumulators of one product are then, pair by pair, the A fragments
+// of the next (S to P, S^T to P^T, dS^T).
 //
 //===----------------------------------------------------------------------===//
 
