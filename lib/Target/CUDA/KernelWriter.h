@@ -238,8 +238,8 @@ std::string substitute(std::string text,
 KernelPlan attentionForward(AttentionOp op);
 llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
-/// operands, head dimensions that are multiples of 16 up to 128, and no
-/// mask but the causal one nor dropout; none otherwise.
+/// operands, head dimensions that are multiples of 16 up to 128 and no
+/// dropout; none otherwise.
 std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op);
 /// The gradient on tensor cores, for what the forward pass takes and a
 /// gradient of the operands' type; none otherwise.

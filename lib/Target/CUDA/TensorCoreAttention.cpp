@@ -37,6 +37,14 @@ static const char *kPrologue = R"cuda(
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const float inf = 1.0f / 0.0f;
+  $MASK_ARG
+  // Score x of query i against key j of head bh, after the mask.
+  auto masked = [&](i64 bh, i64 i, i64 j, float x) -> float {
+    const i64 row = bh * $TQ + i;
+    (void)row;
+    $MASK
+    return x;
+  };
   auto pair = [](const u16 *p) { return (u32)p[0] | ((u32)p[1] << 16); };
   auto pack = [](float lo, float hi) {
     return (u32)$TO16(lo) | ((u32)$TO16(hi) << 16);
@@ -118,8 +126,8 @@ static const char *kPrologue = R"cuda(
 )cuda";
 
 static const char *kTensorCoreForward = R"cuda(
-  $OT *out = ($OT *)args[3];
-  $LT *lse = ($LT *)args[4];
+  $OT *out = ($OT *)args[$A];
+  $LT *lse = ($LT *)args[$A + 1];
   // Key and value tiles; values transposed, so that a B fragment of V is
   // two neighbouring keys of one column.
   __shared__ u16 Ks[$BK * $D], Vt[$D * $BK];
@@ -149,8 +157,9 @@ static const char *kTensorCoreForward = R"cuda(
       for (int n = 0; n < $BK / 8; ++n) {
         for (int e = 0; e < 4; ++e) {
           const i64 j = k0 + n * 8 + 2 * t + (e & 1);
+          const i64 i = row[e / 2];
           float x = s[n][e] * (float)$SCALE;
-          if (j >= $TK || ($CAUSAL && j > row[e / 2])) x = -inf;
+          x = j >= $TK || i >= $TQ || ($CAUSAL && j > i) ? -inf : masked(bh, i, j, x);
           s[n][e] = x;
           tileMax[e / 2] = fmaxf(tileMax[e / 2], x);
         }
@@ -203,9 +212,9 @@ static const char *kTensorCoreForward = R"cuda(
 /// its gradient; and each query row's delta = dO . O, which both gradient
 /// kernels need.
 static const char *kGradientPrologue = R"cuda(
-  const $OT *o = (const $OT *)args[3];
-  const float *lse = (const float *)args[4];
-  const u16 *dout = (const u16 *)args[5];
+  const $OT *o = (const $OT *)args[$A];
+  const float *lse = (const float *)args[$A + 1];
+  const u16 *dout = (const u16 *)args[$A + 2];
   auto delta = [&](i64 at) {
     float d = 0.0f;
     for (int c = 0; c < $D; ++c)
@@ -218,7 +227,7 @@ static const char *kGradientPrologue = R"cuda(
 /// tiles: S = Q K^T and dP = dO V^T again, P = exp(S - L), dS = P (dP -
 /// delta) scale, each product on tensor cores.
 static const char *kTensorCoreQueryGradient = R"cuda(
-  $DQT *dq = ($DQT *)args[6];
+  $DQT *dq = ($DQT *)args[$A + 3];
   // Keys row-major (for S) and transposed (for dS K), values row-major.
   __shared__ u16 Ks[$BK * $D], Kt[$D * $BK], Vs[$BK * $D];
   const i64 tiles = ($TQ + $BQ - 1) / $BQ;
@@ -251,7 +260,8 @@ static const char *kTensorCoreQueryGradient = R"cuda(
           const i64 j = k0 + n * 8 + 2 * t + (e & 1);
           const int r = e / 2;
           const bool live = j < $TK && logsumexp[r] != -inf && !($CAUSAL && j > row[r]);
-          const float p = live ? expf(ds[n][e] * (float)$SCALE - logsumexp[r]) : 0.0f;
+          const float p =
+              live ? expf(masked(bh, row[r], j, ds[n][e] * (float)$SCALE) - logsumexp[r]) : 0.0f;
           ds[n][e] = p * (dp[n][e] - deltas[r]) * (float)$SCALE;
         }
       for (int kk = 0; kk < $BK / 16; ++kk) {
@@ -269,8 +279,8 @@ static const char *kTensorCoreQueryGradient = R"cuda(
 /// it: S^T = K Q^T and dP^T = V dO^T, whose accumulators are, pair by
 /// pair, the A fragments of P^T and dS^T.
 static const char *kTensorCoreKeyValueGradient = R"cuda(
-  $DKT *dk = ($DKT *)args[7];
-  $DVT *dv = ($DVT *)args[8];
+  $DKT *dk = ($DKT *)args[$A + 4];
+  $DVT *dv = ($DVT *)args[$A + 5];
   // Queries and output gradients, row-major (for S^T, dP^T) and transposed
   // (for dS^T Q, P^T dO); each query row's log-sum-exp and delta.
   __shared__ u16 Qs[$BQ * $D], Qt[$D * $BQ], Gs[$BQ * $D], Gt[$D * $BQ];
@@ -308,7 +318,7 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
             const int c = n * 8 + 2 * t + (e & 1);
             const i64 i = q0 + c, j = key[e / 2];
             const bool live = i < $TQ && j < $TK && Ls[c] != -inf && !($CAUSAL && j > i);
-            pt[n][e] = live ? expf(pt[n][e] * (float)$SCALE - Ls[c]) : 0.0f;
+            pt[n][e] = live ? expf(masked(bh, i, j, pt[n][e] * (float)$SCALE) - Ls[c]) : 0.0f;
             dst[n][e] = pt[n][e] * (dst[n][e] - Deltas[c]) * (float)$SCALE;
           }
         for (int kk = 0; kk < $BQ / 16; ++kk) {
@@ -330,23 +340,40 @@ using Values = std::vector<std::pair<std::string, std::string>>;
 
 /// The substitutions both passes share, if `op` is one the tensor-core
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
-/// a multiple of 16 up to 128, no mask but the causal one, no dropout, an
-/// f32 log-sum-exp.
+/// a multiple of 16 up to 128, no dropout, an f32 log-sum-exp.
 template <typename OpTy> std::optional<Values> tensorCoreValues(OpTy op) {
   Type qt = elementTypeOf(op.getQuery());
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   int64_t d = qs[3];
   if ((!qt.isBF16() && !qt.isF16()) || elementTypeOf(op.getKey()) != qt ||
       elementTypeOf(op.getValue()) != qt || shapeOf(op.getValue())[3] != d ||
-      d % 16 != 0 || d > 128 || op.getMask() || op.getOffset() ||
+      d % 16 != 0 || d > 128 || op.getOffset() ||
       !op.getDropoutRatio().isZero() ||
       !elementTypeOf(op.getLogsumexp()).isF32())
     return std::nullopt;
   auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
   Type ot = elementTypeOf(op.getOutput());
+  // An additive or boolean mask, broadcast to batch x heads x TQ x TK, is
+  // the fourth operand.
+  std::string maskArg, mask;
+  if (Value m = op.getMask()) {
+    Type mt = elementTypeOf(m);
+    maskArg = "const " + storageType(mt) + " *mask = (const " +
+              storageType(mt) + " *)args[3];";
+    std::string element =
+        loaded(mt, "mask[" +
+                       broadcastIndex(m, {qs[0], qs[1], qs[2], ks[2]},
+                                      "((row * $TK) + j)") +
+                       "]");
+    mask = isa<FloatType>(mt) ? "x = (float)(x + " + element + ");"
+                              : "if (!" + element + ") return -inf;";
+  }
   // Tiles of 64 rows (four warps of 16) on the side a block owns; the
   // streamed side's tiles keep shared memory within 32 KiB.
   return Values{{"PROLOGUE", kPrologue},
+                {"MASK_ARG", maskArg},
+                {"MASK", mask},
+                {"A", op.getMask() ? "4" : "3"},
                 {"OT", storageType(ot)},
                 {"LOADO", "[](" + storageType(ot) + " x) { return " +
                               loaded(ot, "x") + "; }"},
@@ -389,6 +416,8 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op) {
   values->push_back({"BK", "$STREAMED"});
   KernelPlan plan;
   plan.operands = {op.getQuery(), op.getKey(), op.getValue()};
+  if (Value mask = op.getMask())
+    plan.operands.push_back(mask);
   plan.results = {op.getOutput(), op.getLogsumexp()};
   plan.body =
       substitute(std::string("$PROLOGUE") + kTensorCoreForward, *values);
@@ -410,8 +439,11 @@ tensorCoreAttentionGradient(AttentionGradOp op) {
   values->push_back(storer("STOREDK", op.getKeyGrad()));
   values->push_back(storer("STOREDV", op.getValueGrad()));
   KernelPlan query;
-  query.operands = {op.getQuery(),  op.getKey(),       op.getValue(),
-                    op.getOutput(), op.getLogsumexp(), op.getOutputGrad()};
+  query.operands = {op.getQuery(), op.getKey(), op.getValue()};
+  if (Value mask = op.getMask())
+    query.operands.push_back(mask);
+  query.operands.append(
+      {op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});
   query.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
   KernelPlan keyValue = query;
   std::string prologue = std::string("$PROLOGUE") + kGradientPrologue;
