@@ -240,6 +240,31 @@ const KernelCase kCases[] = {
         %x = kiln.broadcast %w : tensor<6x4xf32> to tensor<3x6x4xf32>
         return %x, %b5, %s, %r : tensor<3x6x4xf32>, tensor<6x2xf32>, tensor<6x4xf32>, tensor<6x4xf32>
       })"},
+    // Every scatter reduction, with repeated indices: a sum of floats is
+    // atomic, the others run in order (the last write stays).
+    {"ScatterElements", R"(
+      func.func @main(%d: tensor<6x4xf32>, %i: tensor<6x3xi64> {test.range = 4 : i64},
+                      %u: tensor<6x3xf32>, %j: tensor<3x4xi64> {test.range = 6 : i64},
+                      %v: tensor<3x4xf32>, %n: tensor<6x4xi32>, %w: tensor<6x3xi32>)
+          -> (tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>,
+              tensor<6x4xf32>, tensor<6x4xi32>) {
+        %a = kiln.scatter_elements %d, %i, %u reduction = none {axis = 1 : i64}
+            : (tensor<6x4xf32>, tensor<6x3xi64>, tensor<6x3xf32>) -> tensor<6x4xf32>
+        %b = kiln.scatter_elements %d, %i, %u reduction = add {axis = 1 : i64}
+            : (tensor<6x4xf32>, tensor<6x3xi64>, tensor<6x3xf32>) -> tensor<6x4xf32>
+        %c = kiln.scatter_elements %d, %i, %u reduction = mul {axis = 1 : i64}
+            : (tensor<6x4xf32>, tensor<6x3xi64>, tensor<6x3xf32>) -> tensor<6x4xf32>
+        %e = kiln.scatter_elements %d, %i, %u reduction = max {axis = 1 : i64}
+            : (tensor<6x4xf32>, tensor<6x3xi64>, tensor<6x3xf32>) -> tensor<6x4xf32>
+        %f = kiln.scatter_elements %d, %i, %u reduction = min {axis = 1 : i64}
+            : (tensor<6x4xf32>, tensor<6x3xi64>, tensor<6x3xf32>) -> tensor<6x4xf32>
+        %g = kiln.scatter_elements %d, %j, %v reduction = add {axis = 0 : i64}
+            : (tensor<6x4xf32>, tensor<3x4xi64>, tensor<3x4xf32>) -> tensor<6x4xf32>
+        %h = kiln.scatter_elements %n, %i, %w reduction = add {axis = 1 : i64}
+            : (tensor<6x4xi32>, tensor<6x3xi64>, tensor<6x3xi32>) -> tensor<6x4xi32>
+        return %a, %b, %c, %e, %f, %g, %h : tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>,
+            tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xi32>
+      })"},
     {"Reductions", R"(
       func.func @main(%x: tensor<3x4x5xf32>, %i: tensor<3x4xi64>)
           -> (tensor<4xf32>, tensor<3x1x5xf32>, tensor<f32>, tensor<3x5xf32>, tensor<3x4xf32>,

@@ -491,7 +491,7 @@ LogicalResult Lowering::lowerOp(Operation &op) {
     if (succeeded(emitGemm(matmul, matmul.getLhs(), matmul.getRhs(),
                            offsetOf(matmul.getResult()), {matmul.getResult()})))
       return success();
-  if (isa<AttentionOp, AttentionGradOp, GatherGradOp>(op)) {
+  if (isa<AttentionOp, AttentionGradOp, GatherGradOp, ScatterElementsOp>(op)) {
     FailureOr<SmallVector<KernelPlan>> kernels =
         planTemplateKernels(&op, options.exactAttention);
     if (failed(kernels))

@@ -155,6 +155,18 @@ KILN_MMA(mma_f16, "f16")
 #undef KILN_MMA
 #endif
 
+// An index read from a tensor, counted from the end when negative; one
+// still outside [0, size) sets the launch's status word and reads the
+// nearest element instead.
+KD i64 checked_index(i64 q, i64 size, unsigned *status) {
+  if (q < 0) q += size;
+  if (q < 0 || q >= size) {
+    *status = 1u;
+    q = q < 0 ? 0 : size - 1;
+  }
+  return q;
+}
+
 // Copies `pieces` 16-byte pieces between 16-byte-aligned addresses.
 KD void copy16(void *to, const void *from, int pieces) {
   for (int p = 0; p < pieces; ++p) ((uint4 *)to)[p] = ((const uint4 *)from)[p];

@@ -1,7 +1,8 @@
 //===- TemplateKernels.cpp - ops with schedules of their own --------------===//
 //
-// Attention (TensorCoreAttention.cpp, AttentionKernels.cpp) and the
-// scatter-add of gather_grad, whose repeated indices need atomics.
+// Attention (TensorCoreAttention.cpp, AttentionKernels.cpp), the scatter-add
+// of gather_grad and scatter_elements, whose repeated indices need atomics
+// or order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,12 +62,7 @@ static FailureOr<SmallVector<KernelPlan>> gatherGradient(GatherGradOp op) {
   unsigned *status = (unsigned *)args[3];
   for (i64 e = global_thread(); e < $G; e += thread_count()) {
     const i64 m = (e / $INNER) % $INDICES, outer = e / ($INNER * $INDICES);
-    i64 q = (i64)index[m];
-    if (q < 0) q += $SIZE;
-    if (q < 0 || q >= $SIZE) {
-      *status = 1u;
-      q = q < 0 ? 0 : $SIZE - 1;
-    }
+    const i64 q = checked_index((i64)index[m], $SIZE, status);
     atomicAdd(&out[(outer * $SIZE + q) * $INNER + e % $INNER], grad[e]);
   }
 )cuda",
@@ -74,6 +70,91 @@ static FailureOr<SmallVector<KernelPlan>> gatherGradient(GatherGradOp op) {
   scatter.grid = gridFor(countOf(op.getGrad()));
   scatter.checksIndices = true;
   return SmallVector<KernelPlan>{zero, scatter};
+}
+
+/// scatter_elements: copy the data, then write or combine every update at
+/// the element its index addresses. A sum of f32/f64 updates is atomic and
+/// parallel; every other form runs in the order of the updates on one
+/// thread, as the interpreter does, so that repeated indices leave the last
+/// write (`none`) and products, maxima and minima round the same way.
+static SmallVector<KernelPlan> scatterElements(ScatterElementsOp op) {
+  Type type = elementTypeOf(op.getResult());
+  ArrayRef<int64_t> data = shapeOf(op.getData()),
+                    positions = shapeOf(op.getIndices());
+  int64_t axis = op.getAxis();
+  SmallVector<int64_t> dataStrides = rowMajorStrides(data);
+  // The addressed element of update e: e's coordinates in the indices'
+  // shape, with the index in place of the one along `axis`.
+  std::string target;
+  for (int64_t d = 0; d < static_cast<int64_t>(positions.size()); ++d)
+    target += " + " +
+              (d == axis ? std::string("q") : coordinate(positions, d, "e")) +
+              " * " + std::to_string(dataStrides[d]) + "ll";
+  bool parallel = op.getReduction() == ScatterReduction::Add &&
+                  (type.isF32() || type.isF64());
+  // As the interpreter combines: rounded to the type after every update.
+  std::string current = loaded(type, "out[at]"),
+              next = loaded(type, "updates[e]"), combined;
+  switch (op.getReduction()) {
+  case ScatterReduction::Add:
+    combined = current + " + " + next;
+    break;
+  case ScatterReduction::Mul:
+    combined = current + " * " + next;
+    break;
+  case ScatterReduction::Max: // std::max
+    combined =
+        "(" + current + " < " + next + " ? " + next + " : " + current + ")";
+    break;
+  case ScatterReduction::Min: // std::min
+    combined =
+        "(" + next + " < " + current + " ? " + next + " : " + current + ")";
+    break;
+  case ScatterReduction::None:
+    break;
+  }
+  std::string update = parallel ? "atomicAdd(&out[at], updates[e]);"
+                       : op.getReduction() == ScatterReduction::None
+                           ? "out[at] = updates[e];"
+                           : "out[at] = " + stored(type, combined) + ";";
+  std::vector<std::pair<std::string, std::string>> values = {
+      {"T", storageType(type)},
+      {"IT", storageType(elementTypeOf(op.getIndices()))},
+      {"N", std::to_string(countOf(op.getData())) + "ll"},
+      {"G", std::to_string(countOf(op.getIndices())) + "ll"},
+      {"SIZE", std::to_string(data[axis]) + "ll"},
+      {"TARGET", "0ll" + target},
+      {"UPDATE", update},
+      {"FIRST", parallel ? "global_thread()" : "0"},
+      {"STRIDE", parallel ? "thread_count()" : "1"},
+      {"ACTIVE", parallel ? "true" : "blockIdx.x == 0 && threadIdx.x == 0"}};
+  KernelPlan copy, scatter;
+  copy.operands = {op.getData(), op.getIndices(), op.getUpdates()};
+  copy.results = {op.getResult()};
+  copy.body = substitute(R"cuda(
+  const $T *data = (const $T *)args[0];
+  $T *out = ($T *)args[3];
+  for (i64 i = global_thread(); i < $N; i += thread_count()) out[i] = data[i];
+)cuda",
+                         values);
+  copy.grid = gridFor(countOf(op.getData()));
+  scatter = copy;
+  scatter.body = substitute(R"cuda(
+  const $IT *index = (const $IT *)args[1];
+  const $T *updates = (const $T *)args[2];
+  $T *out = ($T *)args[3];
+  unsigned *status = (unsigned *)args[4];
+  if (!($ACTIVE)) return;
+  for (i64 e = $FIRST; e < $G; e += $STRIDE) {
+    const i64 q = checked_index((i64)index[e], $SIZE, status);
+    const i64 at = $TARGET;
+    $UPDATE
+  }
+)cuda",
+                            values);
+  scatter.grid = parallel ? gridFor(countOf(op.getIndices())) : 1;
+  scatter.checksIndices = true;
+  return {copy, scatter};
 }
 
 FailureOr<SmallVector<KernelPlan>> planTemplateKernels(Operation *op,
@@ -92,6 +173,8 @@ FailureOr<SmallVector<KernelPlan>> planTemplateKernels(Operation *op,
   }
   if (auto gather = dyn_cast<GatherGradOp>(op))
     return gatherGradient(gather);
+  if (auto scatter = dyn_cast<ScatterElementsOp>(op))
+    return scatterElements(scatter);
   return failure();
 }
 
