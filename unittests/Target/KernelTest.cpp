@@ -265,6 +265,15 @@ const KernelCase kCases[] = {
         return %a, %b, %c, %e, %f, %g, %h : tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>,
             tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xi32>
       })"},
+    // A 16-bit embedding gradient: summed in f64, rounded once.
+    {"GatherGradient16Bit", R"(
+      func.func @main(%g: tensor<5x3x4xbf16>, %i: tensor<5x3xi64> {test.range = 4 : i64},
+                      %h: tensor<2x5x3xf16>, %j: tensor<5xi64> {test.range = 3 : i64})
+          -> (tensor<4x4xbf16>, tensor<2x3x3xf16>) {
+        %a = kiln.gather_grad %g, %i {axis = 0 : i64} : (tensor<5x3x4xbf16>, tensor<5x3xi64>) -> tensor<4x4xbf16>
+        %b = kiln.gather_grad %h, %j {axis = 1 : i64} : (tensor<2x5x3xf16>, tensor<5xi64>) -> tensor<2x3x3xf16>
+        return %a, %b : tensor<4x4xbf16>, tensor<2x3x3xf16>
+      })"},
     {"Reductions", R"(
       func.func @main(%x: tensor<3x4x5xf32>, %i: tensor<3x4xi64>)
           -> (tensor<4xf32>, tensor<3x1x5xf32>, tensor<f32>, tensor<3x5xf32>, tensor<3x4xf32>,

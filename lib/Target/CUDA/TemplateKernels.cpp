@@ -22,54 +22,69 @@ int64_t gridFor(int64_t threads) {
 }
 } // namespace
 
-/// gather_grad: zero the result, then add every slice of the gradient at
-/// the row its index selected (atomically: indices repeat).
-static FailureOr<SmallVector<KernelPlan>> gatherGradient(GatherGradOp op) {
+/// gather_grad: zero the sums, then add every slice of the gradient at the
+/// row its index selected (atomically: indices repeat). f32 and f64 results
+/// are the sums; 16-bit ones are summed in f64 scratch and rounded once at
+/// the end, as the interpreter does.
+static SmallVector<KernelPlan> gatherGradient(GatherGradOp op) {
   Type type = elementTypeOf(op.getResult());
-  if (!type.isF32() && !type.isF64())
-    return op.emitError() << "the CUDA target cannot compile '" << op->getName()
-                          << "' of " << type
-                          << ": only f32 and f64 gradients are accumulated";
+  bool direct = type.isF32() || type.isF64();
   ArrayRef<int64_t> data = shapeOf(op.getResult());
   int64_t axis = op.getAxis(), inner = 1;
   for (int64_t size : data.drop_front(axis + 1))
     inner *= size;
-  int64_t indices = countOf(op.getIndices());
-  std::string t = storageType(type),
-              it = storageType(elementTypeOf(op.getIndices()));
+  int64_t count = countOf(op.getResult());
   std::vector<std::pair<std::string, std::string>> values = {
-      {"T", t},
-      {"IT", it},
-      {"N", std::to_string(countOf(op.getResult())) + "ll"},
+      {"T", storageType(type)},
+      {"S", direct ? storageType(type) : "double"},
+      {"SUMS", direct ? "($S *)args[2]" : "(double *)args[3]"},
+      {"STATUS", direct ? "args[3]" : "args[4]"},
+      {"IT", storageType(elementTypeOf(op.getIndices()))},
+      {"N", std::to_string(count) + "ll"},
       {"G", std::to_string(countOf(op.getGrad())) + "ll"},
       {"INNER", std::to_string(inner) + "ll"},
-      {"INDICES", std::to_string(indices) + "ll"},
-      {"SIZE", std::to_string(data[axis]) + "ll"}};
+      {"INDICES", std::to_string(countOf(op.getIndices())) + "ll"},
+      {"SIZE", std::to_string(data[axis]) + "ll"},
+      {"ROUNDED", stored(type, "sums[i]")}};
   KernelPlan zero, scatter;
   zero.operands = {op.getGrad(), op.getIndices()};
   zero.results = {op.getResult()};
+  if (!direct)
+    zero.partialBytes = count * 8;
   zero.body = substitute(R"cuda(
-  $T *out = ($T *)args[2];
-  for (i64 i = global_thread(); i < $N; i += thread_count()) out[i] = 0;
+  $S *sums = $SUMS;
+  for (i64 i = global_thread(); i < $N; i += thread_count()) sums[i] = 0;
 )cuda",
                          values);
-  zero.grid = gridFor(countOf(op.getResult()));
+  zero.grid = gridFor(count);
   scatter = zero;
   scatter.body = substitute(R"cuda(
   const $T *grad = (const $T *)args[0];
   const $IT *index = (const $IT *)args[1];
-  $T *out = ($T *)args[2];
-  unsigned *status = (unsigned *)args[3];
+  $S *sums = $SUMS;
+  unsigned *status = (unsigned *)$STATUS;
   for (i64 e = global_thread(); e < $G; e += thread_count()) {
     const i64 m = (e / $INNER) % $INDICES, outer = e / ($INNER * $INDICES);
     const i64 q = checked_index((i64)index[m], $SIZE, status);
-    atomicAdd(&out[(outer * $SIZE + q) * $INNER + e % $INNER], grad[e]);
+    atomicAdd(&sums[(outer * $SIZE + q) * $INNER + e % $INNER], ($S)$LOADG);
   }
 )cuda",
                             values);
+  scatter.body =
+      substitute(scatter.body,
+                 {{"LOADG", loaded(elementTypeOf(op.getGrad()), "grad[e]")}});
   scatter.grid = gridFor(countOf(op.getGrad()));
   scatter.checksIndices = true;
-  return SmallVector<KernelPlan>{zero, scatter};
+  if (direct)
+    return {zero, scatter};
+  KernelPlan round = zero;
+  round.body = substitute(R"cuda(
+  $T *out = ($T *)args[2];
+  const double *sums = $SUMS;
+  for (i64 i = global_thread(); i < $N; i += thread_count()) out[i] = $ROUNDED;
+)cuda",
+                          values);
+  return {zero, scatter, round};
 }
 
 /// scatter_elements: copy the data, then write or combine every update at
