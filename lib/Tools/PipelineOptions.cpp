@@ -19,6 +19,11 @@ static cl::opt<std::string> precision(
     cl::desc("fp32, or tf32, bf16, fp16: GEMMs and attention read operands "
              "in that type and accumulate in fp32; the rest and the master "
              "weights stay fp32; fp16 scales the loss dynamically"));
+static cl::opt<bool> narrowNorms(
+    "narrow-norms", cl::cat(pipelineOptions()),
+    cl::desc("With --precision=bf16 or fp16: layer and RMS norms read their "
+             "input and write their output in that type (the backward pass "
+             "keeps half the bytes); statistics and gradients stay fp32"));
 static cl::opt<std::string> optimizer("optimizer", cl::init("adamw"),
                                       cl::cat(pipelineOptions()),
                                       cl::desc("adamw, sgd or adagrad"));
@@ -119,6 +124,9 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
     return bad("unknown --precision '" + precision +
                "' (fp32, tf32, bf16 or fp16)");
   config.precision = *parsed;
+  if (narrowNorms && *parsed != Precision::BF16 && *parsed != Precision::FP16)
+    return bad("--narrow-norms needs --precision=bf16 or fp16");
+  config.narrowNorms = narrowNorms;
   config.optimizer.lossScaling.enabled = needsLossScaling(*parsed);
   config.autodiff.loss = loss;
   config.rewriteAttention = rewriteAttention;
@@ -134,11 +142,11 @@ double initialAccumulatorFromOptions() { return initialAccumulator; }
 std::string pipelineOptionsIdentity() {
   // The attention rewrite changes rounding (SDPA's scale), so it counts.
   return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
-                 "{14}|{15}|{16}|{17}",
-                 precision, optimizer, microBatches, loss, rewriteAttention,
-                 padMaxOverhead, recompute, weightDecay, betas, eps, momentum,
-                 dampening, nesterov, lrDecay, initialAccumulator,
-                 noDecayBiasesNorms, clipGradNorm, freeze)
+                 "{14}|{15}|{16}|{17}|{18}",
+                 precision, narrowNorms, optimizer, microBatches, loss,
+                 rewriteAttention, padMaxOverhead, recompute, weightDecay,
+                 betas, eps, momentum, dampening, nesterov, lrDecay,
+                 initialAccumulator, noDecayBiasesNorms, clipGradNorm, freeze)
       .str();
 }
 

@@ -4,8 +4,10 @@
 // read their operands in the narrow type (tf32, bf16 or fp16) with fp32
 // accumulation; every other op class (softmax, norms,
 // reductions, exp/log, the loss, optimizer updates) computes in fp32, and
-// parameters and optimizer state stay fp32 master copies. The pass runs on
-// a training step after autodiff, so backward GEMMs follow the same policy.
+// parameters and optimizer state stay fp32 master copies. Optionally, norms
+// read and write 16 bits (their statistics and gradients stay fp32). The
+// pass runs on a training step after autodiff, so backward GEMMs follow the
+// same policy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,7 +121,8 @@ static void storeLossInputsNarrow(func::FuncOp function) {
   }
 }
 
-void assignPrecision(func::FuncOp function, Precision precision) {
+void assignPrecision(func::FuncOp function, Precision precision,
+                     bool narrowNorms) {
   OpBuilder builder(function.getContext());
   Type narrowElement = narrowType(precision, function.getContext());
   if (!narrowElement)
@@ -161,6 +164,33 @@ void assignPrecision(func::FuncOp function, Precision precision) {
     narrowAll(op, {&op.getQueryMutable(), &op.getKeyMutable(),
                    &op.getValueMutable(), &op.getOutputGradMutable()});
   });
+  // Narrow norms read their input rounded once, and their gradients read
+  // the same rounded copy: the backward pass keeps half the bytes. The
+  // output is stored narrow too (the next product reads it so anyway).
+  if (narrowNorms && narrowElement != builder.getTF32Type()) {
+    auto narrowNorm = [&](Operation *op, OpOperand &input, Value output) {
+      if (getElementTypeOrSelf(input.get()) != f32)
+        return;
+      input.set(narrow(input.get(), op));
+      if (output)
+        narrowInPlace(output, narrowElement);
+    };
+    SmallVector<Operation *> norms;
+    function.walk([&](Operation *op) {
+      if (isa<LayerNormOp, RmsNormOp, LayerNormGradOp, RmsNormGradOp>(op))
+        norms.push_back(op);
+    });
+    for (Operation *op : norms) {
+      if (auto norm = dyn_cast<LayerNormOp>(op))
+        narrowNorm(op, norm.getInputMutable(), norm.getOutput());
+      else if (auto norm = dyn_cast<RmsNormOp>(op))
+        narrowNorm(op, norm.getInputMutable(), norm.getOutput());
+      else if (auto grad = dyn_cast<LayerNormGradOp>(op))
+        narrowNorm(op, grad.getInputMutable(), Value());
+      else if (auto grad = dyn_cast<RmsNormGradOp>(op))
+        narrowNorm(op, grad.getInputMutable(), Value());
+    }
+  }
   storeLossInputsNarrow(function);
   // Fold casts that undo each other (bf16 -> f32 -> bf16).
   RewritePatternSet patterns(function.getContext());
@@ -182,8 +212,9 @@ struct AssignPrecisionPass
                                  << precision << "' (fp32, tf32, bf16 or fp16)";
       return signalPassFailure();
     }
-    getOperation().walk(
-        [&](func::FuncOp function) { kiln::assignPrecision(function, *parsed); });
+    getOperation().walk([&](func::FuncOp function) {
+      kiln::assignPrecision(function, *parsed, narrowNorms);
+    });
   }
 };
 } // namespace

@@ -37,8 +37,8 @@ void buildTrainingPipeline(OpPassManager &manager,
                           config.autodiff.train, config.autodiff.freeze}));
   manager.addPass(
       createKilnBuildTrainingStep(config.function, config.optimizer));
-  manager.addPass(createKilnAssignPrecision(
-      KilnAssignPrecisionOptions{precisionName(config.precision).str()}));
+  manager.addPass(createKilnAssignPrecision(KilnAssignPrecisionOptions{
+      precisionName(config.precision).str(), config.narrowNorms}));
   manager.addNestedPass<func::FuncOp>(createKilnFuse());
   if (config.recompute)
     manager.addNestedPass<func::FuncOp>(createKilnRecompute());
@@ -79,6 +79,9 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, tf32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
+  Option<bool> narrowNorms{*this, "narrow-norms",
+                           llvm::cl::desc("Norms read and write 16 bits"),
+                           llvm::cl::init(false)};
   Option<bool> rewriteAttention{*this, "rewrite-attention",
                          llvm::cl::desc("Rewrite attention into kiln.attention"),
                          llvm::cl::init(true)};
@@ -111,13 +114,14 @@ void registerTrainingPipeline() {
         std::optional<Precision> precision = parsePrecision(options.precision);
         if (!precision)
           return manager.addPass(createKilnAssignPrecision(
-              KilnAssignPrecisionOptions{options.precision}));
+              KilnAssignPrecisionOptions{options.precision, false}));
         TrainingPipelineConfig config;
         config.function = options.function;
         config.autodiff = {options.loss, options.train, options.freeze};
         config.optimizer = torchDefaults(*kind);
         config.optimizer.microBatches = options.microBatches;
         config.precision = *precision;
+        config.narrowNorms = options.narrowNorms;
         config.optimizer.lossScaling.enabled = needsLossScaling(*precision);
         config.rewriteAttention = options.rewriteAttention;
         config.padMaxOverhead = options.padMaxOverhead;

@@ -163,6 +163,7 @@ static void report(PlannedStep &planned) {
   const kiln::MemoryPlan &plan = planned.plan;
   outs() << "memory plan of @" << planned.step.getSymName() << " ("
          << kiln::precisionName(planned.config.precision) << " GEMMs, "
+         << (planned.config.narrowNorms ? "16-bit norms, " : "")
          << kiln::optimizerKindName(planned.config.optimizer.kind) << ", "
          << plan.buffers.size() << " buffers)\n";
   outs() << formatv("  {0,-30} {1,12}\n", "arena (peak memory)",

@@ -52,7 +52,8 @@ protected:
   /// the emulated artifact; expects every result within `tolerance`.
   void compareStep(const std::string &model,
                    const std::vector<std::string> &inputs, Precision precision,
-                   double tolerance, const ImportOptions &import = {}) {
+                   double tolerance, const ImportOptions &import = {},
+                   bool narrowNorms = false) {
     llvm::SourceMgr sources;
     module = loadModel(model, &context, import, sources);
     ASSERT_TRUE(module);
@@ -60,6 +61,7 @@ protected:
     ASSERT_TRUE(mlir::succeeded(forward));
     TrainingSpec spec;
     spec.pipeline.precision = precision;
+    spec.pipeline.narrowNorms = narrowNorms;
     spec.schedule.lr = 1e-2;
     auto trainer = Trainer::create(*module, *forward, spec);
     ASSERT_TRUE(mlir::succeeded(trainer));
@@ -202,6 +204,23 @@ TEST_P(LlamaTargetTest, StepMatchesInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Precisions, LlamaTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
+
+// 16-bit norms: layer norm (GPT-2) and RMS norm (Llama) kernels that read a
+// bf16 input and write a bf16 output, their gradients f32 from the same
+// bf16 copy.
+TEST_F(TargetTest, NarrowNormsMatchInterpreter) {
+  compareStep(source("examples/gpt2_tiny/model.onnx"),
+              {source("examples/gpt2_tiny/input_ids.pb"),
+               source("examples/gpt2_tiny/labels.pb")},
+              Precision::BF16, 2e-6, {}, /*narrowNorms=*/true);
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  import.dimensions["seq"] = 12;
+  compareStep(source("test/Models/llama_tiny/model.onnx"),
+              {source("test/Models/llama_tiny/input_ids.npy"),
+               source("test/Models/llama_tiny/labels.npy")},
+              Precision::BF16, 2e-6, import, /*narrowNorms=*/true);
+}
 
 #ifdef KILN_FIXTURES_DIR
 // Every fixture of both exporters: BERT's padding mask and erf GELU, SDPA

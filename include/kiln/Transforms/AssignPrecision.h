@@ -33,9 +33,13 @@ inline bool needsLossScaling(Precision precision) {
 /// every matrix product and attention of f32 operands reads them rounded to
 /// that type and accumulates and stores in f32 (the tensor-core form);
 /// everything else (softmax, norms, reductions, elementwise math, the loss,
-/// the optimizer and its state, the master weights) stays f32. Casts that
-/// undo each other are removed.
-void assignPrecision(mlir::func::FuncOp function, Precision precision);
+/// the optimizer and its state, the master weights) stays f32. With
+/// `narrowNorms` (bf16 and fp16), layer and RMS norms read their input
+/// rounded to 16 bits, which their gradients read too, and store their
+/// output in 16 bits; statistics, parameters and gradients stay f32. Casts
+/// that undo each other are removed.
+void assignPrecision(mlir::func::FuncOp function, Precision precision,
+                     bool narrowNorms = false);
 
 } // namespace kiln
 

@@ -129,12 +129,17 @@ def KilnAssignPrecision : Pass<"kiln-assign-precision", "mlir::ModuleOp"> {
     to every function: with `precision=tf32|bf16|fp16`, each kiln.matmul of
     f32 operands reads them cast to that type and accumulates in f32
     (`accumulate = f32`), and so do kiln.attention and its gradient; all
-    other ops, the parameters and the optimizer state stay f32. Run it on a
+    other ops, the parameters and the optimizer state stay f32. With
+    `narrow-norms=true` (bf16, fp16), kiln.layer_norm and kiln.rms_norm read
+    their input cast to 16 bits (the copy their gradients read) and store
+    their output in 16 bits; statistics and gradients stay f32. Run it on a
     training step, after autodiff (fp16's loss scaling is the step's).
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"bf16\"",
            "fp32, tf32, bf16 or fp16">,
+    Option<"narrowNorms", "narrow-norms", "bool", "false",
+           "Norms read and write 16 bits (bf16 and fp16)">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }

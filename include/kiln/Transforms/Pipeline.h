@@ -24,6 +24,8 @@ struct TrainingPipelineConfig {
   AutodiffOptions autodiff;
   OptimizerOptions optimizer;
   Precision precision = Precision::FP32;
+  /// Norms read and write 16 bits (bf16 and fp16; statistics stay f32).
+  bool narrowNorms = false;
   /// Replace spelled-out attention with kiln.attention (FlashAttention).
   bool rewriteAttention = true;
   /// Pad weights to tensor-core friendly GEMM sizes (vocabulary 50304),

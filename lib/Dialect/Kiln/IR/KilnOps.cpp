@@ -416,11 +416,15 @@ static LogicalResult verifyNormalizationGrad(Operation *op, Value input,
                                              ArrayRef<Value> statistics,
                                              Value grad, int64_t axis,
                                              ArrayRef<Value> parameterGrads) {
-  auto type = rankedType(input);
-  if (failed(verifyAxis(op, axis, type.getRank())))
+  auto inputType = rankedType(input);
+  if (failed(verifyAxis(op, axis, inputType.getRank())))
     return failure();
-  if (grad.getType() != type || op->getResult(0).getType() != type)
-    return op->emitOpError("grad and input_grad must have the input's type");
+  // The input may be stored narrower than the gradients (16-bit norms).
+  auto type = rankedType(grad);
+  if (type.getShape() != inputType.getShape() ||
+      op->getResult(0).getType() != type)
+    return op->emitOpError("grad and input_grad must have one type, of the "
+                           "input's shape");
   SmallVector<int64_t> statsShape(type.getShape());
   for (int64_t d = axis; d < type.getRank(); ++d)
     statsShape[d] = 1;
