@@ -7,7 +7,9 @@
 // row rescale the accumulators), and the probabilities are rounded to the
 // operands' type for P V. Backward: two kernels, as AttentionKernels.cpp's
 // exact ones: query tiles accumulate dQ = dS K, key tiles dK = dS^T Q and
-// dV = P^T dO; both recompute S and dP on tensor cores. The f32 scores and
+// dV = P^T dO; both recompute S and dP on tensor cores. The first also
+// stores each query row's delta = dO . O in scratch, which the second reads
+// for every key tile instead of recomputing it. The f32 scores and
 // the forward pass's unnormalized 16-bit probabilities differ from the
 // interpreter's rounding (AttentionKernels.cpp keeps that exactly): outputs
 // agree to the probabilities' rounding, 2^-8 of the largest value.
@@ -209,18 +211,13 @@ static const char *kTensorCoreForward = R"cuda(
 )cuda";
 
 /// The gradient's operands after q, k, v: the output, its log-sum-exp and
-/// its gradient; and each query row's delta = dO . O, which both gradient
-/// kernels need.
+/// its gradient; after the results, the scratch of each query row's
+/// delta = dO . O (batch x heads x TQ floats).
 static const char *kGradientPrologue = R"cuda(
   const $OT *o = (const $OT *)args[$A];
   const float *lse = (const float *)args[$A + 1];
   const u16 *dout = (const u16 *)args[$A + 2];
-  auto delta = [&](i64 at) {
-    float d = 0.0f;
-    for (int c = 0; c < $D; ++c)
-      d += (float)$FROM16(dout[at * $D + c]) * (float)$LOADO(o[at * $D + c]);
-    return d;
-  };
+  float *deltaScratch = (float *)args[$A + 6];
 )cuda";
 
 /// dQ = dS K for a tile of 64 query rows (16 per warp), streaming key
@@ -238,11 +235,20 @@ static const char *kTensorCoreQueryGradient = R"cuda(
     u32 qa[$D / 16][4], da[$D / 16][4];
     rowFragments(qa, q + bh * $TQ * $D, row, $TQ);
     rowFragments(da, dout + bh * $TQ * $D, row, $TQ);
+    // The four lanes of a group sum a quarter of the row's delta each.
     float logsumexp[2], deltas[2], acc[$D / 8][4];
     for (int r = 0; r < 2; ++r) {
       const bool inside = row[r] < $TQ;
+      const i64 at = (bh * $TQ + row[r]) * $D;
+      float d = 0.0f;
+      for (int c = t * ($D / 4); inside && c < (t + 1) * ($D / 4); ++c)
+        d += (float)$FROM16(dout[at + c]) * (float)$LOADO(o[at + c]);
+      d += __shfl_xor_sync(0xffffffffu, d, 1);
+      d += __shfl_xor_sync(0xffffffffu, d, 2);
+      deltas[r] = d;
       logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
-      deltas[r] = inside ? delta(bh * $TQ + row[r]) : 0.0f;
+      if (inside && t == 0)
+        deltaScratch[bh * $TQ + row[r]] = d;
     }
     zero(acc);
     const i64 keys = $CAUSAL && q0 + $BQ < $TK ? q0 + $BQ : $TK;
@@ -282,7 +288,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
   $DKT *dk = ($DKT *)args[$A + 4];
   $DVT *dv = ($DVT *)args[$A + 5];
   // Queries and output gradients, row-major (for S^T, dP^T) and transposed
-  // (for dS^T Q, P^T dO); each query row's log-sum-exp and delta.
+  // (for dS^T Q, P^T dO); each query row's log-sum-exp and delta (which the
+  // query kernel, launched first, stored).
   __shared__ u16 Qs[$BQ * $D], Qt[$D * $BQ], Gs[$BQ * $D], Gt[$D * $BQ];
   __shared__ float Ls[$BQ], Deltas[$BQ];
   const i64 tiles = ($TK + $BK - 1) / $BK;
@@ -306,7 +313,7 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
         for (i64 r = threadIdx.x; r < $BQ; r += blockDim.x) {
           const bool inside = q0 + r < $TQ;
           Ls[r] = inside ? lse[bh * $TQ + q0 + r] : -inf;
-          Deltas[r] = inside ? delta(bh * $TQ + q0 + r) : 0.0f;
+          Deltas[r] = inside ? deltaScratch[bh * $TQ + q0 + r] : 0.0f;
         }
         __syncthreads();
         // P^T, and dS^T = P^T (dP^T - delta) scale in place of dP^T.
@@ -445,6 +452,8 @@ tensorCoreAttentionGradient(AttentionGradOp op) {
   query.operands.append(
       {op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});
   query.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
+  query.partialBytes = qs[0] * qs[1] * qs[2] * 4;
   KernelPlan keyValue = query;
   std::string prologue = std::string("$PROLOGUE") + kGradientPrologue;
   Values queryValues = *values, keyValues = *values;
@@ -454,7 +463,6 @@ tensorCoreAttentionGradient(AttentionGradOp op) {
   keyValues.push_back({"BK", "64ll"});
   query.body = substitute(prologue + kTensorCoreQueryGradient, queryValues);
   keyValue.body = substitute(prologue + kTensorCoreKeyValueGradient, keyValues);
-  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   launchTiles(query, qs[0] * qs[1], qs[2]);
   launchTiles(keyValue, ks[0] * ks[1], ks[2]);
   return SmallVector<KernelPlan>{query, keyValue};
