@@ -515,9 +515,13 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   for (Value result : results)
     smallest = std::min<int64_t>(smallest, storageBytes(elementTypeOf(result)));
   int64_t vector = 16 / smallest;
-  bool vectorized = schedule == Schedule::Thread && !rowMemo &&
-                    split.phase == SplitPhase::None && vector > 1 &&
-                    count % vector == 0;
+  // A block per row takes 16-byte pieces of its row when rows are whole
+  // pieces, so that every piece is aligned as the row's start is.
+  bool pieceSchedule =
+      (schedule == Schedule::Thread && !rowMemo) ||
+      (schedule == Schedule::BlockPerRow && rowLength % vector == 0);
+  bool vectorized = pieceSchedule && split.phase == SplitPhase::None &&
+                    vector > 1 && count % vector == 0;
   std::string aligned = "0", chunks;
   for (auto [n, operand] : llvm::enumerate(plan.operands)) {
     std::string in = "in" + std::to_string(n);
@@ -583,34 +587,45 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                     " + v] = s" + r + "[v];\n";
   }
   std::string n = std::to_string(count) + "ll";
+  // The elements of piece c: loaded, computed, stored.
+  std::string v = std::to_string(vector);
+  std::string piece = "    if (aligned) {\n      first = c * " + v + ";\n" +
+                      chunks + "    }\n" + buffers +
+                      "    for (int v = 0; v < " + v +
+                      "; ++v) {\n    const i64 i = c * " + v + " + v;\n" +
+                      compute + buffered + "    }\n    if (aligned) {\n" +
+                      vectorStore + "    } else {\n" + elementStore + "    }\n";
+  std::string alignment =
+      vectorized ? "  const bool aligned = ((" + aligned + ") & 15) == 0;\n"
+                 : "";
   std::string loop;
-  if (vectorized) {
-    std::string v = std::to_string(vector);
-    loop =
-        "  const bool aligned = ((" + aligned +
-        ") & 15) == 0;\n  for (i64 c = global_thread(); c < " +
-        std::to_string(count / vector) +
-        "ll; c += thread_count()) {\n    if (aligned) {\n      first = c * " +
-        v + ";\n" + chunks + "    }\n" + buffers + "    for (int v = 0; v < " +
-        v + "; ++v) {\n    const i64 i = c * " + v + " + v;\n" + compute +
-        buffered + "    }\n    if (aligned) {\n" + vectorStore +
-        "    } else {\n" + elementStore + "    }\n  }\n";
+  if (vectorized && schedule == Schedule::Thread) {
+    loop = alignment + "  for (i64 c = global_thread(); c < " +
+           std::to_string(count / vector) + "ll; c += thread_count()) {\n" +
+           piece + "  }\n";
     plan.grid = std::clamp<int64_t>((count / vector + kThreads - 1) / kThreads,
                                     1, kMaxBlocks);
   } else if (schedule == Schedule::BlockPerRow) {
     // Every thread computes the row's statistics together, in the order
-    // they depend on each other, then its share of the row's elements.
+    // they depend on each other, then its share of the row's elements (or
+    // of its 16-byte pieces).
     int64_t rows = count / rowLength;
+    int64_t perRow = vectorized ? rowLength / vector : rowLength;
     std::string len = std::to_string(rowLength) + "ll";
-    loop = "  for (i64 row = blockIdx.x; row < " + std::to_string(rows) +
+    loop = alignment + "  for (i64 row = blockIdx.x; row < " +
+           std::to_string(rows) +
            "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
       loop += "    (void)" + name + "(" + start + ");\n";
-    loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
-            "; i += blockDim.x) {\n" + compute + store + "    }\n  }\n";
+    if (vectorized)
+      loop += "    for (i64 c = i0 / " + v + " + threadIdx.x; c < (i0 + " +
+              len + ") / " + v + "; c += blockDim.x) {\n" + piece +
+              "    }\n  }\n";
+    else
+      loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
+              "; i += blockDim.x) {\n" + compute + store + "    }\n  }\n";
     plan.grid = std::clamp<int64_t>(rows, 1, kMaxBlocks);
-    plan.block =
-        std::clamp<int64_t>(llvm::PowerOf2Ceil(rowLength), 32, kThreads);
+    plan.block = std::clamp<int64_t>(llvm::PowerOf2Ceil(perRow), 32, kThreads);
   } else if (schedule == Schedule::BlockPerColumns) {
     // Thread t takes result c0 + t % 32 (the last one past the end), with
     // the threads of its lane in the other warps; one warp stores.

@@ -44,7 +44,7 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 
 // Layer norm's output: a block per row, whose threads compute the row's
 // mean, then its inverse deviation (the mean first, by every thread), then
-// store neighbouring elements.
+// store neighbouring 16-byte pieces (4 f32 elements).
 // CHECK-LABEL: kiln_kernel_3(void *const *args)
 // CHECK:       if (o != v1_at)
 // CHECK:       for (i64 k = threadIdx.x; k < 32ll; k += blockDim.x)
@@ -55,7 +55,8 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK-NEXT:    const i64 i0 = row * 32ll;
 // CHECK-NEXT:    (void)v1((i0 / 32ll));
 // CHECK-NEXT:    (void)v2((i0 / 32ll));
-// CHECK-NEXT:    for (i64 i = i0 + threadIdx.x; i < i0 + 32ll; i += blockDim.x) {
+// CHECK-NEXT:    for (i64 c = i0 / 4 + threadIdx.x; c < (i0 + 32ll) / 4; c += blockDim.x) {
+// CHECK:           copy16(out0 + c * 4, s0, 1);
 
 // Its statistics: a block per row, the mean computed once for both.
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
