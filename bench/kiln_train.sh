@@ -11,13 +11,19 @@
 # LABELS is `tokens` (a language model's labels are its inputs, shifted
 # inside the model) or a number of classes (one label per sample).
 # Environment: KILN_BIN (default build/bin), KILN_BENCH_STEPS (default 40),
-# PYTHON (default python3, with numpy).
+# PYTHON (default python3, with numpy), KILN_BENCH_PROFILE (a number of
+# steps: after training, kiln-run --profile times that many more operation
+# by operation and the table goes to ${OUT:-.}/profile-NAME.txt).
 set -euo pipefail
 name="$1" model="$2" batch="$3" seq="$4" vocab="$5" labels="$6"
 shift 6
 bin="${KILN_BIN:-build/bin}"
 steps="${KILN_BENCH_STEPS:-40}"
 python="${PYTHON:-python3}"
+profile=()
+if [ "${KILN_BENCH_PROFILE:-0}" -gt 0 ]; then
+  profile=(--profile "$KILN_BENCH_PROFILE")
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
@@ -40,7 +46,10 @@ PY
 
 "$bin/kiln-run" "$work/model.kiln" --train --steps "$steps" --lr 3e-4 \
   --input "input_ids=$work/input_ids.npy" --input "labels=$work/labels.npy" \
-  --log "$work/log.jsonl" > "$work/run.txt"
+  --log "$work/log.jsonl" "${profile[@]}" > "$work/run.txt"
+if [ ${#profile[@]} -gt 0 ]; then
+  sed -n '/^step: /,$p' "$work/run.txt" > "${OUT:-.}/profile-$name.txt"
+fi
 
 "$python" - "$work" "$name" "$model" "$batch" "$seq" "$steps" "$start" \
   "$compiled" <<'PY'

@@ -10,10 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Runtime/Session.h"
-
-#include <cublasLt.h>
-#include <cuda_runtime.h>
+#include "SessionState.h"
 
 #include <algorithm>
 #include <cctype>
@@ -27,40 +24,11 @@ using artifact::ElementType;
 
 namespace {
 
-constexpr size_t kWorkspaceBytes = 32u << 20;
 /// Writes up to this size are staged in pinned memory (see Session::write).
 constexpr size_t kStagedBytes = 16u << 20;
 
-std::string cudaMessage(cudaError_t status) {
-  return std::string(cudaGetErrorName(status)) + ": " +
-         cudaGetErrorString(status);
-}
-
-cudaDataType_t cudaType(ElementType type) {
-  switch (type) {
-  case ElementType::F64:
-    return CUDA_R_64F;
-  case ElementType::F16:
-    return CUDA_R_16F;
-  case ElementType::BF16:
-    return CUDA_R_16BF;
-  default:
-    return CUDA_R_32F;
-  }
-}
-
 /// How many algorithms --tune-gemms times for each GEMM.
 constexpr int kTunedCandidates = 8;
-
-/// One GEMM's cuBLASLt objects, the algorithms the heuristic proposed (best
-/// first) and the one chosen.
-struct GemmPlan {
-  const artifact::Gemm *gemm = nullptr;
-  cublasLtMatmulDesc_t operation = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  std::vector<cublasLtMatmulAlgo_t> candidates;
-  cublasLtMatmulAlgo_t algorithm{};
-};
 
 bool belongsToNorm(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(),
@@ -71,64 +39,6 @@ bool belongsToNorm(std::string name) {
 }
 
 } // namespace
-
-struct Session::State {
-  int device = 0;
-  cudaStream_t stream = nullptr;
-  char *arena = nullptr;
-  void **argumentTables = nullptr;
-  cudaLibrary_t library = nullptr;
-  std::vector<cudaKernel_t> kernels;
-  /// Per operation: the device address of its argument table.
-  std::vector<void *> tables;
-  cublasLtHandle_t blas = nullptr;
-  void *workspace = nullptr;
-  std::vector<GemmPlan> gemms;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t replay = nullptr;
-  /// Pinned copies of the small tensors written every step (the batch, the
-  /// learning rate), and the event after each one's last upload.
-  struct Staging {
-    void *pinned = nullptr;
-    cudaEvent_t uploaded = nullptr;
-  };
-  std::map<std::string, Staging> staging;
-
-  ~State() {
-    for (auto &[name, buffer] : staging) {
-      if (buffer.uploaded)
-        cudaEventDestroy(buffer.uploaded);
-      if (buffer.pinned)
-        cudaFreeHost(buffer.pinned);
-    }
-    if (replay)
-      cudaGraphExecDestroy(replay);
-    if (graph)
-      cudaGraphDestroy(graph);
-    for (GemmPlan &g : gemms) {
-      if (g.operation)
-        cublasLtMatmulDescDestroy(g.operation);
-      if (g.a)
-        cublasLtMatrixLayoutDestroy(g.a);
-      if (g.b)
-        cublasLtMatrixLayoutDestroy(g.b);
-      if (g.d)
-        cublasLtMatrixLayoutDestroy(g.d);
-    }
-    if (blas)
-      cublasLtDestroy(blas);
-    if (workspace)
-      cudaFree(workspace);
-    if (library)
-      cudaLibraryUnload(library);
-    if (argumentTables)
-      cudaFree(argumentTables);
-    if (arena)
-      cudaFree(arena);
-    if (stream)
-      cudaStreamDestroy(stream);
-  }
-};
 
 Session::~Session() = default;
 
@@ -516,6 +426,8 @@ bool Session::enqueueOperations(std::string &error) {
   size_t gemm = 0;
   for (size_t i = 0; i < model->operations()->size(); ++i) {
     const artifact::Operation *operation = model->operations()->Get(i);
+    if (!s.marks.empty())
+      cudaEventRecord(s.marks[i], s.stream);
     if (const artifact::KernelLaunch *launch = operation->kernel()) {
       void *table = s.tables[i];
       void *arguments[] = {&table};
@@ -538,6 +450,8 @@ bool Session::enqueueOperations(std::string &error) {
       return false;
     }
   }
+  if (!s.marks.empty())
+    cudaEventRecord(s.marks.back(), s.stream);
   return true;
 }
 

@@ -4,7 +4,8 @@
 # the same batches and run in fp32; the GPU's GEMMs accumulate in f32 where
 # the interpreter accumulates in f64. On the CPU, a far larger perturbation
 # of every GEMM (tf32 operands) moves this curve by at most 0.24% over 200
-# steps, so 1% bounds a correct GPU run.
+# steps, so 1% bounds a correct GPU run. Then kiln-run --profile on the same
+# artifact.
 set -euo pipefail
 bin="$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -27,3 +28,10 @@ worst = max(abs(gpu[s] - cpu[s]) / cpu[s] for s in gpu)
 print(f"{len(gpu)} steps compared; largest relative difference {worst:.2e}")
 sys.exit(0 if worst <= 0.01 else 1)
 PY
+# The profile of the same artifact: every operation timed, the ceilings
+# measured, rows that account for the step.
+"$bin/kiln-run" "$work/model.kiln" --train --data "$root/examples/data/kiln.bin" \
+  --steps 2 --profile 3 > "$work/profile.txt"
+cat "$work/profile.txt"
+grep -q "^step: .* ms replayed as a CUDA graph" "$work/profile.txt"
+grep -q "^ceilings measured: " "$work/profile.txt"

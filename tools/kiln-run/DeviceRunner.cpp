@@ -191,8 +191,8 @@ private:
 
 } // namespace
 
-int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
-                bool tuneGemms, StringRef outputDirectory,
+int runArtifact(StringRef path, const StringMap<Tensor> &inputs,
+                const ArtifactRunOptions &run,
                 function_ref<void(StringRef, const Tensor &)> print) {
   auto fail = [](const Twine &message) {
     errs() << "kiln-run: error: " << message << "\n";
@@ -203,7 +203,9 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
     return fail(toString(spec.takeError()));
   runtime::SessionOptions options;
   options.seed = spec->seed;
-  options.tuneGemms = tuneGemms;
+  options.tuneGemms = run.tuneGemms;
+  if (run.profileSteps > 0 && !run.train)
+    return fail("--profile times training steps: give --train");
   std::string error;
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<runtime::Session> session =
@@ -216,15 +218,24 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count(),
       session->deviceBytes() / double(1ull << 30));
-  if (train) {
+  if (run.train) {
     spec->totalSteps = trainingSteps();
     DeviceRunner runner(*session, *spec);
     CheckpointIdentity identity{digest(session->artifact().model_hash()->str() +
                                        "|" +
                                        session->artifact().options()->str()),
                                 digest(trainingSpecIdentity())};
-    return runTrainingLoop(runner, path, identity, inputs, /*microBatches=*/1,
-                           /*reportEvery=*/10);
+    int status = runTrainingLoop(runner, path, identity, inputs,
+                                 /*microBatches=*/1, /*reportEvery=*/10);
+    if (status != 0 || run.profileSteps == 0)
+      return status;
+    // The last batch again, operation by operation.
+    runtime::StepProfile profile;
+    if (!session->profile(run.profileSteps, profile, error))
+      return fail(error);
+    outs() << runtime::formatProfile(session->artifact(), profile,
+                                     /*top=*/10);
+    return 0;
   }
   // A forward function: inputs in, one run, outputs out.
   SessionTensors tensors(*session);
@@ -246,6 +257,7 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs, bool train,
   }
   if (!session->step(error))
     return fail(error);
+  StringRef outputDirectory = run.outputDirectory;
   if (!outputDirectory.empty())
     if (std::error_code e = sys::fs::create_directories(outputDirectory))
       return fail("cannot create '" + outputDirectory + "': " + e.message());

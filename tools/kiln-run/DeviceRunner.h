@@ -9,16 +9,28 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <string>
+
 namespace kiln {
 
-/// Runs the artifact at `path` on the GPU: trains it (`train`, with the
-/// training options) or runs its function once on `inputs`, passing each
-/// output to `print` and writing it to `outputDirectory` when given.
-/// `tuneGemms` times cuBLASLt's candidate algorithms at load.
-/// Returns the exit code.
+/// How kiln-run runs an artifact.
+struct ArtifactRunOptions {
+  /// Train it with the training options, or run its function once.
+  bool train = false;
+  /// Time cuBLASLt's candidate algorithms at load.
+  bool tuneGemms = false;
+  /// After training, profile this many more steps and print where their
+  /// time goes (0: no profile).
+  int profileSteps = 0;
+  /// Where a single run writes each output, if given.
+  std::string outputDirectory;
+};
+
+/// Runs the artifact at `path` on the GPU as `options` say; a single run
+/// reads `inputs` and passes each output to `print`. Returns the exit code.
 int runArtifact(
-    llvm::StringRef path, const llvm::StringMap<Tensor> &inputs, bool train,
-    bool tuneGemms, llvm::StringRef outputDirectory,
+    llvm::StringRef path, const llvm::StringMap<Tensor> &inputs,
+    const ArtifactRunOptions &options,
     llvm::function_ref<void(llvm::StringRef, const Tensor &)> print);
 
 } // namespace kiln

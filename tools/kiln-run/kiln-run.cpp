@@ -53,6 +53,13 @@ static cl::opt<bool> tuneGemms(
     cl::cat(category), "tune-gemms",
     cl::desc("With a .kiln artifact: choose each GEMM's cuBLASLt algorithm "
              "by timing its best candidates at load"));
+static cl::opt<int> profileSteps(
+    cl::cat(category), "profile", cl::init(0),
+    cl::desc("With a .kiln artifact and --train: after training, time this "
+             "many more steps (on the last batch) operation by operation and "
+             "print the kernels that take the most time, their share of the "
+             "step and their distance from the GPU's measured ceilings"),
+    cl::value_desc("STEPS"));
 static cl::opt<std::string> functionName(cl::cat(category), "function",
                                          cl::desc("The function to run"));
 
@@ -128,8 +135,12 @@ static int runArtifactCommand() {
   std::optional<StringMap<kiln::Tensor>> tensors = readInputs(files);
   if (!tensors)
     return 1;
-  return kiln::runArtifact(modelPath, *tensors, kiln::trainingRequested(),
-                           tuneGemms, outputDirectory, printOutput);
+  kiln::ArtifactRunOptions options;
+  options.train = kiln::trainingRequested();
+  options.tuneGemms = tuneGemms;
+  options.profileSteps = profileSteps;
+  options.outputDirectory = outputDirectory;
+  return kiln::runArtifact(modelPath, *tensors, options, printOutput);
 }
 
 int main(int argc, char **argv) {
@@ -148,8 +159,13 @@ int main(int argc, char **argv) {
   if (device == "cpu" && artifact)
     return fail("'" + modelPath + "' is compiled for the GPU; train on the "
                 "CPU from the model's .onnx or .mlir");
+  if (profileSteps < 0)
+    return fail("--profile expects a number of steps, at least 1");
   if (artifact)
     return runArtifactCommand();
+  if (profileSteps > 0)
+    return fail("--profile times the steps of a compiled artifact on the "
+                "GPU: give a .kiln file from kiln-compile --target=cuda");
   kiln::ImportOptions options;
   for (const std::string &dim : dims)
     if (!kiln::parseDimensionOption(dim, options))

@@ -13,6 +13,7 @@
 #define KILN_RUNTIME_SESSION_H
 
 #include "kiln/Artifact/Artifact.h"
+#include "kiln/Runtime/Profile.h"
 
 #include <cstdint>
 #include <memory>
@@ -65,6 +66,11 @@ public:
   /// Launches one step. The first call captures the step's operations in
   /// a CUDA graph; every later call replays it.
   bool step(std::string &error);
+  /// Runs `steps` steps on the inputs last written, operation by operation
+  /// (not as the graph) with events around each, then `steps` replays of
+  /// the graph, and measures the device's ceilings (StepProfile). The
+  /// steps train as step() does.
+  bool profile(int steps, StepProfile &profile, std::string &error);
   /// A one-line description of the device, for logs.
   const std::string &deviceName() const { return description; }
   /// The GPU memory the session holds: the arena, the GEMM workspace and the
@@ -77,6 +83,7 @@ private:
   bool initialize(const SessionOptions &options, std::string &error);
   bool enqueueOperations(std::string &error);
   bool tuneGemms(std::string &error);
+  bool measureCeilings(StepProfile &profile, std::string &error);
   /// Tensor `name` if it holds exactly `size` bytes.
   const artifact::Tensor *sized(const std::string &name, size_t size,
                                 std::string &error) const;

@@ -382,6 +382,7 @@ KernelPlan attentionForward(AttentionOp op) {
   values.push_back(tile("BK", rows));
   plan.results = {op.getOutput(), op.getLogsumexp()};
   plan.body = substitute(kForward, values);
+  plan.flops = 2 * attentionProductFlops(op);
   launch(plan, qs[0] * qs[1] * ((qs[2] + rows - 1) / rows), rows);
   return plan;
 }
@@ -423,6 +424,8 @@ SmallVector<KernelPlan> attentionGradient(AttentionGradOp op) {
   launch(query, qs[0] * qs[1] * ((qs[2] + rows - 1) / rows), rows);
   keyValue.body = prologue + substitute(kKeyValueGradient, values);
   launch(keyValue, ks[0] * ks[1] * ((ks[2] + rows - 1) / rows), rows);
+  query.flops = 3 * attentionProductFlops(op);
+  keyValue.flops = 4 * attentionProductFlops(op);
   return {query, keyValue};
 }
 

@@ -33,13 +33,15 @@ struct KernelPlan {
   llvm::SmallVector<mlir::Value> operands, results;
   /// Dense constants the body reads, in the order of their pointers after
   /// `operands` (they get buffers in the arena).
-  llvm::SmallVector<mlir::Operation *> constants;
+  llvm::SmallVector<mlir::Operation *, 2> constants;
   /// Bytes of scratch for the partial results of a split reduction; its
   /// pointer follows the results.
   int64_t partialBytes = 0;
   /// Whether the kernel checks indices it reads from tensors: its last
   /// argument is then a status word it sets when one is out of range.
   bool checksIndices = false;
+  /// Floating-point operations of its products (attention), for profiles.
+  int64_t flops = 0;
 };
 
 /// Kernels computing `results` (values defined by ops of `region`, a fusion

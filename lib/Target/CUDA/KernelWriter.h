@@ -233,6 +233,23 @@ private:
 std::string substitute(std::string text,
                        std::vector<std::pair<std::string, std::string>> values);
 
+/// Floating-point operations (2 per multiply-add) of one product the size
+/// of attention's Q K^T over the query-key pairs that take part (causal:
+/// key j <= query i). The forward pass computes two such products, the
+/// query gradient kernel three (S, dP, dQ), the key/value one four.
+template <typename AttentionOpTy>
+int64_t attentionProductFlops(AttentionOpTy op) {
+  llvm::ArrayRef<int64_t> qs = shapeOf(op.getQuery()),
+                          ks = shapeOf(op.getKey());
+  int64_t pairs = qs[2] * ks[2];
+  if (op.getCausal()) {
+    pairs = 0;
+    for (int64_t i = 0; i < qs[2]; ++i)
+      pairs += std::min(i + 1, ks[2]);
+  }
+  return 2 * qs[0] * qs[1] * pairs * qs[3];
+}
+
 /// The tiled attention kernels: the forward pass, and the query and the
 /// key/value gradients.
 KernelPlan attentionForward(AttentionOp op);

@@ -40,6 +40,11 @@ static int64_t alignUp(int64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
+/// The bytes `value` occupies in memory.
+static int64_t bytesOf(Value value) {
+  return countOf(value) * elementBytes(elementTypeOf(value));
+}
+
 /// An op for messages: its name and where it came from (an ONNX node).
 static std::string describe(Operation *op) {
   std::string text = op->getName().getStringRef().str();
@@ -277,6 +282,15 @@ LogicalResult Lowering::emitKernels(Operation *origin,
     auto operation = std::make_unique<artifact::OperationT>();
     operation->kernel = std::move(launch);
     operation->origin = describe(origin);
+    for (size_t k = first; k < last; ++k) {
+      for (Value value : kernels[k].operands)
+        operation->bytes += bytesOf(value);
+      for (Operation *constant : kernels[k].constants)
+        operation->bytes += bytesOf(constant->getResult(0));
+      for (Value value : kernels[k].results)
+        operation->bytes += bytesOf(value);
+      operation->flops += kernels[k].flops;
+    }
     operations.push_back(std::move(operation));
     first = last;
   }
@@ -420,6 +434,15 @@ LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs,
   gemm->bias = std::max<int64_t>(epilogue.bias, 0);
   gemm->aux = std::max<int64_t>(epilogue.aux, 0);
   auto operation = std::make_unique<artifact::OperationT>();
+  int64_t inBytes = elementBytes(inType);
+  int64_t outBytes = elementBytes(resultType.getElementType());
+  operation->bytes =
+      ((*strideA ? batch : 1) * m * k + (*strideB ? batch : 1) * k * n) *
+          inBytes +
+      batch * m * n * outBytes *
+          (epilogue.kind == artifact::Epilogue::DGelu ? 2 : 1) +
+      (epilogue.kind == artifact::Epilogue::Bias ? n * outBytes : 0);
+  operation->flops = 2 * batch * m * n * k;
   operation->gemm = std::move(gemm);
   operation->origin = describe(matmul);
   operations.push_back(std::move(operation));

@@ -430,6 +430,7 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op) {
       substitute(std::string("$PROLOGUE") + kTensorCoreForward, *values);
   ArrayRef<int64_t> qs = shapeOf(op.getQuery());
   launchTiles(plan, qs[0] * qs[1], qs[2]);
+  plan.flops = 2 * attentionProductFlops(op);
   return plan;
 }
 
@@ -465,6 +466,8 @@ tensorCoreAttentionGradient(AttentionGradOp op) {
   keyValue.body = substitute(prologue + kTensorCoreKeyValueGradient, keyValues);
   launchTiles(query, qs[0] * qs[1], qs[2]);
   launchTiles(keyValue, ks[0] * ks[1], ks[2]);
+  query.flops = 3 * attentionProductFlops(op);
+  keyValue.flops = 4 * attentionProductFlops(op);
   return SmallVector<KernelPlan>{query, keyValue};
 }
 

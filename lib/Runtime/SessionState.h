@@ -1,0 +1,118 @@
+//===- SessionState.h - what a Session holds on the GPU ---------*- C++ -*-===//
+//
+// The CUDA and cuBLASLt objects behind runtime::Session, shared by the
+// files that implement it (loading and stepping, profiling).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_RUNTIME_SESSIONSTATE_H
+#define KILN_LIB_RUNTIME_SESSIONSTATE_H
+
+#include "kiln/Runtime/Session.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+/// The cuBLASLt workspace every GEMM of a session shares.
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+/// The name and description of a CUDA error.
+inline std::string cudaMessage(cudaError_t status) {
+  return std::string(cudaGetErrorName(status)) + ": " +
+         cudaGetErrorString(status);
+}
+
+/// The cuBLASLt type of an artifact element type (tf32 values are f32).
+inline cudaDataType_t cudaType(artifact::ElementType type) {
+  switch (type) {
+  case artifact::ElementType::F64:
+    return CUDA_R_64F;
+  case artifact::ElementType::F16:
+    return CUDA_R_16F;
+  case artifact::ElementType::BF16:
+    return CUDA_R_16BF;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+/// One GEMM's cuBLASLt objects, the algorithms the heuristic proposed (best
+/// first) and the one chosen.
+struct GemmPlan {
+  const artifact::Gemm *gemm = nullptr;
+  cublasLtMatmulDesc_t operation = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  cublasLtMatmulAlgo_t algorithm{};
+};
+
+struct Session::State {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  char *arena = nullptr;
+  void **argumentTables = nullptr;
+  cudaLibrary_t library = nullptr;
+  std::vector<cudaKernel_t> kernels;
+  /// Per operation: the device address of its argument table.
+  std::vector<void *> tables;
+  cublasLtHandle_t blas = nullptr;
+  void *workspace = nullptr;
+  std::vector<GemmPlan> gemms;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t replay = nullptr;
+  /// While profiling: events recorded before each operation and after the
+  /// last one.
+  std::vector<cudaEvent_t> marks;
+  /// Pinned copies of the small tensors written every step (the batch, the
+  /// learning rate), and the event after each one's last upload.
+  struct Staging {
+    void *pinned = nullptr;
+    cudaEvent_t uploaded = nullptr;
+  };
+  std::map<std::string, Staging> staging;
+
+  ~State() {
+    for (auto &[name, buffer] : staging) {
+      if (buffer.uploaded)
+        cudaEventDestroy(buffer.uploaded);
+      if (buffer.pinned)
+        cudaFreeHost(buffer.pinned);
+    }
+    if (replay)
+      cudaGraphExecDestroy(replay);
+    if (graph)
+      cudaGraphDestroy(graph);
+    for (GemmPlan &g : gemms) {
+      if (g.operation)
+        cublasLtMatmulDescDestroy(g.operation);
+      if (g.a)
+        cublasLtMatrixLayoutDestroy(g.a);
+      if (g.b)
+        cublasLtMatrixLayoutDestroy(g.b);
+      if (g.d)
+        cublasLtMatrixLayoutDestroy(g.d);
+    }
+    if (blas)
+      cublasLtDestroy(blas);
+    if (workspace)
+      cudaFree(workspace);
+    if (library)
+      cudaLibraryUnload(library);
+    if (argumentTables)
+      cudaFree(argumentTables);
+    if (arena)
+      cudaFree(arena);
+    if (stream)
+      cudaStreamDestroy(stream);
+  }
+};
+
+} // namespace kiln::runtime
+
+#endif // KILN_LIB_RUNTIME_SESSIONSTATE_H

@@ -1,0 +1,145 @@
+//===- ProfileTest.cpp - what kiln-run --profile reports ------------------===//
+//
+// The profile's arithmetic needs no GPU: the bytes and operations the
+// compiler records for every operation of a step, and the report that
+// groups timed operations by kernel and compares them with the ceilings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Runtime/Profile.h"
+#include "kiln/Artifact/Artifact.h"
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Target/CUDATarget.h"
+#include "kiln/Tools/ModelLoading.h"
+#include "kiln/Training/Trainer.h"
+
+#include "llvm/Support/SourceMgr.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+
+namespace {
+
+const artifact::Artifact &unpack(const artifact::ArtifactT &a,
+                                 flatbuffers::FlatBufferBuilder &builder) {
+  builder.Finish(artifact::Artifact::Pack(builder, &a),
+                 artifact::ArtifactIdentifier());
+  return *artifact::GetArtifact(builder.GetBufferPointer());
+}
+
+std::unique_ptr<artifact::OperationT> launch(unsigned kernel, int64_t bytes) {
+  auto operation = std::make_unique<artifact::OperationT>();
+  operation->kernel = std::make_unique<artifact::KernelLaunchT>();
+  operation->kernel->kernel = kernel;
+  operation->origin = "op" + std::to_string(kernel);
+  operation->bytes = bytes;
+  return operation;
+}
+
+// Two launches of one kernel become one row; a GEMM is named by its shape;
+// floors are the larger of bytes over bandwidth and operations over the
+// GEMM rate; rows come the most time first.
+TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
+  artifact::ArtifactT a;
+  a.kernel_names = {"kiln_kernel_0", "kiln_kernel_1"};
+  a.operations.push_back(launch(0, 4000000));
+  a.operations.push_back(launch(1, 1000000));
+  a.operations.push_back(launch(0, 2000000));
+  auto gemm = std::make_unique<artifact::OperationT>();
+  gemm->gemm = std::make_unique<artifact::GemmT>();
+  gemm->gemm->batch = 1;
+  gemm->gemm->m = 1024;
+  gemm->gemm->n = 2048;
+  gemm->gemm->k = 512;
+  gemm->gemm->input_type = artifact::ElementType::BF16;
+  gemm->gemm->output_type = artifact::ElementType::F32;
+  gemm->gemm->epilogue = artifact::Epilogue::Bias;
+  gemm->bytes = 1024 * 512 * 2 + 512 * 2048 * 2 + 1024 * 2048 * 4;
+  gemm->flops = 2ll * 1024 * 2048 * 512;
+  gemm->origin = "kiln.fusion at \"/mlp\"";
+  a.operations.push_back(std::move(gemm));
+  flatbuffers::FlatBufferBuilder builder;
+  const artifact::Artifact &artifact = unpack(a, builder);
+
+  runtime::StepProfile profile;
+  profile.milliseconds = {0.004, 0.002, 0.003, 0.010};
+  profile.stepMilliseconds = 0.018;
+  profile.bytesPerSecond = 2e12;   // 2 bytes per ns
+  profile.flopsPerSecond = 500e12; // 500 operations per ns
+  std::vector<runtime::ProfileRow> rows =
+      runtime::profileRows(artifact, profile);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].what, "GEMM 1024x2048x512 bf16->f32 +Bias");
+  EXPECT_EQ(rows[0].origin, "kiln.fusion at \"/mlp\"");
+  // 2.1 GFLOP at 500 TFLOP/s: 4.29 us; 11.5 MB at 2 TB/s: 5.77 us.
+  EXPECT_NEAR(rows[0].floorMilliseconds, 11534336.0 / 2e12 * 1e3, 1e-12);
+  EXPECT_EQ(rows[1].what, "kiln_kernel_0");
+  EXPECT_EQ(rows[1].launches, 2);
+  EXPECT_DOUBLE_EQ(rows[1].milliseconds, 0.007);
+  EXPECT_DOUBLE_EQ(rows[1].bytes, 6e6);
+  EXPECT_NEAR(rows[1].floorMilliseconds, 6e6 / 2e12 * 1e3, 1e-12);
+  EXPECT_EQ(rows[2].what, "kiln_kernel_1");
+
+  std::string report = runtime::formatProfile(artifact, profile, /*top=*/2);
+  EXPECT_NE(report.find("step: 0.018 ms replayed as a CUDA graph; 0.019 ms "
+                        "launched operation by operation (4 operations)"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("ceilings measured: 2000 GB/s (copy), 500.0 TFLOP/s"),
+            std::string::npos)
+      << report;
+  // The GEMM: 52.6% of 0.019 ms, 214.7 TFLOP/s, 1.73x its floor.
+  EXPECT_NE(report.find("52.6%"), std::string::npos) << report;
+  EXPECT_NE(report.find("214.7 TFLOP/s"), std::string::npos) << report;
+  EXPECT_NE(report.find("1.73"), std::string::npos) << report;
+  // The kernel: 6 MB in 7 us, 857 GB/s.
+  EXPECT_NE(report.find("857 GB/s"), std::string::npos) << report;
+  EXPECT_EQ(report.find("kiln_kernel_1"), std::string::npos)
+      << "only the top 2 rows:\n"
+      << report;
+}
+
+// The compiler records every operation's bytes (at least what it writes)
+// and the operations of its products: a GEMM's 2 m n k per batch, the
+// attention kernels' Q K^T-sized products (two forward; three and four in
+// the gradient), none for element kernels.
+TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  llvm::SourceMgr sources;
+  auto module =
+      loadModel(std::string(KILN_SOURCE_DIR) + "/examples/gpt2_tiny/model.onnx",
+                &context, {}, sources);
+  ASSERT_TRUE(module);
+  auto forward = findFunction(*module, "");
+  ASSERT_TRUE(mlir::succeeded(forward));
+  TrainingSpec spec;
+  spec.pipeline.precision = Precision::BF16;
+  auto trainer = Trainer::create(*module, *forward, spec);
+  ASSERT_TRUE(mlir::succeeded(trainer));
+  auto compiled = cuda::compileFunction((*trainer)->stepFunction(), {});
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  int gemms = 0, attention = 0;
+  for (const auto &operation : (*compiled)->operations) {
+    EXPECT_GT(operation->bytes, 0) << operation->origin;
+    if (const auto &g = operation->gemm) {
+      ++gemms;
+      EXPECT_EQ(operation->flops, 2 * g->batch * g->m * g->n * g->k)
+          << operation->origin;
+      EXPECT_GE(operation->bytes, g->batch * g->m * g->n * 4)
+          << operation->origin;
+    } else if (llvm::StringRef(operation->origin)
+                   .starts_with("kiln.attention")) {
+      ++attention;
+      EXPECT_GT(operation->flops, 0) << operation->origin;
+    } else {
+      EXPECT_EQ(operation->flops, 0) << operation->origin;
+    }
+  }
+  EXPECT_GT(gemms, 0);
+  // Two layers: one forward launch and two gradient launches each.
+  EXPECT_EQ(attention, 6);
+}
+
+} // namespace
