@@ -62,20 +62,10 @@ public:
     SmallVector<int64_t> permutation;
     for (char label : order)
       permutation.push_back(operand.labels.find(label));
-    FailureOr<Value> transposed = node.create1<TransposeOp>(
-        {operand.value},
-        {node.builder.getNamedAttr(
-            "permutation", node.builder.getDenseI64ArrayAttr(permutation))});
+    FailureOr<Value> transposed = node.transpose(operand.value, permutation);
     if (failed(transposed))
       return failure();
     return Labeled{*transposed, order.str()};
-  }
-
-  FailureOr<Value> reshape(Value value, ArrayRef<int64_t> shape) {
-    auto type = cast<RankedTensorType>(value.getType());
-    if (type.getShape() == shape)
-      return value;
-    return node.create1<ReshapeOp>({value}, {}, {type.clone(shape)});
   }
 
   /// Contracts two operands into one with labels `result` (a subset of
@@ -125,8 +115,8 @@ public:
     int64_t k = product(sizes(*lhs, contracted));
     lhsShape.append({m, k});
     rhsShape.append({k, n});
-    FailureOr<Value> left = reshape(lhs->value, lhsShape);
-    FailureOr<Value> right = reshape(rhs->value, rhsShape);
+    FailureOr<Value> left = node.reshape(lhs->value, lhsShape);
+    FailureOr<Value> right = node.reshape(rhs->value, rhsShape);
     if (failed(left) || failed(right))
       return failure();
     FailureOr<Value> product = node.create1<MatmulOp>({*left, *right});
@@ -136,7 +126,7 @@ public:
         cast<RankedTensorType>(product->getType()).getShape().drop_back(2));
     llvm::append_range(shape, sizes(*lhs, kept));
     llvm::append_range(shape, sizes(*rhs, keptB));
-    FailureOr<Value> unflattened = reshape(*product, shape);
+    FailureOr<Value> unflattened = node.reshape(*product, shape);
     if (failed(unflattened))
       return failure();
     return permute(Labeled{*unflattened, batch + kept + keptB}, result);

@@ -1,7 +1,7 @@
 //===- MathImporters.cpp - ONNX products, reductions, normalizations ------===//
 //
-// MatMul, Gemm, the Reduce* family, ArgMax/ArgMin, Softmax, LogSoftmax and
-// LayerNormalization.
+// MatMul, Gemm, the Reduce* family, ArgMax/ArgMin, Softmax, LogSoftmax,
+// LayerNormalization and RMSNormalization.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,14 +15,6 @@ static NamedAttribute unitAttr(NodeContext &node, StringRef name) {
   return node.builder.getNamedAttr(name, node.builder.getUnitAttr());
 }
 
-static FailureOr<Value> reshape(NodeContext &node, Value input,
-                                ArrayRef<int64_t> shape) {
-  auto type = cast<RankedTensorType>(input.getType());
-  if (type.getShape() == shape)
-    return input;
-  return node.create1<ReshapeOp>({input}, {}, {type.clone(shape)});
-}
-
 /// MatMul follows numpy.matmul: a 1-D operand is a row (lhs) or column (rhs)
 /// vector whose unit dimension is removed from the result.
 static LogicalResult importMatMul(NodeContext &node) {
@@ -34,13 +26,13 @@ static LogicalResult importMatMul(NodeContext &node) {
     return node.error("MatMul operands must not be scalars");
   bool lhsVector = lhsType.getRank() == 1, rhsVector = rhsType.getRank() == 1;
   if (lhsVector) {
-    FailureOr<Value> row = reshape(node, lhs, {1, lhsType.getDimSize(0)});
+    FailureOr<Value> row = node.reshape(lhs, {1, lhsType.getDimSize(0)});
     if (failed(row))
       return failure();
     lhs = *row;
   }
   if (rhsVector) {
-    FailureOr<Value> column = reshape(node, rhs, {rhsType.getDimSize(0), 1});
+    FailureOr<Value> column = node.reshape(rhs, {rhsType.getDimSize(0), 1});
     if (failed(column))
       return failure();
     rhs = *column;
@@ -54,7 +46,7 @@ static LogicalResult importMatMul(NodeContext &node) {
     shape.erase(shape.end() - 1);
   if (lhsVector)
     shape.erase(shape.end() - (rhsVector ? 1 : 2));
-  return node.setResult(reshape(node, *product, shape));
+  return node.setResult(node.reshape(*product, shape));
 }
 
 /// Gemm: alpha * op(A) op(B) + beta * C, C broadcast to [M, N].
@@ -228,7 +220,7 @@ static LogicalResult importReduce(NodeContext &node) {
   for (int64_t d = 0; d < type.getRank(); ++d)
     if (!llvm::is_contained(**axes, d))
       shape.push_back(type.getDimSize(d));
-  return node.setResult(reshape(node, *unshifted, shape));
+  return node.setResult(node.reshape(*unshifted, shape));
 }
 
 template <typename OpTy> static LogicalResult importArgReduce(NodeContext &node) {
@@ -264,7 +256,11 @@ template <typename OpTy> static LogicalResult importSoftmax(NodeContext &node) {
       {node.inputType(0)}));
 }
 
-static LogicalResult importLayerNormalization(NodeContext &node) {
+/// The attributes LayerNormalization and RMSNormalization share, as kiln
+/// attributes: the first normalized axis and epsilon (statistics in f32 or
+/// better, the only stash_type kiln has).
+static FailureOr<SmallVector<NamedAttribute>>
+normalizationAttributes(NodeContext &node) {
   FailureOr<int64_t> axis = node.intAttr("axis", -1);
   FailureOr<double> epsilon = node.floatAttr("epsilon", 1e-5);
   FailureOr<int64_t> stashType = node.intAttr("stash_type", 1);
@@ -277,24 +273,77 @@ static LogicalResult importLayerNormalization(NodeContext &node) {
   FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
   if (failed(normalized))
     return failure();
+  return SmallVector<NamedAttribute>{
+      node.builder.getNamedAttr("axis",
+                                node.builder.getI64IntegerAttr(*normalized)),
+      node.builder.getNamedAttr("epsilon",
+                                node.builder.getF64FloatAttr(*epsilon))};
+}
+
+static LogicalResult importLayerNormalization(NodeContext &node) {
+  FailureOr<SmallVector<NamedAttribute>> attributes =
+      normalizationAttributes(node);
+  if (failed(attributes))
+    return failure();
   SmallVector<Value> operands{node.input(0), node.input(1)};
   if (node.hasInput(2))
     operands.push_back(node.input(2));
-  FailureOr<SmallVector<Value>> results = node.create<LayerNormOp>(
-      operands,
-      {node.builder.getNamedAttr("axis",
-                                 node.builder.getI64IntegerAttr(*normalized)),
-       node.builder.getNamedAttr("epsilon",
-                                 node.builder.getF64FloatAttr(*epsilon)),
-       node.builder.getNamedAttr(
-           "operandSegmentSizes",
-           node.builder.getDenseI32ArrayAttr(
-               {1, 1, static_cast<int32_t>(node.hasInput(2))}))});
+  attributes->push_back(node.builder.getNamedAttr(
+      "operandSegmentSizes",
+      node.builder.getDenseI32ArrayAttr(
+          {1, 1, static_cast<int32_t>(node.hasInput(2))})));
+  FailureOr<SmallVector<Value>> results =
+      node.create<LayerNormOp>(operands, *attributes);
   if (failed(results))
     return failure();
   for (unsigned i = 0; i < 3; ++i)
     node.setOutput(i, (*results)[i]);
   return success();
+}
+
+/// RMSNormalization (opset 23): kiln.rms_norm over [axis, rank), the scale
+/// inside it when it has the input's type and broadcasts to the normalized
+/// dimensions alone (after dropping leading 1s); otherwise the normalized
+/// input, cast to the scale's type, times the scale (which may then vary
+/// along leading dimensions too, as unidirectional broadcasting allows).
+static LogicalResult importRMSNormalization(NodeContext &node) {
+  FailureOr<SmallVector<NamedAttribute>> attributes =
+      normalizationAttributes(node);
+  if (failed(attributes))
+    return failure();
+  int64_t rank = node.inputRank(0);
+  int64_t normalized =
+      cast<IntegerAttr>(attributes->front().getValue()).getInt();
+  RankedTensorType inputType = node.inputType(0), scaleType = node.inputType(1);
+  ArrayRef<int64_t> scaleShape = scaleType.getShape();
+  int64_t extra = scaleType.getRank() - (rank - normalized);
+  int64_t leading = std::max<int64_t>(extra, 0);
+  bool inside = scaleType.getElementType() == inputType.getElementType() &&
+                llvm::all_of(scaleShape.take_front(leading),
+                             [](int64_t size) { return size == 1; });
+  SmallVector<Value> operands{node.input(0)};
+  if (inside) {
+    FailureOr<Value> scale =
+        node.reshape(node.input(1), scaleShape.drop_front(leading));
+    if (failed(scale))
+      return failure();
+    operands.push_back(*scale);
+  }
+  FailureOr<SmallVector<Value>> results =
+      node.create<RmsNormOp>(operands, *attributes);
+  if (failed(results))
+    return failure();
+  if (inside)
+    return node.setResult(results->front());
+  Value output = results->front();
+  if (scaleType.getElementType() != inputType.getElementType()) {
+    FailureOr<Value> cast = node.create1<CastOp>(
+        {output}, {}, {inputType.clone(scaleType.getElementType())});
+    if (failed(cast))
+      return failure();
+    output = *cast;
+  }
+  return node.setResult(node.create1<MulOp>({output, node.input(1)}));
 }
 
 void registerMathImporters(OpImporterTable &table) {
@@ -320,6 +369,7 @@ void registerMathImporters(OpImporterTable &table) {
   table.add("Softmax", importSoftmax<SoftmaxOp>);
   table.add("LogSoftmax", importSoftmax<LogSoftmaxOp>);
   table.add("LayerNormalization", importLayerNormalization);
+  table.add("RMSNormalization", importRMSNormalization);
 }
 
 } // namespace kiln

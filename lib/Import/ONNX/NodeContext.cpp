@@ -147,6 +147,20 @@ NodeContext::intsAttr(StringRef name) {
       SmallVector<int64_t>(attr->ints().begin(), attr->ints().end()));
 }
 
+FailureOr<Value> NodeContext::reshape(Value value, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getShape() == shape)
+    return value;
+  return create1<ReshapeOp>({value}, {}, {type.clone(shape)});
+}
+
+FailureOr<Value> NodeContext::transpose(Value value,
+                                        ArrayRef<int64_t> permutation) {
+  return create1<TransposeOp>(
+      {value}, {builder.getNamedAttr(
+                   "permutation", builder.getDenseI64ArrayAttr(permutation))});
+}
+
 FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
                                               StringRef what) {
   if (axis < -rank || axis >= rank)

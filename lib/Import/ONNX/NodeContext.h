@@ -25,7 +25,7 @@ class NodeContext;
 using OpImporter = mlir::LogicalResult (*)(NodeContext &);
 
 /// Op importers by ONNX op type. Each importer handles every opset from 13 to
-/// 21 and branches where the specification changed at a version.
+/// 23 and branches where the specification changed at a version.
 class OpImporterTable {
 public:
   void add(llvm::StringRef opType, OpImporter importer) {
@@ -40,6 +40,7 @@ private:
 };
 
 void registerActivationImporters(OpImporterTable &table);
+void registerAttentionImporter(OpImporterTable &table);
 void registerEinsumImporter(OpImporterTable &table);
 void registerElementwiseImporters(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
@@ -142,6 +143,12 @@ public:
       return mlir::failure();
     return results->front();
   }
+  /// `value` reshaped to `shape` (itself when it has that shape).
+  mlir::FailureOr<mlir::Value> reshape(mlir::Value value,
+                                       llvm::ArrayRef<int64_t> shape);
+  /// `value` with its dimensions permuted.
+  mlir::FailureOr<mlir::Value> transpose(mlir::Value value,
+                                         llvm::ArrayRef<int64_t> permutation);
   /// A kiln.constant holding `tensor`.
   mlir::Value constant(const Tensor &tensor);
   /// A 0-D constant of `elementType` holding `value`.

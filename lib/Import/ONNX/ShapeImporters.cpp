@@ -21,16 +21,6 @@ static Tensor int64Vector(ArrayRef<int64_t> values) {
   return tensor;
 }
 
-/// A reshape of input 0 to `shape`, or the input itself when it already
-/// has that shape.
-static FailureOr<Value> reshapeTo(NodeContext &node, Value input,
-                                  ArrayRef<int64_t> shape) {
-  auto type = cast<RankedTensorType>(input.getType());
-  if (type.getShape() == shape)
-    return input;
-  return node.create1<ReshapeOp>({input}, {}, {type.clone(shape)});
-}
-
 static LogicalResult importShape(NodeContext &node) {
   if (failed(node.requireInputs(1)))
     return failure();
@@ -96,7 +86,7 @@ static LogicalResult importReshape(NodeContext &node) {
              << type << " to a shape with " << known << " elements and a -1";
     shape[*inferred] = type.getNumElements() / known;
   }
-  return node.setResult(reshapeTo(node, node.input(0), shape));
+  return node.setResult(node.reshape(node.input(0), shape));
 }
 
 static LogicalResult importFlatten(NodeContext &node) {
@@ -110,8 +100,8 @@ static LogicalResult importFlatten(NodeContext &node) {
                                << rank << "]";
   int64_t split = *axis < 0 ? *axis + rank : *axis;
   int64_t outer = product(type.getShape().take_front(split));
-  return node.setResult(reshapeTo(
-      node, node.input(0), {outer, product(type.getShape().drop_front(split))}));
+  return node.setResult(node.reshape(
+      node.input(0), {outer, product(type.getShape().drop_front(split))}));
 }
 
 /// Axes from input 1 (opset 13 and later), each normalized for `rank`.
@@ -152,7 +142,7 @@ static LogicalResult importSqueeze(NodeContext &node) {
   for (int64_t d = 0; d < type.getRank(); ++d)
     if (!drop[d])
       shape.push_back(type.getDimSize(d));
-  return node.setResult(reshapeTo(node, node.input(0), shape));
+  return node.setResult(node.reshape(node.input(0), shape));
 }
 
 static LogicalResult importUnsqueeze(NodeContext &node) {
@@ -176,7 +166,7 @@ static LogicalResult importUnsqueeze(NodeContext &node) {
   int64_t next = 0;
   for (int64_t d = 0; d < rank; ++d)
     shape.push_back(inserted[d] ? 1 : type.getDimSize(next++));
-  return node.setResult(reshapeTo(node, node.input(0), shape));
+  return node.setResult(node.reshape(node.input(0), shape));
 }
 
 static LogicalResult importExpand(NodeContext &node) {

@@ -175,8 +175,7 @@ static LogicalResult importTranspose(NodeContext &node) {
   else // the default reverses the dimensions
     for (int64_t d = node.inputRank(0) - 1; d >= 0; --d)
       permutation.push_back(d);
-  return node.setResult(node.create1<TransposeOp>(
-      {node.input(0)}, {arrayAttr(node, "permutation", permutation)}));
+  return node.setResult(node.transpose(node.input(0), permutation));
 }
 
 /// Tile as broadcast and reshape: [a, b] tiled [r, s] is [1, a... ] viewed

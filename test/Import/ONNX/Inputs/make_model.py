@@ -216,7 +216,25 @@ def einsum_diagonal():
     return model([node], [tensor("x", F, [3, 3])], [tensor("y", F, [])])
 
 
+def attention(inputs, outputs, **attributes):
+    """An opset-23 Attention node over 4-D f32 q, k, v and `inputs` more."""
+    names = ["q", "k", "v"] + [n for n, _, _ in inputs]
+    node = helper.make_node("Attention", names, outputs, name="attn",
+                            **attributes)
+    values = [tensor(n, F, [1, 2, 4, 8]) for n in "qkv"]
+    values += [tensor(n, elem, shape) for n, elem, shape in inputs]
+    return model([node], values, [tensor(o, F, None) for o in outputs],
+                 opset=23)
+
+
 BUILDERS = {
+    "attention_softcap": lambda: attention([], ["y"], softcap=30.0),
+    "attention_scores_output": lambda: attention([], ["y", "", "", "s"]),
+    "attention_int_mask": lambda: attention(
+        [("m", TensorProto.INT64, [4, 4])], ["y"]),
+    "attention_3d_no_heads": lambda: model(
+        [helper.make_node("Attention", ["q", "q", "q"], ["y"], name="attn")],
+        [tensor("q", F, [1, 4, 16])], [tensor("y", F, None)], opset=23),
     "training_info": training_info,
     "gradient": gradient,
     "local_function": local_function,
