@@ -32,7 +32,7 @@ static const OpImporterTable &opImporters() {
   static const OpImporterTable table = [] {
     OpImporterTable t;
     registerActivationImporters(t);
-    registerAttentionImporter(t);
+    registerAttentionImporters(t);
     registerEinsumImporter(t);
     registerElementwiseImporters(t);
     registerShapeImporters(t);

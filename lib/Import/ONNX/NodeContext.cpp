@@ -161,6 +161,22 @@ FailureOr<Value> NodeContext::transpose(Value value,
                    "permutation", builder.getDenseI64ArrayAttr(permutation))});
 }
 
+FailureOr<Value> NodeContext::slice(Value value, ArrayRef<int64_t> start,
+                                    ArrayRef<int64_t> stride,
+                                    ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return create1<SliceOp>(
+      {value},
+      {builder.getNamedAttr("start", builder.getDenseI64ArrayAttr(start)),
+       builder.getNamedAttr("stride", builder.getDenseI64ArrayAttr(stride))},
+      {type.clone(shape)});
+}
+
+FailureOr<Value> NodeContext::concat(ValueRange values, int64_t axis) {
+  return create1<ConcatOp>(
+      values, {builder.getNamedAttr("axis", builder.getI64IntegerAttr(axis))});
+}
+
 FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
                                               StringRef what) {
   if (axis < -rank || axis >= rank)

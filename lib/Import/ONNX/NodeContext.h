@@ -40,7 +40,7 @@ private:
 };
 
 void registerActivationImporters(OpImporterTable &table);
-void registerAttentionImporter(OpImporterTable &table);
+void registerAttentionImporters(OpImporterTable &table);
 void registerEinsumImporter(OpImporterTable &table);
 void registerElementwiseImporters(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
@@ -149,6 +149,14 @@ public:
   /// `value` with its dimensions permuted.
   mlir::FailureOr<mlir::Value> transpose(mlir::Value value,
                                          llvm::ArrayRef<int64_t> permutation);
+  /// The elements of `value` from `start` on, `stride` apart, per
+  /// dimension, giving `shape`.
+  mlir::FailureOr<mlir::Value> slice(mlir::Value value,
+                                     llvm::ArrayRef<int64_t> start,
+                                     llvm::ArrayRef<int64_t> stride,
+                                     llvm::ArrayRef<int64_t> shape);
+  /// `values` concatenated along `axis`.
+  mlir::FailureOr<mlir::Value> concat(mlir::ValueRange values, int64_t axis);
   /// A kiln.constant holding `tensor`.
   mlir::Value constant(const Tensor &tensor);
   /// A 0-D constant of `elementType` holding `value`.

@@ -20,16 +20,6 @@ static NamedAttribute arrayAttr(NodeContext &node, StringRef name,
                                    node.builder.getDenseI64ArrayAttr(values));
 }
 
-/// A kiln.slice of `input` (start/stride per dimension, result `shape`).
-static FailureOr<Value> slice(NodeContext &node, Value input,
-                              ArrayRef<int64_t> start, ArrayRef<int64_t> stride,
-                              ArrayRef<int64_t> shape) {
-  auto type = cast<RankedTensorType>(input.getType());
-  return node.create1<SliceOp>(
-      {input}, {arrayAttr(node, "start", start), arrayAttr(node, "stride", stride)},
-      {type.clone(shape)});
-}
-
 static LogicalResult importConcat(NodeContext &node) {
   FailureOr<int64_t> axis = node.intAttr("axis", std::nullopt);
   if (failed(node.requireInputs(1)) || failed(axis))
@@ -84,7 +74,7 @@ static LogicalResult importSplit(NodeContext &node) {
     SmallVector<int64_t> shape(type.getShape());
     shape[*axis] = partSize;
     start[*axis] = partSize == 0 ? 0 : offset;
-    FailureOr<Value> part = slice(node, node.input(0), start, stride, shape);
+    FailureOr<Value> part = node.slice(node.input(0), start, stride, shape);
     if (failed(part))
       return failure();
     node.setOutput(i, *part);
@@ -160,7 +150,7 @@ static LogicalResult importSlice(NodeContext &node) {
     stride[*axis] = step;
     shape[*axis] = count;
   }
-  return node.setResult(slice(node, node.input(0), start, stride, shape));
+  return node.setResult(node.slice(node.input(0), start, stride, shape));
 }
 
 static LogicalResult importTranspose(NodeContext &node) {

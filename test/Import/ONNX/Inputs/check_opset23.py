@@ -1,5 +1,6 @@
-"""Checks kiln's import of opset 23's Attention and RMSNormalization against
-NumPy references written from the ONNX specification.
+"""Checks kiln's import of opset 23's Attention, RotaryEmbedding and
+RMSNormalization against NumPy references written from the ONNX
+specification.
 
 Usage: check_opset23.py WORKDIR
 Prints "OK <case>" when every output of kiln-run matches within 1e-5
@@ -68,6 +69,30 @@ def rms_normalization(x, scale, axis=-1, epsilon=1e-5):
     return [x / rms * scale]
 
 
+def rotary_embedding(x, cos, sin, position_ids=None, interleaved=0,
+                     rotary_embedding_dim=0, num_heads=None):
+    """RotaryEmbedding-23, on [B, S, H, D]."""
+    shape = x.shape
+    x = (x.transpose(0, 2, 1, 3) if x.ndim == 4 else
+         x.reshape(shape[0], shape[1], num_heads, -1))
+    r = rotary_embedding_dim or x.shape[3]
+    if position_ids is not None:
+        cos, sin = cos[position_ids], sin[position_ids]
+    cos, sin = cos[:, :, None, :], sin[:, :, None, :]
+    head, rest = x[..., :r], x[..., r:]
+    if interleaved:
+        x1, x2 = head[..., 0::2], head[..., 1::2]
+    else:
+        x1, x2 = head[..., :r // 2], head[..., r // 2:]
+    real, imag = cos * x1 - sin * x2, sin * x1 + cos * x2
+    if interleaved:
+        rotated = np.stack([real, imag], axis=-1).reshape(head.shape)
+    else:
+        rotated = np.concatenate([real, imag], axis=-1)
+    y = np.concatenate([rotated, rest], axis=-1)
+    return [y.transpose(0, 2, 1, 3) if len(shape) == 4 else y.reshape(shape)]
+
+
 def f32(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
 
@@ -97,6 +122,18 @@ def cases(rng):
            [f32(rng, b, 2, 2, d), f32(rng, b, 2, 2, d), f32(rng, b, 2, 2, d),
             f32(rng, 1, 1, 2, 6), f32(rng, b, 2, 4, d), f32(rng, b, 2, 4, d)],
            attention)
+    positions = rng.integers(0, 16, size=(b, t)).astype(np.int64)
+    yield ("rotary_4d_positions", "RotaryEmbedding", {},
+           [f32(rng, b, 2, t, d), f32(rng, 16, d // 2), f32(rng, 16, d // 2),
+            positions], rotary_embedding)
+    yield ("rotary_3d_interleaved_partial", "RotaryEmbedding",
+           dict(interleaved=1, rotary_embedding_dim=4, num_heads=2),
+           [f32(rng, b, t, 2 * d), f32(rng, 16, 2), f32(rng, 16, 2),
+            positions], rotary_embedding)
+    yield ("rotary_4d_caches_per_token", "RotaryEmbedding",
+           dict(rotary_embedding_dim=6),
+           [f32(rng, b, 3, t, d), f32(rng, b, t, 3), f32(rng, b, t, 3)],
+           rotary_embedding)
     yield ("rms_normalization_last", "RMSNormalization", {},
            [f32(rng, b, t, d), f32(rng, d)], rms_normalization)
     yield ("rms_normalization_axis1_leading_ones", "RMSNormalization",
@@ -108,10 +145,12 @@ def cases(rng):
 
 
 INPUTS = {"Attention": ["Q", "K", "V", "attn_mask", "past_key", "past_value"],
-          "RMSNormalization": ["X", "scale"]}
+          "RMSNormalization": ["X", "scale"],
+          "RotaryEmbedding": ["X", "cos_cache", "sin_cache", "position_ids"]}
 OUTPUTS = {"Attention": ["Y", "present_key", "present_value"],
-           "RMSNormalization": ["Y"]}
+           "RMSNormalization": ["Y"], "RotaryEmbedding": ["Y"]}
 TYPES = {np.dtype(np.float32): TensorProto.FLOAT,
+         np.dtype(np.int64): TensorProto.INT64,
          np.dtype(bool): TensorProto.BOOL}
 
 
@@ -121,10 +160,13 @@ def main():
     rng = np.random.default_rng(0)
     for name, op, attributes, arrays, reference in cases(rng):
         names = INPUTS[op][:len(arrays)]
-        wide = [a.astype(np.float64) if a.dtype != bool else a for a in arrays]
+        wide = [a.astype(np.float64) if a.dtype == np.float32 else a
+                for a in arrays]
         keywords = {"axis": "axis", "epsilon": "epsilon", "is_causal":
                     "is_causal", "q_num_heads": "q_heads", "kv_num_heads":
-                    "kv_heads", "scale": "scale"}
+                    "kv_heads", "scale": "scale", "interleaved": "interleaved",
+                    "rotary_embedding_dim": "rotary_embedding_dim",
+                    "num_heads": "num_heads"}
         expected = reference(*wide, **{keywords[k]: v
                                       for k, v in attributes.items()})
         outputs = OUTPUTS[op][:len(expected)]

@@ -1,4 +1,4 @@
-//===- AttentionImporter.cpp - ONNX Attention (opset 23) ------------------===//
+//===- AttentionImporters.cpp - ONNX Attention, RotaryEmbedding (23) -----===//
 //
 // Attention becomes one kiln.attention, which computes what the operator
 // specifies (scores scaled by `scale`, a boolean or additive mask, causal
@@ -94,10 +94,7 @@ LogicalResult importAttention(NodeContext &node) {
     past =
         node.inputType(4).getRank() == 4 ? node.inputType(4).getDimSize(2) : 0;
     auto append = [&](unsigned cache, Value fresh) {
-      return node.create1<ConcatOp>(
-          {node.input(cache), fresh},
-          {node.builder.getNamedAttr("axis",
-                                     node.builder.getI64IntegerAttr(2))});
+      return node.concat({node.input(cache), fresh}, 2);
     };
     key = append(4, *key);
     value = append(5, *value);
@@ -179,10 +176,129 @@ LogicalResult importAttention(NodeContext &node) {
   return success();
 }
 
+/// RotaryEmbedding (opset 23), composed of kiln ops: each head's first
+/// `rotary_embedding_dim` features (all by default) are pairs (x1, x2),
+/// halves or, `interleaved`, neighbours, rotated by their position's angle:
+/// (x1 cos - x2 sin, x1 sin + x2 cos); the rest pass through. The caches
+/// are indexed by `position_ids` when given ([B, S] -> [B, S, R/2]).
+LogicalResult importRotaryEmbedding(NodeContext &node) {
+  FailureOr<int64_t> interleaved = node.intAttr("interleaved", 0);
+  FailureOr<int64_t> rotaryDim = node.intAttr("rotary_embedding_dim", 0);
+  if (failed(node.requireInputs(3)) || failed(interleaved) || failed(rotaryDim))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  if (rank != 3 && rank != 4)
+    return node.error("X must be 3-D or 4-D, not ") << type;
+  // Work on [B, H, S, D] (4-D) or [B, S, H, D] (3-D, split into heads);
+  // the caches broadcast over the heads' axis.
+  Value x = node.input(0);
+  int64_t headAxis = rank == 4 ? 1 : 2;
+  if (rank == 3) {
+    FailureOr<int64_t> heads = node.intAttr("num_heads", std::nullopt);
+    if (failed(heads))
+      return failure();
+    if (*heads <= 0 || type.getDimSize(2) % *heads != 0)
+      return node.error("num_heads ")
+             << *heads << " does not divide the hidden size of " << type;
+    FailureOr<Value> split =
+        node.reshape(x, {type.getDimSize(0), type.getDimSize(1), *heads,
+                         type.getDimSize(2) / *heads});
+    if (failed(split))
+      return failure();
+    x = *split;
+  }
+  SmallVector<int64_t> shape(cast<RankedTensorType>(x.getType()).getShape());
+  int64_t head = shape[3];
+  int64_t rotated = *rotaryDim == 0 ? head : *rotaryDim;
+  if (rotated % 2 != 0 || rotated > head)
+    return node.error("rotary_embedding_dim ")
+           << rotated << " must be even and at most the head size " << head;
+  // The caches as [B, S, R/2], then with a unit heads' axis.
+  SmallVector<Value> caches;
+  for (unsigned i : {1u, 2u}) {
+    Value cache = node.input(i);
+    if (node.hasInput(3)) {
+      FailureOr<Value> gathered = node.create1<GatherOp>(
+          {cache, node.input(3)},
+          {node.builder.getNamedAttr("axis",
+                                     node.builder.getI64IntegerAttr(0))});
+      if (failed(gathered))
+        return failure();
+      cache = *gathered;
+    }
+    auto cacheType = cast<RankedTensorType>(cache.getType());
+    if (cacheType.getRank() != 3 || cacheType.getDimSize(2) != rotated / 2)
+      return node.error("the cos and sin caches must give [batch, sequence, ")
+             << rotated / 2 << "] values, not " << cacheType;
+    SmallVector<int64_t> expanded(cacheType.getShape());
+    expanded.insert(expanded.begin() + headAxis, 1);
+    FailureOr<Value> reshaped = node.reshape(cache, expanded);
+    if (failed(reshaped))
+      return failure();
+    caches.push_back(*reshaped);
+  }
+  // x1 and x2: the two halves, or the even and odd features.
+  SmallVector<int64_t> halfShape = shape;
+  halfShape[3] = rotated / 2;
+  int64_t step = *interleaved ? 2 : 1;
+  FailureOr<Value> x1 = node.slice(x, {0, 0, 0, 0}, {1, 1, 1, step}, halfShape);
+  FailureOr<Value> x2 = node.slice(x, {0, 0, 0, *interleaved ? 1 : rotated / 2},
+                                   {1, 1, 1, step}, halfShape);
+  if (failed(x1) || failed(x2))
+    return failure();
+  Value cos = caches[0], sin = caches[1];
+  auto combine = [&](Value a, Value p, Value b, Value q, bool add) {
+    FailureOr<Value> left = node.create1<MulOp>({a, p});
+    FailureOr<Value> right = node.create1<MulOp>({b, q});
+    if (failed(left) || failed(right))
+      return FailureOr<Value>(failure());
+    return add ? node.create1<AddOp>({*left, *right})
+               : node.create1<SubOp>({*left, *right});
+  };
+  FailureOr<Value> real = combine(cos, *x1, sin, *x2, false);
+  FailureOr<Value> imag = combine(sin, *x1, cos, *x2, true);
+  if (failed(real) || failed(imag))
+    return failure();
+  FailureOr<Value> result;
+  if (*interleaved) {
+    // Pairs back in place: [..., R/2, 2] read as [..., R].
+    SmallVector<int64_t> pairShape = halfShape;
+    pairShape.push_back(1);
+    FailureOr<Value> r = node.reshape(*real, pairShape);
+    FailureOr<Value> i = node.reshape(*imag, pairShape);
+    if (failed(r) || failed(i))
+      return failure();
+    FailureOr<Value> pairs = node.concat({*r, *i}, 4);
+    if (failed(pairs))
+      return failure();
+    SmallVector<int64_t> rotatedShape = halfShape;
+    rotatedShape[3] = rotated;
+    result = node.reshape(*pairs, rotatedShape);
+  } else {
+    result = node.concat({*real, *imag}, 3);
+  }
+  if (failed(result))
+    return failure();
+  if (rotated < head) {
+    SmallVector<int64_t> restShape = shape;
+    restShape[3] = head - rotated;
+    FailureOr<Value> rest =
+        node.slice(x, {0, 0, 0, rotated}, {1, 1, 1, 1}, restShape);
+    if (failed(rest))
+      return failure();
+    result = node.concat({*result, *rest}, 3);
+    if (failed(result))
+      return failure();
+  }
+  return node.setResult(node.reshape(*result, type.getShape()));
+}
+
 } // namespace
 
-void registerAttentionImporter(OpImporterTable &table) {
+void registerAttentionImporters(OpImporterTable &table) {
   table.add("Attention", importAttention);
+  table.add("RotaryEmbedding", importRotaryEmbedding);
 }
 
 } // namespace kiln
