@@ -2,7 +2,7 @@
 //
 // Session::profile: events around every operation of the step launched one
 // by one, the step's graph replayed whole, and the device's two ceilings
-// measured on the spot (METHOD: datasheet rates are leads, not floors): a
+// measured on the spot (datasheet rates are only leads): a
 // device-to-device copy and a GEMM of random data in the type the step's
 // GEMMs read, with the compute type the step uses.
 //
