@@ -102,6 +102,18 @@ LogicalResult importAttention(NodeContext &node) {
       return failure();
   }
   auto queryType = cast<RankedTensorType>(query->getType());
+  // kiln's softmax is f32 (f64 for f64 operands): any narrower precision
+  // asked for is exceeded, a wider one refused.
+  if (node.attribute("softmax_precision")) {
+    FailureOr<int64_t> precision =
+        node.intAttr("softmax_precision", std::nullopt);
+    if (failed(precision))
+      return failure();
+    if (*precision == onnx::TensorProto::DOUBLE &&
+        !queryType.getElementType().isF64())
+      return node.error("softmax_precision double is not supported for ")
+             << queryType.getElementType() << " operands (kiln's is f32)";
+  }
   ArrayRef<int64_t> q = queryType.getShape();
   ArrayRef<int64_t> v = cast<RankedTensorType>(value->getType()).getShape();
   int64_t keys = cast<RankedTensorType>(key->getType()).getDimSize(2);

@@ -230,6 +230,8 @@ def attention(inputs, outputs, **attributes):
 BUILDERS = {
     "attention_softcap": lambda: attention([], ["y"], softcap=30.0),
     "attention_scores_output": lambda: attention([], ["y", "", "", "s"]),
+    "attention_double_softmax": lambda: attention(
+        [], ["y"], softmax_precision=TensorProto.DOUBLE),
     "attention_int_mask": lambda: attention(
         [("m", TensorProto.INT64, [4, 4])], ["y"]),
     "attention_3d_no_heads": lambda: model(
