@@ -147,9 +147,16 @@ FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Value y,
     SmallVector<Value> operandGrads;
     if (failed((*rule)(op, resultGrads, gradientBuilder, operandGrads)))
       return failure();
-    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
-      if (!grad || !active.count(operand))
+    for (auto [index, grad] : llvm::enumerate(operandGrads)) {
+      Value operand = op->getOperand(index);
+      if (!active.count(operand))
         continue;
+      // A rule that gives an operand no gradient must not meet one that a
+      // trained parameter reaches: its gradient would silently be lost.
+      if (!grad)
+        return op->emitOpError("gives operand ")
+               << index
+               << " no gradient, but it depends on a trained parameter";
       Value &sum = grads[operand];
       sum = sum ? gradientBuilder.add(sum, grad) : grad;
     }
