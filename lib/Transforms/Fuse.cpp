@@ -1,10 +1,11 @@
 //===- Fuse.cpp - elementwise fusion --------------------------------------===//
 //
-// Groups chains of elementwise ops (with broadcasting) into kiln.fusion
-// regions, one kernel each, so that their intermediate values are never
-// stored. Ops join the group of a producer when the move keeps every use
-// of the group's values dominated: values used outside the group must only
-// be used after the group's last op, where the fusion is placed.
+// Groups chains of elementwise ops (with broadcasting) and the data
+// movement between them into kiln.fusion regions, one kernel each, so that
+// their intermediate values are never stored. Ops join the group of a producer
+// when the move keeps every use of the group's values dominated: values used
+// outside the group must only be used after the group's last op, where the
+// fusion is placed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,16 @@ bool isElementwise(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>() ||
          isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, RemainderOp,
              AndOp, OrOp, XorOp, CompareOp, WhereOp>(op);
+}
+
+/// Data movement that a kernel computes as index arithmetic on its input:
+/// fused with what produces or reads it, the moved tensor is never stored
+/// (GPT-2's split of the fused q/k/v product into heads: slice, reshape,
+/// transpose and cast in one kernel; backward, the heads' gradients moved
+/// back into one tensor). Broadcasts stay out: fused, they would recompute
+/// their input once per copy.
+static bool isIndexMap(Operation *op) {
+  return isa<ReshapeOp, TransposeOp, SliceOp, InsertSliceOp>(op);
 }
 
 /// Whether every use of `group`'s values outside `members` comes after
@@ -213,18 +224,31 @@ int fuseElementwise(func::FuncOp function) {
   DenseSet<unsigned> closed; // groups that end in a reduction
   for (Operation &op : function.getBody().front()) {
     bool reduction = isFusedReduction(&op);
-    if (!isElementwise(&op) && !reduction)
+    if (!isElementwise(&op) && !isIndexMap(&op) && !reduction)
       continue;
     // The groups of this op's producers (for a reduction, of its reduced
     // input only), each joined if uses stay dominated.
+    // A group that ends in a reduction takes no reader of the reduction,
+    // but still ops that read its other values (the cast of a gradient
+    // whose bias gradient the group sums): its values are then computed in
+    // each kernel that needs them instead of being stored.
     SmallVector<unsigned> candidates;
     for (Value operand : reduction ? op.getOperands().take_front()
                                    : op.getOperands())
       if (Operation *producer = operand.getDefiningOp())
         if (auto it = groupOf.find(producer);
-            it != groupOf.end() && !closed.contains(it->second))
+            it != groupOf.end() && !isFusedReduction(producer))
           if (!llvm::is_contained(candidates, it->second))
             candidates.push_back(it->second);
+    llvm::erase_if(candidates, [&](unsigned candidate) {
+      return closed.contains(candidate) &&
+             llvm::any_of(op.getOperands(), [&](Value operand) {
+               Operation *producer = operand.getDefiningOp();
+               auto it = producer ? groupOf.find(producer) : groupOf.end();
+               return it != groupOf.end() && it->second == candidate &&
+                      isFusedReduction(producer);
+             });
+    });
     DenseSet<Operation *> members{&op};
     SmallVector<unsigned> joined;
     for (unsigned candidate : candidates) {
@@ -257,7 +281,24 @@ int fuseElementwise(func::FuncOp function) {
 
   int fused = 0;
   for (SmallVector<Operation *> &group : groups) {
-    if (group.size() < 2)
+    // A reshape of a value the group reads is a view of it; read outside
+    // the group too, it stays a view rather than become a copy the fusion
+    // stores (the logits that both the loss and its gradient read).
+    DenseSet<Operation *> members(group.begin(), group.end());
+    llvm::erase_if(group, [&](Operation *op) {
+      if (!isa<ReshapeOp>(op) ||
+          members.contains(op->getOperand(0).getDefiningOp()))
+        return false;
+      bool readOutside = llvm::any_of(op->getUsers(), [&](Operation *user) {
+        return !members.contains(user);
+      });
+      if (readOutside)
+        members.erase(op);
+      return readOutside;
+    });
+    // Reshapes alone are views of their input: no kernel at all.
+    if (group.size() < 2 ||
+        llvm::all_of(group, [](Operation *op) { return isa<ReshapeOp>(op); }))
       continue;
     llvm::sort(group, [](Operation *a, Operation *b) {
       return a->isBeforeInBlock(b);

@@ -196,3 +196,50 @@ func.func @dgelu_epilogue(%dy: tensor<4x8xf32>, %w: tensor<8x8xf32>, %pre: tenso
   %dx = kiln.gelu_grad %pre, %r approximation = tanh : tensor<2x2x8xf32>
   return %dx : tensor<2x2x8xf32>
 }
+
+// -----
+
+// Tests that data movement fuses with the cast that follows it: the split of
+// a fused q/k/v product into heads (slice, reshape, transpose) and its bf16
+// cast are one kernel, which stores only the cast.
+// CHECK-LABEL: func @split_heads
+// CHECK: %[[Q:.*]] = kiln.fusion %arg0 : (tensor<2x4x24xf32>) -> tensor<2x2x4x4xbf16> {
+// CHECK: kiln.slice
+// CHECK: kiln.reshape
+// CHECK: kiln.transpose
+// CHECK: kiln.cast
+// CHECK: return %[[Q]]
+func.func @split_heads(%qkv: tensor<2x4x24xf32>) -> tensor<2x2x4x4xbf16> {
+  %q = kiln.slice %qkv {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>}
+      : tensor<2x4x24xf32> to tensor<2x4x8xf32>
+  %h = kiln.reshape %q : tensor<2x4x8xf32> to tensor<2x4x2x4xf32>
+  %t = kiln.transpose %h {permutation = array<i64: 0, 2, 1, 3>}
+      : (tensor<2x4x2x4xf32>) -> tensor<2x2x4x4xf32>
+  %c = kiln.cast %t : tensor<2x2x4x4xf32> to tensor<2x2x4x4xbf16>
+  return %c : tensor<2x2x4x4xbf16>
+}
+
+// -----
+
+// Tests that a reshape of a value read from outside stays a view when
+// something outside the fusion reads it too (no copy of the logits), and
+// that a group ending in a reduction still takes a cast of its other
+// values: the gradient is summed and cast to bf16 in one fusion, and is
+// never stored in f32.
+// CHECK-LABEL: func @views_and_reductions
+// CHECK: %[[V:.*]] = kiln.reshape %arg0
+// CHECK: kiln.fusion %[[V]]
+// CHECK: %[[G:.*]]:2 = kiln.fusion %arg1, %arg2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4x8xbf16>)
+// CHECK: kiln.reduce_sum
+// CHECK: kiln.cast
+// CHECK: return {{.*}}%[[V]], %[[G]]#0, %[[G]]#1
+func.func @views_and_reductions(%logits: tensor<2x2x8xf32>, %a: tensor<4x8xf32>, %b: tensor<4x8xf32>)
+    -> (tensor<f32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>) {
+  %flat = kiln.reshape %logits : tensor<2x2x8xf32> to tensor<4x8xf32>
+  %e = kiln.exp %flat : tensor<4x8xf32>
+  %s = kiln.reduce_sum %e {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
+  %g = kiln.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %db = kiln.reduce_sum %g {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>
+  %gc = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
+  return %s, %flat, %db, %gc : tensor<f32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>
+}

@@ -16,11 +16,12 @@
 // CHECK-SAME: {kiln.name = "grad_norm"}, tensor<4x4xf32> {kiln.update_of = "w"}
 // CHECK-SAME: kiln.arena_bytes
 // CHECK: kiln.matmul {{.*}}{accumulate = f32{{.*}} : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xf32>
-// The backward chain tanh' * dloss and its bf16 cast form one fusion, whose
-// result has a buffer and whose inner values have none.
-// CHECK: kiln.fusion {{.*}}{kiln.offsets = array<i64: {{[0-9]+}}>} : {{.*}} {
+// The loss (the mean of tanh) and the backward chain tanh' * dloss with its
+// bf16 cast form one fusion, so tanh is never stored: its results have
+// buffers, its inner values none.
+// CHECK: kiln.fusion {{.*}}{kiln.offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}>} : {{.*}} {
 // CHECK-NOT: kiln.offsets
-// CHECK: kiln.yield %{{.*}} : tensor<2x4xbf16>
+// CHECK: kiln.yield %{{.*}}, %{{.*}} : tensor<f32>, tensor<2x4xbf16>
 // CHECK: kiln.matmul {{.*}}{accumulate = f32{{.*}}transpose_lhs} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<4x4xf32>
 // CHECK: kiln.adamw
 // SGD-NOT: bf16
