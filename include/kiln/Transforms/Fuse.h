@@ -16,8 +16,10 @@ namespace kiln {
 /// arithmetic, comparisons, where.
 bool isElementwise(mlir::Operation *op);
 
-/// Outlines chains of elementwise ops of `function`'s body into
-/// kiln.fusion ops; returns how many fusions it made.
+/// Outlines chains of elementwise ops of `function`'s body, with the data
+/// movement between them (reshape, transpose, slice, insert_slice) and the
+/// reductions that end them, into kiln.fusion ops; returns how many fusions
+/// it made.
 int fuseElementwise(mlir::func::FuncOp function);
 
 /// Makes each product whose only reader adds a bias along its rows (a

@@ -148,8 +148,10 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let summary = "Group elementwise chains into kiln.fusion regions";
   let description = [{
     Outlines connected elementwise ops (unary math, casts, broadcasting
-    arithmetic, comparisons, where) into `kiln.fusion` ops, one kernel each,
-    whose intermediate values are never stored (lib/Transforms/Fuse.cpp).
+    arithmetic, comparisons, where), the data movement between them
+    (reshape, transpose, slice, insert_slice) and the reductions that end
+    them into `kiln.fusion` ops, one kernel each, whose intermediate values
+    are never stored (lib/Transforms/Fuse.cpp).
     An op joins its producer's fusion only where every outside use of the
     fusion's values follows it, so the rewrite never reorders a use before
     its definition. The function computes bit for bit what it did before.
