@@ -318,6 +318,27 @@ const KernelCase kCases[] = {
             tensor<3x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<3x4x6xf32>, tensor<3x4x1xf32>,
             tensor<3x4x6xf32>, tensor<6xf32>
       })"},
+    // Narrow norms: a bf16 input and output, f32 statistics, and gradients
+    // f32 from the bf16 input (layer and RMS norm, forward and backward).
+    {"NarrowNorms", R"(
+      func.func @main(%x: tensor<3x4x8xbf16>, %s: tensor<8xf32>, %b: tensor<8xf32>, %dy: tensor<3x4x8xf32>)
+          -> (tensor<3x4x8xbf16>, tensor<3x4x1xf32>, tensor<3x4x8xf32>, tensor<8xf32>, tensor<8xf32>,
+              tensor<3x4x8xbf16>, tensor<3x4x8xf32>, tensor<8xf32>) {
+        %y, %m, %r = kiln.layer_norm %x scale %s bias %b {axis = 2 : i64, epsilon = 1.0e-5 : f64}
+            : (tensor<3x4x8xbf16>, tensor<8xf32>, tensor<8xf32>)
+            -> (tensor<3x4x8xbf16>, tensor<3x4x1xf32>, tensor<3x4x1xf32>)
+        %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 2 : i64}
+            : (tensor<3x4x8xbf16>, tensor<3x4x1xf32>, tensor<3x4x1xf32>, tensor<3x4x8xf32>, tensor<8xf32>)
+            -> (tensor<3x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+        %z, %q = kiln.rms_norm %x scale %b {axis = 2 : i64, epsilon = 1.0e-6 : f64}
+            : (tensor<3x4x8xbf16>, tensor<8xf32>) -> (tensor<3x4x8xbf16>, tensor<3x4x1xf32>)
+        %dz, %dq = kiln.rms_norm_grad %x, %q, %dy scale %b {axis = 2 : i64}
+            : (tensor<3x4x8xbf16>, tensor<3x4x1xf32>, tensor<3x4x8xf32>, tensor<8xf32>)
+            -> (tensor<3x4x8xf32>, tensor<8xf32>)
+        return %y, %m, %dx, %ds, %db, %z, %dz, %dq : tensor<3x4x8xbf16>, tensor<3x4x1xf32>,
+            tensor<3x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<3x4x8xbf16>, tensor<3x4x8xf32>,
+            tensor<8xf32>
+      })"},
     // Rows longer than a block, with statistics its threads share: norms,
     // softmax and a cross-entropy gradient over a padded vocabulary whose
     // padded classes return before reading the row's log-sum-exp; sums of
