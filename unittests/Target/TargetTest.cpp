@@ -74,8 +74,9 @@ protected:
       ++norms;
       narrow += !mlir::getElementTypeOrSelf(op->getOperand(0)).isF32();
     });
-    if (narrowNorms)
+    if (narrowNorms) {
       EXPECT_GT(norms, 0);
+    }
     EXPECT_EQ(narrow, narrowNorms ? norms : 0);
 
     cuda::TargetOptions options;
