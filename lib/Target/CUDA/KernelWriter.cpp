@@ -311,6 +311,7 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
           "_at = o;\n    }\n    return " + name + "_value;\n  };\n";
   // Threads walk rows when they reuse a row's statistics.
   rowMemo |= !isShared && r.contiguous;
+  unshared += !isShared;
   if (isShared && schedule != Schedule::BlockPerElement) {
     shared.push_back({name, r.sharedAt});
     sharesRows |= r.contiguous;
@@ -435,10 +436,13 @@ bool KernelWriter::atReductionGranularity(Value value) {
   return reaches(value);
 }
 
-void KernelWriter::planSharing(ArrayRef<Value> results) {
+void KernelWriter::planSharing(ArrayRef<Value> results,
+                               ArrayRef<Value> rowResults) {
   ArrayRef<int64_t> shape = shapeOf(results.front());
   rowLength = shape.empty() ? 1 : shape.back();
+  this->rowResults.assign(rowResults.begin(), rowResults.end());
   llvm::DenseSet<Value> isResult(results.begin(), results.end());
+  isResult.insert(rowResults.begin(), rowResults.end());
   auto inMemory = [&](Value v) {
     return !isResult.contains(v) && (materialized.contains(v) || external(v));
   };
@@ -457,6 +461,7 @@ void KernelWriter::planSharing(ArrayRef<Value> results) {
     order.push_back(v);
   };
   llvm::for_each(results, visit);
+  llvm::for_each(rowResults, visit);
   // Readers first: a value is read at the results' index if every reader
   // the kernel computes is, and reads it element for element.
   for (Value v : llvm::reverse(order)) {
@@ -483,15 +488,23 @@ void KernelWriter::planSharing(ArrayRef<Value> results) {
 
 std::string KernelWriter::rowStart(Value value, int64_t period,
                                    const std::string &index) const {
-  if (schedule != Schedule::BlockPerRow || !readAtResultIndex.contains(value) ||
+  if (schedule != Schedule::BlockPerRow)
+    return "";
+  // A row result is the statistic of its own row.
+  if (isRowResult(value))
+    return period == rowLength ? index : "";
+  if (!readAtResultIndex.contains(value) ||
       (period != 0 && period % rowLength != 0))
     return "";
   return index;
 }
 
 KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
+  assert((rowResults.empty() || schedule == Schedule::BlockPerRow) &&
+         "only a block per row stores row results");
   int64_t count = countOf(results.front());
   plan.results.assign(results.begin(), results.end());
+  plan.results.append(rowResults.begin(), rowResults.end());
   plan.block = kThreads;
   // Arguments: operands, constants, results, then the partials of a split
   // reduction and the status word of index checks.
@@ -547,7 +560,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   for (auto [n, constant] : llvm::enumerate(plan.constants))
     pointer("const ", elementTypeOf(constant->getResult(0)),
             "cst" + std::to_string(n), next++);
-  size_t trailing = next + results.size();
+  size_t trailing = next + results.size() + rowResults.size();
   if (split.phase != SplitPhase::None) {
     plan.partialBytes =
         static_cast<int64_t>(split.reductions.size()) * split.blocks * 8;
@@ -567,7 +580,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.body = prologue + code + calls;
     return std::move(plan);
   }
-  std::string compute, store, buffers, buffered, vectorStore, elementStore;
+  std::string compute, store, buffers, buffered, vectorStore, elementStore,
+      rowStore;
   for (auto [n, result] : llvm::enumerate(results)) {
     std::string r = std::to_string(n), out = "out" + r;
     Type type = elementTypeOf(result);
@@ -585,6 +599,18 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     elementStore += "      for (int v = 0; v < " + std::to_string(vector) +
                     "; ++v) " + out + "[c * " + std::to_string(vector) +
                     " + v] = s" + r + "[v];\n";
+  }
+  for (auto [n, result] : llvm::enumerate(rowResults)) {
+    // Every thread asks (a block reduction needs them all), one stores;
+    // after the row's elements, so that no thread still reads what it
+    // overwrites.
+    std::string r = std::to_string(n), out = "row_out" + r;
+    Type type = elementTypeOf(result);
+    pointer("", type, out, next++);
+    rowStore += "    const " + computeType(type) + " q" + r + " = " +
+                names.lookup({result, false}) + "(row);\n    if (threadIdx.x " +
+                "== 0)\n      " + out + "[row] = " + stored(type, "q" + r) +
+                ";\n";
   }
   std::string n = std::to_string(count) + "ll";
   // The elements of piece c: loaded, computed, stored.
@@ -619,11 +645,11 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
       loop += "    (void)" + name + "(" + start + ");\n";
     if (vectorized)
       loop += "    for (i64 c = i0 / " + v + " + threadIdx.x; c < (i0 + " +
-              len + ") / " + v + "; c += blockDim.x) {\n" + piece +
-              "    }\n  }\n";
+              len + ") / " + v + "; c += blockDim.x) {\n" + piece + "    }\n";
     else
       loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
-              "; i += blockDim.x) {\n" + compute + store + "    }\n  }\n";
+              "; i += blockDim.x) {\n" + compute + store + "    }\n";
+    loop += rowStore + "  }\n";
     plan.grid = std::clamp<int64_t>(rows, 1, kMaxBlocks);
     plan.block = std::clamp<int64_t>(llvm::PowerOf2Ceil(perRow), 32, kThreads);
   } else if (schedule == Schedule::BlockPerColumns) {
@@ -741,21 +767,58 @@ planElementKernels(ArrayRef<Value> results,
     /// Whether a block-per-row (-columns) kernel shares the statistics of
     /// rows (only sums of columns) among a block's threads.
     bool shares;
+    unsigned unsharedReductions;
   };
   auto write = [&](const Group &group, Schedule schedule, SplitPhase phase,
-                   int64_t blocks) -> FailureOr<Written> {
+                   int64_t blocks,
+                   ArrayRef<Value> rowResults = {}) -> FailureOr<Written> {
     KernelWriter writer(external, materialized, schedule, phase, blocks);
-    writer.planSharing(group.results);
-    for (Value result : group.results)
-      if (failed(writer.lambda(result, false)))
+    writer.planSharing(group.results, rowResults);
+    for (Value value : llvm::concat<const Value>(group.results, rowResults))
+      if (failed(writer.lambda(value, false)))
         return failure();
     int64_t extent = writer.largestSplitExtent();
     bool shares = schedule == Schedule::BlockPerColumns
                       ? writer.sharesOnlyColumns()
                       : writer.sharesStatistics();
-    return Written{writer.finish(group.results), extent, shares};
+    return Written{writer.finish(group.results), extent, shares,
+                   writer.unsharedReductions()};
   };
-  for (Group &group : groups) {
+  // Results with one element per row of a block-per-row group (a norm's
+  // statistics beside its output) are stored by that group's kernel, which
+  // computes them on the way, rather than by a kernel of their own that
+  // reads the rows again; unless a thread would then compute one alone.
+  llvm::DenseMap<size_t, KernelPlan> withRowResults;
+  llvm::DenseSet<size_t> storedByRows;
+  for (auto [index, rows] : llvm::enumerate(groups)) {
+    ArrayRef<int64_t> shape = shapeOf(rows.results.front());
+    if (rows.cooperative || shape.empty())
+      continue;
+    auto stats = llvm::find_if(groups, [&](const Group &g) {
+      return g.cooperative && g.cluster == rows.cluster &&
+             g.count * shape.back() == rows.count;
+    });
+    if (stats == groups.end() ||
+        storedByRows.contains(stats - groups.begin()))
+      continue;
+    auto alone = write(rows, Schedule::BlockPerRow, SplitPhase::None, 0);
+    auto merged = write(rows, Schedule::BlockPerRow, SplitPhase::None, 0,
+                        stats->results);
+    if (failed(alone) || failed(merged))
+      return failure();
+    if (!merged->shares ||
+        merged->unsharedReductions > alone->unsharedReductions)
+      continue;
+    withRowResults[index] = std::move(merged->plan);
+    storedByRows.insert(stats - groups.begin());
+  }
+  for (auto [index, group] : llvm::enumerate(groups)) {
+    if (storedByRows.contains(index))
+      continue;
+    if (auto it = withRowResults.find(index); it != withRowResults.end()) {
+      plans.push_back(std::move(it->second));
+      continue;
+    }
     // A scalar over a long reduction (a loss, a gradient norm) would keep
     // one block busy with all of it: many blocks reduce chunks instead.
     if (group.cooperative && group.count == 1) {

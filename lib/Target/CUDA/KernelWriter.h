@@ -171,8 +171,11 @@ public:
 
   /// Prepares a kernel computing `results` to share statistics or to read
   /// and write 16 bytes at a time: finds the values (and memory) every read
-  /// of which is at the results' own index.
-  void planSharing(llvm::ArrayRef<mlir::Value> results);
+  /// of which is at the results' own index. A block-per-row kernel also
+  /// stores `rowResults`, one element per row of `results` (a norm's
+  /// statistics), which its blocks compute on the way.
+  void planSharing(llvm::ArrayRef<mlir::Value> results,
+                   llvm::ArrayRef<mlir::Value> rowResults = {});
   /// In a block-per-row kernel, `index` (the index `o`, written in terms of
   /// the row's first element `i0`) of a statistic that `value` reads for
   /// each of `period` consecutive elements (0: one for all) — if every
@@ -181,13 +184,20 @@ public:
   /// and the statistic is computed per thread.
   std::string rowStart(mlir::Value value, int64_t period,
                        const std::string &index) const;
+  /// Whether `value` is one of the row results planSharing was given.
+  bool isRowResult(mlir::Value value) const {
+    return llvm::is_contained(rowResults, value);
+  }
   /// Whether a block-per-row or block-per-columns kernel shares a
   /// statistic among the threads of a block, and whether all it shares
   /// reduce columns.
   bool sharesStatistics() const { return !shared.empty(); }
   bool sharesOnlyColumns() const { return sharesStatistics() && !sharesRows; }
+  /// How many reductions a thread computes alone (outside its block).
+  unsigned unsharedReductions() const { return unshared; }
 
-  /// The kernel's plan, with the loop over `results` appended to the body.
+  /// The kernel's plan, with the loop over `results` (and the row results
+  /// planSharing was given) appended to the body.
   KernelPlan finish(llvm::ArrayRef<mlir::Value> results);
 
 private:
@@ -209,6 +219,8 @@ private:
   llvm::DenseMap<mlir::Value, bool> memoryAtResultIndex;
   llvm::SmallVector<std::pair<std::string, std::string>> shared;
   bool sharesRows = false;
+  llvm::SmallVector<mlir::Value> rowResults;
+  unsigned unshared = 0;
   /// A reduction keeps its last result per thread: threads should walk
   /// rows in order.
   bool rowMemo = false;

@@ -171,8 +171,10 @@ StructuredEmitter::normalization(Value input, Value centered, Value scale,
     n *= size;
   std::string x = at(input, "o * " + num(n) + " + k", true);
   unsigned result = cast<OpResult>(value).getResultNumber();
-  // The output's elements of one row share its statistics.
-  std::string start = result == 0 ? rowStart(n) : "";
+  // The output's elements of one row share its statistics, which a
+  // block-per-row kernel may store too.
+  std::string start =
+      result == 0 || w.isRowResult(value) ? rowStart(n) : "";
   std::string mean = "[](i64) { return 0.0; }";
   std::string deviation = x;
   Reduction squares{"Sum", "0.0", n, ""};
