@@ -110,11 +110,39 @@ static void outline(ArrayRef<Operation *> group) {
 /// Reductions that end a fusion: the elementwise chain producing their
 /// input is computed in the reduction's kernel and never stored (the cast
 /// of 16-bit logits before the loss, the residual add before a norm, the
-/// squares of a gradient before their sum). Nothing joins after them.
+/// squares of a gradient before their sum). Only elementwise readers of a
+/// normalized row join after them.
 static bool isFusedReduction(Operation *op) {
   return isa<CrossEntropyOp, NllLossOp, LayerNormOp, RmsNormOp, SoftmaxOp,
              LogSoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
              ReduceMinOp>(op);
+}
+
+/// Whether `value` is a row normalized by its own statistics, element for
+/// element: a layer or RMS norm's output, a softmax along the last axis.
+static bool isNormalizedRow(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (isa_and_nonnull<LayerNormOp, RmsNormOp>(op))
+    return value == op->getResult(0);
+  auto lastAxis = [&](int64_t axis) {
+    return axis == cast<RankedTensorType>(value.getType()).getRank() - 1;
+  };
+  if (auto softmax = dyn_cast_or_null<SoftmaxOp>(op))
+    return lastAxis(softmax.getAxis());
+  if (auto softmax = dyn_cast_or_null<LogSoftmaxOp>(op))
+    return lastAxis(softmax.getAxis());
+  return false;
+}
+
+/// Whether `op` reads `operand`, a normalized row, element for element: it
+/// is then computed in the norm's kernel, where each row's statistics are
+/// at hand (the 16-bit cast of a norm's output for the next product, which
+/// the f32 output then never is stored for).
+static bool readsNormalizedRow(Operation *op, Value operand) {
+  return isNormalizedRow(operand) &&
+         (isElementwise(op) || isa<ReshapeOp>(op)) &&
+         cast<RankedTensorType>(op->getResult(0).getType()).getNumElements() ==
+             cast<RankedTensorType>(operand.getType()).getNumElements();
 }
 
 /// The ops of a DGELU epilogue of `product` (backward: the product, maybe
@@ -222,6 +250,9 @@ int fuseElementwise(func::FuncOp function) {
   SmallVector<SmallVector<Operation *>> groups;
   DenseMap<Operation *, unsigned> groupOf;
   DenseSet<unsigned> closed; // groups that end in a reduction
+  // Groups whose kernel a block per row computes, for readers of a
+  // normalized row: they take no more reductions or reindexing.
+  DenseSet<unsigned> rowwise;
   for (Operation &op : function.getBody().front()) {
     bool reduction = isFusedReduction(&op);
     if (!isElementwise(&op) && !isIndexMap(&op) && !reduction)
@@ -233,20 +264,29 @@ int fuseElementwise(func::FuncOp function) {
     // whose bias gradient the group sums): its values are then computed in
     // each kernel that needs them instead of being stored.
     SmallVector<unsigned> candidates;
+    auto groupProducing = [&](Value operand) -> std::optional<unsigned> {
+      Operation *producer = operand.getDefiningOp();
+      auto it = producer ? groupOf.find(producer) : groupOf.end();
+      if (it == groupOf.end())
+        return std::nullopt;
+      return it->second;
+    };
     for (Value operand : reduction ? op.getOperands().take_front()
                                    : op.getOperands())
-      if (Operation *producer = operand.getDefiningOp())
-        if (auto it = groupOf.find(producer);
-            it != groupOf.end() && !isFusedReduction(producer))
-          if (!llvm::is_contained(candidates, it->second))
-            candidates.push_back(it->second);
+      if (std::optional<unsigned> group = groupProducing(operand))
+        if (!isFusedReduction(operand.getDefiningOp()) ||
+            readsNormalizedRow(&op, operand))
+          if (!llvm::is_contained(candidates, *group))
+            candidates.push_back(*group);
     llvm::erase_if(candidates, [&](unsigned candidate) {
+      if (rowwise.contains(candidate) &&
+          (reduction || (isIndexMap(&op) && !isa<ReshapeOp>(op))))
+        return true;
       return closed.contains(candidate) &&
              llvm::any_of(op.getOperands(), [&](Value operand) {
-               Operation *producer = operand.getDefiningOp();
-               auto it = producer ? groupOf.find(producer) : groupOf.end();
-               return it != groupOf.end() && it->second == candidate &&
-                      isFusedReduction(producer);
+               return groupProducing(operand) == candidate &&
+                      isFusedReduction(operand.getDefiningOp()) &&
+                      !readsNormalizedRow(&op, operand);
              });
     });
     DenseSet<Operation *> members{&op};
@@ -260,23 +300,36 @@ int fuseElementwise(func::FuncOp function) {
       joined.push_back(candidate);
     }
     if (joined.empty()) {
-      if (reduction)
-        continue; // a reduction alone is its own kernel already
+      // A reduction alone is its own kernel already; a norm alone may
+      // still take readers of its rows.
+      if (reduction && !llvm::any_of(op.getResults(), isNormalizedRow))
+        continue;
       groupOf[&op] = groups.size();
+      if (reduction)
+        closed.insert(groups.size());
       groups.push_back({&op});
       continue;
     }
-    SmallVector<Operation *> &target = groups[joined.front()];
+    unsigned target = joined.front();
     for (unsigned other : llvm::drop_begin(joined)) {
       for (Operation *member : groups[other])
-        groupOf[member] = joined.front();
-      target.append(groups[other]);
+        groupOf[member] = target;
+      groups[target].append(groups[other]);
       groups[other].clear();
+      if (closed.contains(other))
+        closed.insert(target);
+      if (rowwise.contains(other))
+        rowwise.insert(target);
     }
-    target.push_back(&op);
-    groupOf[&op] = joined.front();
+    groups[target].push_back(&op);
+    groupOf[&op] = target;
     if (reduction)
-      closed.insert(joined.front());
+      closed.insert(target);
+    if (llvm::any_of(op.getOperands(), [&](Value operand) {
+          return readsNormalizedRow(&op, operand) &&
+                 groupOf.lookup(operand.getDefiningOp()) == target;
+        }))
+      rowwise.insert(target);
   }
 
   int fused = 0;

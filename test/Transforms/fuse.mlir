@@ -126,24 +126,59 @@ func.func @nothing_to_fuse(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // Tests that a reduction ends the fusion of the chain that feeds it: the
 // 16-bit logits are widened inside the loss's kernel, so no f32 copy of
-// them is stored, and the residual add runs in the norm's kernel.
+// them is stored, and the residual add runs in the norm's kernel. Of what
+// reads the norm, only elementwise readers of its output join (the cast for
+// the next product, here a neg behind a view); a reader of a statistic
+// does not.
 // CHECK-LABEL: func @reduction_consumers
 // CHECK: %[[LOSS:.*]] = kiln.fusion %arg0, %arg1 : (tensor<4x8xbf16>, tensor<4xi64>) -> tensor<f32> {
 // CHECK: kiln.cast
 // CHECK-NEXT: %[[L:.*]] = kiln.cross_entropy
 // CHECK-NEXT: kiln.yield %[[L]] : tensor<f32>
-// CHECK: %[[NORM:.*]]:3 = kiln.fusion %arg2, %arg3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>) {
+// CHECK: %[[NORM:.*]]:3 = kiln.fusion %arg2, %arg3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<32xf32>) {
 // CHECK: %[[R:.*]] = kiln.add
 // CHECK-NEXT: %[[N:.*]], %{{.*}}, %[[S:.*]] = kiln.layer_norm %[[R]]
-// CHECK-NEXT: kiln.yield %[[R]], %[[N]], %[[S]]
-// CHECK: kiln.neg %[[NORM]]#1
-func.func @reduction_consumers(%logits: tensor<4x8xbf16>, %labels: tensor<4xi64>, %x: tensor<4x8xf32>, %h: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>) {
+// CHECK-NEXT: %[[V:.*]] = kiln.reshape %[[N]]
+// CHECK-NEXT: %[[A:.*]] = kiln.neg %[[V]]
+// CHECK-NEXT: kiln.yield %[[R]], %[[S]], %[[A]]
+// CHECK: kiln.exp %[[NORM]]#1
+func.func @reduction_consumers(%logits: tensor<4x8xbf16>, %labels: tensor<4xi64>, %x: tensor<4x8xf32>, %h: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32>, tensor<32xf32>, tensor<4x1xf32>) {
   %wide = kiln.cast %logits : tensor<4x8xbf16> to tensor<4x8xf32>
   %loss = kiln.cross_entropy %wide, %labels reduction = mean : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
   %r = kiln.add %x, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %n, %mean, %rstd = kiln.layer_norm %r {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
-  %after = kiln.neg %n : tensor<4x8xf32>
-  return %loss, %r, %after, %rstd : tensor<f32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>
+  %flat = kiln.reshape %n : tensor<4x8xf32> to tensor<32xf32>
+  %after = kiln.neg %flat : tensor<32xf32>
+  %e = kiln.exp %rstd : tensor<4x1xf32>
+  return %loss, %r, %after, %e : tensor<f32>, tensor<4x8xf32>, tensor<32xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that a norm alone takes the elementwise readers of its output, but
+// that the group then takes no reduction (its sum would recompute the norm
+// per term) and no reindexing (a transpose reads other rows), and that a
+// softmax along another axis than the last takes nothing.
+// CHECK-LABEL: func @normalized_rows
+// CHECK: %[[N:.*]]:2 = kiln.fusion %arg0 : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xbf16>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.rms_norm
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.reduce_sum %[[N]]#0
+// CHECK: kiln.transpose %[[N]]#0
+// CHECK: %[[P:.*]] = kiln.softmax %arg0 {axis = 0 : i64}
+// CHECK-NEXT: kiln.neg %[[P]]
+func.func @normalized_rows(%x: tensor<4x8xf32>) -> (tensor<4x8xbf16>, tensor<4xf32>, tensor<8x4xf32>, tensor<4x8xf32>) {
+  %n, %rstd = kiln.rms_norm %x {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>)
+  %m = kiln.mul %n, %n : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c = kiln.cast %m : tensor<4x8xf32> to tensor<4x8xbf16>
+  %s = kiln.reduce_sum %m {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  %t = kiln.transpose %m {permutation = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %p = kiln.softmax %x {axis = 0 : i64} : tensor<4x8xf32>
+  %q = kiln.neg %p : tensor<4x8xf32>
+  return %c, %s, %t, %q : tensor<4x8xbf16>, tensor<4xf32>, tensor<8x4xf32>, tensor<4x8xf32>
 }
 
 // -----
