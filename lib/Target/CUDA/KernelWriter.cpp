@@ -269,8 +269,9 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     loop += "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine;
   } else if (schedule == Schedule::BlockPerColumns) {
     loop += "      for (i64 k = threadIdx.x / 32; k < " + extent +
-            "; k += blockDim.x / 32)\n" + combine +
-            "      acc = column_reduce(acc, " + r.combiner + "());\n";
+            "; k += blockDim.x / 32) {\n" + combine +
+            storeSideResults(r) + "      }\n      acc = column_reduce(acc, " +
+            r.combiner + "());\n";
   } else if (split.phase == SplitPhase::None || r.withinBlock) {
     loop += r.uniform
                 ? "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine
@@ -317,6 +318,24 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     sharesRows |= r.contiguous;
   }
   return name;
+}
+
+std::string KernelWriter::storeSideResults(const Reduction &r) {
+  // Once, in the first column sum that reads as many elements as the side
+  // results have (a thread past the last column repeats the last column's
+  // stores, of the same values).
+  if (sideStores || sideResults.empty() || r.element.empty() ||
+      llvm::any_of(sideResults, [&](Value side) {
+        return countOf(side) != r.extent * resultCount;
+      }))
+    return "";
+  sideStores = true;
+  std::string stores = "        const i64 e = " + r.element + ";\n";
+  for (auto [n, side] : llvm::enumerate(sideResults))
+    stores += "        side_out" + std::to_string(n) + "[e] = " +
+              stored(elementTypeOf(side), names.lookup({side, false}) + "(e)") +
+              ";\n";
+  return stores;
 }
 
 FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
@@ -437,12 +456,13 @@ bool KernelWriter::atReductionGranularity(Value value) {
 }
 
 void KernelWriter::planSharing(ArrayRef<Value> results,
-                               ArrayRef<Value> rowResults) {
+                               ArrayRef<Value> sideResults) {
   ArrayRef<int64_t> shape = shapeOf(results.front());
   rowLength = shape.empty() ? 1 : shape.back();
-  this->rowResults.assign(rowResults.begin(), rowResults.end());
+  resultCount = countOf(results.front());
+  this->sideResults.assign(sideResults.begin(), sideResults.end());
   llvm::DenseSet<Value> isResult(results.begin(), results.end());
-  isResult.insert(rowResults.begin(), rowResults.end());
+  isResult.insert(sideResults.begin(), sideResults.end());
   auto inMemory = [&](Value v) {
     return !isResult.contains(v) && (materialized.contains(v) || external(v));
   };
@@ -461,7 +481,7 @@ void KernelWriter::planSharing(ArrayRef<Value> results,
     order.push_back(v);
   };
   llvm::for_each(results, visit);
-  llvm::for_each(rowResults, visit);
+  llvm::for_each(sideResults, visit);
   // Readers first: a value is read at the results' index if every reader
   // the kernel computes is, and reads it element for element.
   for (Value v : llvm::reverse(order)) {
@@ -490,8 +510,8 @@ std::string KernelWriter::rowStart(Value value, int64_t period,
                                    const std::string &index) const {
   if (schedule != Schedule::BlockPerRow)
     return "";
-  // A row result is the statistic of its own row.
-  if (isRowResult(value))
+  // A side result is the statistic of its own row.
+  if (isSideResult(value))
     return period == rowLength ? index : "";
   if (!readAtResultIndex.contains(value) ||
       (period != 0 && period % rowLength != 0))
@@ -500,11 +520,11 @@ std::string KernelWriter::rowStart(Value value, int64_t period,
 }
 
 KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
-  assert((rowResults.empty() || schedule == Schedule::BlockPerRow) &&
-         "only a block per row stores row results");
+  assert((sideResults.empty() || storesSideResults()) &&
+         "side results that the kernel does not store");
   int64_t count = countOf(results.front());
   plan.results.assign(results.begin(), results.end());
-  plan.results.append(rowResults.begin(), rowResults.end());
+  plan.results.append(sideResults.begin(), sideResults.end());
   plan.block = kThreads;
   // Arguments: operands, constants, results, then the partials of a split
   // reduction and the status word of index checks.
@@ -560,7 +580,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   for (auto [n, constant] : llvm::enumerate(plan.constants))
     pointer("const ", elementTypeOf(constant->getResult(0)),
             "cst" + std::to_string(n), next++);
-  size_t trailing = next + results.size() + rowResults.size();
+  size_t trailing = next + results.size() + sideResults.size();
   if (split.phase != SplitPhase::None) {
     plan.partialBytes =
         static_cast<int64_t>(split.reductions.size()) * split.blocks * 8;
@@ -600,13 +620,16 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                     "; ++v) " + out + "[c * " + std::to_string(vector) +
                     " + v] = s" + r + "[v];\n";
   }
-  for (auto [n, result] : llvm::enumerate(rowResults)) {
-    // Every thread asks (a block reduction needs them all), one stores;
-    // after the row's elements, so that no thread still reads what it
-    // overwrites.
-    std::string r = std::to_string(n), out = "row_out" + r;
+  for (auto [n, result] : llvm::enumerate(sideResults)) {
+    // A block per row: every thread asks (a block reduction needs them
+    // all), one stores; after the row's elements, so that no thread still
+    // reads what it overwrites. (A block per columns stores them in its
+    // column sum.)
+    std::string r = std::to_string(n), out = "side_out" + r;
     Type type = elementTypeOf(result);
     pointer("", type, out, next++);
+    if (schedule != Schedule::BlockPerRow)
+      continue;
     rowStore += "    const " + computeType(type) + " q" + r + " = " +
                 names.lookup({result, false}) + "(row);\n    if (threadIdx.x " +
                 "== 0)\n      " + out + "[row] = " + stored(type, "q" + r) +
@@ -768,54 +791,67 @@ planElementKernels(ArrayRef<Value> results,
     /// rows (only sums of columns) among a block's threads.
     bool shares;
     unsigned unsharedReductions;
+    bool storesSide;
   };
   auto write = [&](const Group &group, Schedule schedule, SplitPhase phase,
                    int64_t blocks,
-                   ArrayRef<Value> rowResults = {}) -> FailureOr<Written> {
+                   ArrayRef<Value> sideResults = {}) -> FailureOr<Written> {
     KernelWriter writer(external, materialized, schedule, phase, blocks);
-    writer.planSharing(group.results, rowResults);
-    for (Value value : llvm::concat<const Value>(group.results, rowResults))
+    writer.planSharing(group.results, sideResults);
+    // Side results first: a column sum stores them from its loop.
+    for (Value value : llvm::concat<const Value>(sideResults, group.results))
       if (failed(writer.lambda(value, false)))
         return failure();
     int64_t extent = writer.largestSplitExtent();
     bool shares = schedule == Schedule::BlockPerColumns
                       ? writer.sharesOnlyColumns()
                       : writer.sharesStatistics();
-    return Written{writer.finish(group.results), extent, shares,
-                   writer.unsharedReductions()};
+    bool storesSide = writer.storesSideResults();
+    KernelPlan plan;
+    if (sideResults.empty() || storesSide)
+      plan = writer.finish(group.results);
+    return Written{std::move(plan), extent, shares,
+                   writer.unsharedReductions(), storesSide};
   };
-  // Results with one element per row of a block-per-row group (a norm's
-  // statistics beside its output) are stored by that group's kernel, which
-  // computes them on the way, rather than by a kernel of their own that
-  // reads the rows again; unless a thread would then compute one alone.
-  llvm::DenseMap<size_t, KernelPlan> withRowResults;
-  llvm::DenseSet<size_t> storedByRows;
-  for (auto [index, rows] : llvm::enumerate(groups)) {
-    ArrayRef<int64_t> shape = shapeOf(rows.results.front());
-    if (rows.cooperative || shape.empty())
+  // One kernel for results of two granularities where one's schedule
+  // computes the other's on the way: a block per row stores its row's
+  // statistics (a norm's mean and inverse deviation) after its elements, a
+  // block per 32 columns the elements its column sums read (the bf16 copy
+  // of a gradient whose bias gradient it sums). What both read is then
+  // read once, by one kernel; unless a thread would compute a reduction
+  // alone that it did not before.
+  llvm::DenseMap<size_t, KernelPlan> withSideResults;
+  llvm::DenseSet<size_t> storedAside;
+  for (auto [index, host] : llvm::enumerate(groups)) {
+    ArrayRef<int64_t> shape = shapeOf(host.results.front());
+    if (shape.empty() || host.count == 1 || storedAside.contains(index))
       continue;
-    auto stats = llvm::find_if(groups, [&](const Group &g) {
-      return g.cooperative && g.cluster == rows.cluster &&
-             g.count * shape.back() == rows.count;
+    auto side = llvm::find_if(groups, [&](const Group &g) {
+      if (g.cluster != host.cluster || g.cooperative == host.cooperative)
+        return false;
+      return host.cooperative ? g.count % host.count == 0
+                              : g.count * shape.back() == host.count;
     });
-    if (stats == groups.end() ||
-        storedByRows.contains(stats - groups.begin()))
+    size_t sideIndex = side - groups.begin();
+    if (side == groups.end() || storedAside.contains(sideIndex) ||
+        withSideResults.count(sideIndex))
       continue;
-    auto alone = write(rows, Schedule::BlockPerRow, SplitPhase::None, 0);
-    auto merged = write(rows, Schedule::BlockPerRow, SplitPhase::None, 0,
-                        stats->results);
+    Schedule schedule = host.cooperative ? Schedule::BlockPerColumns
+                                         : Schedule::BlockPerRow;
+    auto alone = write(host, schedule, SplitPhase::None, 0);
+    auto merged = write(host, schedule, SplitPhase::None, 0, side->results);
     if (failed(alone) || failed(merged))
       return failure();
-    if (!merged->shares ||
+    if (!merged->shares || !merged->storesSide ||
         merged->unsharedReductions > alone->unsharedReductions)
       continue;
-    withRowResults[index] = std::move(merged->plan);
-    storedByRows.insert(stats - groups.begin());
+    withSideResults[index] = std::move(merged->plan);
+    storedAside.insert(sideIndex);
   }
   for (auto [index, group] : llvm::enumerate(groups)) {
-    if (storedByRows.contains(index))
+    if (storedAside.contains(index))
       continue;
-    if (auto it = withRowResults.find(index); it != withRowResults.end()) {
+    if (auto it = withSideResults.find(index); it != withSideResults.end()) {
       plans.push_back(std::move(it->second));
       continue;
     }

@@ -92,6 +92,10 @@ struct Reduction {
   /// top-level reductions over blocks (a statistic read inside a uniform
   /// term).
   bool withinBlock = false;
+  /// The linear index of the element the term reads (a sum of a tensor's
+  /// elements), where a block per columns may store side results; empty
+  /// for other terms.
+  std::string element;
   /// Reductions the term or the finish reads at the same index `o`: they
   /// are computed first, by every thread, so that a block reduction is
   /// never first reached from a loop only some threads run.
@@ -171,11 +175,13 @@ public:
 
   /// Prepares a kernel computing `results` to share statistics or to read
   /// and write 16 bytes at a time: finds the values (and memory) every read
-  /// of which is at the results' own index. A block-per-row kernel also
-  /// stores `rowResults`, one element per row of `results` (a norm's
-  /// statistics), which its blocks compute on the way.
+  /// of which is at the results' own index. The kernel also stores
+  /// `sideResults`, which it computes on the way: a block per row one
+  /// element per row of `results` (a norm's statistics), a block per 32
+  /// columns every element its column sums read (the bf16 copy of a
+  /// gradient whose bias gradient it sums).
   void planSharing(llvm::ArrayRef<mlir::Value> results,
-                   llvm::ArrayRef<mlir::Value> rowResults = {});
+                   llvm::ArrayRef<mlir::Value> sideResults = {});
   /// In a block-per-row kernel, `index` (the index `o`, written in terms of
   /// the row's first element `i0`) of a statistic that `value` reads for
   /// each of `period` consecutive elements (0: one for all) — if every
@@ -184,9 +190,14 @@ public:
   /// and the statistic is computed per thread.
   std::string rowStart(mlir::Value value, int64_t period,
                        const std::string &index) const;
-  /// Whether `value` is one of the row results planSharing was given.
-  bool isRowResult(mlir::Value value) const {
-    return llvm::is_contained(rowResults, value);
+  /// Whether `value` is one of the side results planSharing was given.
+  bool isSideResult(mlir::Value value) const {
+    return llvm::is_contained(sideResults, value);
+  }
+  /// Whether the kernel stores its side results: a block per 32 columns
+  /// does in the loop of a column sum over as many elements as they have.
+  bool storesSideResults() const {
+    return schedule == Schedule::BlockPerRow || sideStores;
   }
   /// Whether a block-per-row or block-per-columns kernel shares a
   /// statistic among the threads of a block, and whether all it shares
@@ -196,12 +207,15 @@ public:
   /// How many reductions a thread computes alone (outside its block).
   unsigned unsharedReductions() const { return unshared; }
 
-  /// The kernel's plan, with the loop over `results` (and the row results
+  /// The kernel's plan, with the loop over `results` (and the side results
   /// planSharing was given) appended to the body.
   KernelPlan finish(llvm::ArrayRef<mlir::Value> results);
 
 private:
   mlir::FailureOr<std::string> emit(mlir::Value value, bool nested);
+  /// The stores of the side results in the loop of the column sum `r`, if
+  /// it is the one that stores them.
+  std::string storeSideResults(const Reduction &r);
   std::string pointerTo(mlir::Value memory);
   std::string constantPointer(mlir::Operation *constant);
 
@@ -219,7 +233,9 @@ private:
   llvm::DenseMap<mlir::Value, bool> memoryAtResultIndex;
   llvm::SmallVector<std::pair<std::string, std::string>> shared;
   bool sharesRows = false;
-  llvm::SmallVector<mlir::Value> rowResults;
+  int64_t resultCount = 0;
+  llvm::SmallVector<mlir::Value> sideResults;
+  bool sideStores = false;
   unsigned unshared = 0;
   /// A reduction keeps its last result per thread: threads should walk
   /// rows in order.

@@ -120,6 +120,7 @@ FailureOr<std::string> StructuredEmitter::reduction(Value input,
   std::string index = remap(keptShape, keptStrides, 0, "o") + " + " +
                       remap(reducedShape, reducedStrides, 0, "k");
   Reduction r{combiner, init, extent, at(input, index, true)};
+  r.element = index;
   if (mean)
     r.finish = "acc / " + std::to_string(extent) + ".0";
   r.contiguous = llvm::is_contained(axes, static_cast<int64_t>(in.size()) - 1);
@@ -174,7 +175,7 @@ StructuredEmitter::normalization(Value input, Value centered, Value scale,
   // The output's elements of one row share its statistics, which a
   // block-per-row kernel may store too.
   std::string start =
-      result == 0 || w.isRowResult(value) ? rowStart(n) : "";
+      result == 0 || w.isSideResult(value) ? rowStart(n) : "";
   std::string mean = "[](i64) { return 0.0; }";
   std::string deviation = x;
   Reduction squares{"Sum", "0.0", n, ""};

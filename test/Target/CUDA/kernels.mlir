@@ -60,10 +60,10 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK:           copy16(out0 + c * 4, s0, 1);
 // CHECK:         const double q0 = v{{[0-9]+}}(row);
 // CHECK-NEXT:    if (threadIdx.x == 0)
-// CHECK-NEXT:      row_out0[row] = (float)(q0);
+// CHECK-NEXT:      side_out0[row] = (float)(q0);
 // CHECK-NEXT:    const double q1 = v{{[0-9]+}}(row);
 // CHECK-NEXT:    if (threadIdx.x == 0)
-// CHECK-NEXT:      row_out1[row] = (float)(q1);
+// CHECK-NEXT:      side_out1[row] = (float)(q1);
 // CHECK-NEXT:  }
 // CHECK-NEXT: }
 
@@ -81,8 +81,9 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // The column sum: each warp reads a row's 32 neighbouring elements, the
 // warps take different rows, and one warp stores.
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
-// CHECK:       for (i64 k = threadIdx.x / 32; k < 4ll; k += blockDim.x / 32)
+// CHECK:       for (i64 k = threadIdx.x / 32; k < 4ll; k += blockDim.x / 32) {
 // CHECK-NEXT:    acc = Sum()(acc, (double)(v0(o + (0ll + k * 32ll))));
+// CHECK-NEXT:  }
 // CHECK-NEXT:  acc = column_reduce(acc, Sum());
 // CHECK:       const i64 lane = c0 + threadIdx.x % 32;
 // CHECK:       (void)v1(i);

@@ -1,0 +1,82 @@
+// Results of two granularities in one kernel where one schedule computes
+// the other's on the way. A block-per-row kernel stores one element per row
+// (a layer norm's statistics beside its output), one thread per row, after
+// the row's elements; a block per 32 columns stores the elements its column
+// sums read (the bf16 copy of a gradient beside its bias gradient). What
+// both read is then read by one kernel. Results that one schedule would
+// compute a thread at a time (sums of columns beside a softmax's rows) keep
+// kernels of their own.
+
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
+
+func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>)
+    -> (tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>,
+        tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>,
+        tensor<32x32xbf16>) {
+  %n:4 = kiln.fusion %x, %r, %g : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32xf32>)
+      -> (tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>) {
+  ^bb0(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>, %s: tensor<32xf32>):
+    %sum = kiln.add %a, %b : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %y, %mean, %rstd = kiln.layer_norm %sum scale %s {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+        : (tensor<32x32xf32>, tensor<32xf32>) -> (tensor<32x32xf32>, tensor<32x1xf32>, tensor<32x1xf32>)
+    %c = kiln.cast %y : tensor<32x32xf32> to tensor<32x32xbf16>
+    kiln.yield %sum, %c, %mean, %rstd : tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>
+  }
+  %m:2 = kiln.fusion %x, %r : (tensor<32x32xf32>, tensor<32x32xf32>) -> (tensor<32x32xf32>, tensor<32xf32>) {
+  ^bb0(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>):
+    %d = kiln.mul %a, %b : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %p = kiln.softmax %d {axis = 1 : i64} : tensor<32x32xf32>
+    %cs = kiln.reduce_sum %d {axes = array<i64: 0>} : (tensor<32x32xf32>) -> tensor<32xf32>
+    kiln.yield %p, %cs : tensor<32x32xf32>, tensor<32xf32>
+  }
+  %b:3 = kiln.fusion %x, %r : (tensor<32x32xf32>, tensor<32x32xf32>) -> (tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>) {
+  ^bb0(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>):
+    %grad = kiln.add %a, %b : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    %bias = kiln.reduce_sum %grad {axes = array<i64: 0>} : (tensor<32x32xf32>) -> tensor<32xf32>
+    %c = kiln.cast %grad : tensor<32x32xf32> to tensor<32x32xbf16>
+    kiln.yield %grad, %bias, %c : tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>
+  }
+  return %n#0, %n#1, %n#2, %n#3, %m#0, %m#1, %b#0, %b#1, %b#2 : tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>
+}
+
+// One kernel for the residual add and the norm: the sum and the bf16
+// output per element, then each row's mean and inverse deviation, which
+// the block computed once for the row.
+// CHECK-LABEL: kiln_kernel_0(void *const *args)
+// CHECK:       float *out0 = (float *)args[3];
+// CHECK-NEXT:  u16 *out1 = (u16 *)args[4];
+// CHECK-NEXT:  float *side_out0 = (float *)args[5];
+// CHECK-NEXT:  float *side_out1 = (float *)args[6];
+// CHECK-COUNT-2: block_reduce
+// CHECK-NOT:   block_reduce
+// CHECK:       for (i64 row = blockIdx.x; row < 32ll; row += gridDim.x) {
+// CHECK:         const double q0 = v{{[0-9]+}}(row);
+// CHECK-NEXT:    if (threadIdx.x == 0)
+// CHECK-NEXT:      side_out0[row] = (float)(q0);
+// CHECK-NEXT:    const double q1 = v{{[0-9]+}}(row);
+// CHECK-NEXT:    if (threadIdx.x == 0)
+// CHECK-NEXT:      side_out1[row] = (float)(q1);
+
+// The softmax: a block per row; the column sums, though as many as the
+// softmax's rows, in a block per 32 columns.
+// CHECK-LABEL: kiln_kernel_1(void *const *args)
+// CHECK-NOT:   side_out
+// CHECK:       for (i64 row = blockIdx.x; row < 32ll; row += gridDim.x) {
+// CHECK-LABEL: kiln_kernel_2(void *const *args)
+// CHECK-NOT:   side_out
+// CHECK:       acc = column_reduce(acc, Sum());
+
+// The gradient, its bias gradient and its bf16 copy: one block per 32
+// columns, whose column sum stores each element it reads, in both types.
+// CHECK-LABEL: kiln_kernel_3(void *const *args)
+// CHECK:       float *out0 = (float *)args[2];
+// CHECK-NEXT:  float *side_out0 = (float *)args[3];
+// CHECK-NEXT:  u16 *side_out1 = (u16 *)args[4];
+// CHECK:       for (i64 k = threadIdx.x / 32; k < 32ll; k += blockDim.x / 32) {
+// CHECK-NEXT:    acc = Sum()(acc, (double)(v{{[0-9]+}}(o + (0ll + k * 32ll))));
+// CHECK-NEXT:    const i64 e = o + (0ll + k * 32ll);
+// CHECK-NEXT:    side_out0[e] = (float)(v{{[0-9]+}}(e));
+// CHECK-NEXT:    side_out1[e] = f32_to_bf16((float)round_bf16(v{{[0-9]+}}(e)));
+// CHECK-NEXT:  }
+// CHECK-NEXT:  acc = column_reduce(acc, Sum());
+// CHECK-NOT:   kiln_kernel_4
