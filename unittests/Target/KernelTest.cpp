@@ -339,6 +339,39 @@ const KernelCase kCases[] = {
             tensor<3x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<3x4x8xbf16>, tensor<3x4x8xf32>,
             tensor<8xf32>
       })"},
+    // Results of two granularities in one kernel: a residual add and layer
+    // norm whose kernel also stores each row's statistics; a gradient whose
+    // column-sum kernel stores it and its bf16 copy as it reads it, the
+    // 600 rows split over 4 blocks per tile of 32 of the 40 columns (the
+    // last tile part full), whose partials a second kernel combines; and a
+    // plain column sum, split too.
+    {"SideResults", R"(
+      func.func @main(%x: tensor<600x40xf32>, %r: tensor<600x40xf32>, %g: tensor<40xf32>,
+                      %c: tensor<1024x24xf32>)
+          -> (tensor<600x40xf32>, tensor<600x40xbf16>, tensor<600x1xf32>, tensor<600x1xf32>,
+              tensor<600x40xf32>, tensor<40xf32>, tensor<600x40xbf16>, tensor<24xf32>) {
+        %n:4 = kiln.fusion %x, %r, %g : (tensor<600x40xf32>, tensor<600x40xf32>, tensor<40xf32>)
+            -> (tensor<600x40xf32>, tensor<600x40xbf16>, tensor<600x1xf32>, tensor<600x1xf32>) {
+        ^bb0(%a: tensor<600x40xf32>, %b: tensor<600x40xf32>, %s: tensor<40xf32>):
+          %sum = kiln.add %a, %b : (tensor<600x40xf32>, tensor<600x40xf32>) -> tensor<600x40xf32>
+          %y, %mean, %rstd = kiln.layer_norm %sum scale %s {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+              : (tensor<600x40xf32>, tensor<40xf32>) -> (tensor<600x40xf32>, tensor<600x1xf32>, tensor<600x1xf32>)
+          %yc = kiln.cast %y : tensor<600x40xf32> to tensor<600x40xbf16>
+          kiln.yield %sum, %yc, %mean, %rstd : tensor<600x40xf32>, tensor<600x40xbf16>, tensor<600x1xf32>, tensor<600x1xf32>
+        }
+        %b:3 = kiln.fusion %x, %r : (tensor<600x40xf32>, tensor<600x40xf32>)
+            -> (tensor<600x40xf32>, tensor<40xf32>, tensor<600x40xbf16>) {
+        ^bb0(%a: tensor<600x40xf32>, %b: tensor<600x40xf32>):
+          %grad = kiln.mul %a, %b : (tensor<600x40xf32>, tensor<600x40xf32>) -> tensor<600x40xf32>
+          %bias = kiln.reduce_sum %grad {axes = array<i64: 0>} : (tensor<600x40xf32>) -> tensor<40xf32>
+          %gc = kiln.cast %grad : tensor<600x40xf32> to tensor<600x40xbf16>
+          kiln.yield %grad, %bias, %gc : tensor<600x40xf32>, tensor<40xf32>, tensor<600x40xbf16>
+        }
+        %cs = kiln.reduce_sum %c {axes = array<i64: 0>} : (tensor<1024x24xf32>) -> tensor<24xf32>
+        return %n#0, %n#1, %n#2, %n#3, %b#0, %b#1, %b#2, %cs : tensor<600x40xf32>, tensor<600x40xbf16>,
+            tensor<600x1xf32>, tensor<600x1xf32>, tensor<600x40xf32>, tensor<40xf32>,
+            tensor<600x40xbf16>, tensor<24xf32>
+      })"},
     // Rows longer than a block, with statistics its threads share: norms,
     // softmax and a cross-entropy gradient over a padded vocabulary whose
     // padded classes return before reading the row's log-sum-exp; sums of

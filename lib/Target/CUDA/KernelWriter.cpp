@@ -21,6 +21,11 @@ static constexpr int64_t kThreads = 256;
 /// Scalar reductions at least this long are split over kSplitBlocks blocks.
 static constexpr int64_t kSplitExtent = 8192;
 static constexpr int64_t kSplitBlocks = 256;
+/// Column sums are split over parts of at least kColumnPartRows rows until
+/// about kColumnBlocks blocks (8 blocks of 256 threads per SM of a large
+/// GPU) share them.
+static constexpr int64_t kColumnBlocks = 1024;
+static constexpr int64_t kColumnPartRows = 128;
 
 //===----------------------------------------------------------------------===//
 // Source text helpers
@@ -268,10 +273,38 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   if (!isShared) {
     loop += "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine;
   } else if (schedule == Schedule::BlockPerColumns) {
-    loop += "      for (i64 k = threadIdx.x / 32; k < " + extent +
-            "; k += blockDim.x / 32) {\n" + combine +
-            storeSideResults(r) + "      }\n      acc = column_reduce(acc, " +
-            r.combiner + "());\n";
+    split.largestExtent = std::max(split.largestExtent, r.extent);
+    if (split.phase == SplitPhase::None) {
+      loop += "      for (i64 k = threadIdx.x / 32; k < " + extent +
+              "; k += blockDim.x / 32) {\n" + combine + storeSideResults(r) +
+              "      }\n      acc = column_reduce(acc, " + r.combiner +
+              "());\n";
+    } else {
+      // Split over blocks: the blocks of one tile of 32 columns each reduce
+      // a chunk of the rows into partials (part-major per reduction); the
+      // next kernel combines a column's parts in order.
+      std::string parts = std::to_string(split.blocks) + "ll";
+      std::string at = "(" + std::to_string(split.reductions.size()) + " * " +
+                       parts + " + part) * " + std::to_string(resultCount) +
+                       "ll + o";
+      split.reductions.push_back(name);
+      if (split.phase == SplitPhase::Partials)
+        loop += "      const i64 part = blockIdx.x / " +
+                std::to_string(columnTiles()) + "ll;\n"
+                "      const i64 chunk = (" + extent + " + " + parts +
+                " - 1) / " + parts + ";\n"
+                "      const i64 end = (part + 1) * chunk < " + extent +
+                " ? (part + 1) * chunk : " + extent + ";\n"
+                "      for (i64 k = part * chunk + threadIdx.x / 32; k < end; "
+                "k += blockDim.x / 32) {\n" + combine + storeSideResults(r) +
+                "      }\n      acc = column_reduce(acc, " + r.combiner +
+                "());\n      if (threadIdx.x < 32)\n        partials[" + at +
+                "] = acc;\n";
+      else
+        loop += "      for (i64 part = 0; part < " + parts +
+                "; ++part)\n        acc = " + r.combiner +
+                "()(acc, partials[" + at + "]);\n";
+    }
   } else if (split.phase == SplitPhase::None || r.withinBlock) {
     loop += r.uniform
                 ? "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine
@@ -580,10 +613,16 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   for (auto [n, constant] : llvm::enumerate(plan.constants))
     pointer("const ", elementTypeOf(constant->getResult(0)),
             "cst" + std::to_string(n), next++);
-  size_t trailing = next + results.size() + sideResults.size();
+  // A split kernel that combines partials stores no side results.
+  bool storesSide = split.phase != SplitPhase::Combine;
+  if (!storesSide)
+    plan.results.resize(results.size());
+  size_t trailing = next + plan.results.size();
   if (split.phase != SplitPhase::None) {
-    plan.partialBytes =
-        static_cast<int64_t>(split.reductions.size()) * split.blocks * 8;
+    int64_t perBlock =
+        schedule == Schedule::BlockPerColumns ? resultCount : 1;
+    plan.partialBytes = static_cast<int64_t>(split.reductions.size()) *
+                        split.blocks * perBlock * 8;
     prologue += "  double *partials = (double *)args[" +
                 std::to_string(trailing++) + "];\n";
   }
@@ -591,6 +630,25 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.checksIndices = true;
     prologue += "  unsigned *status = (unsigned *)args[" +
                 std::to_string(trailing) + "];\n";
+  }
+  if (split.phase == SplitPhase::Partials &&
+      schedule == Schedule::BlockPerColumns) {
+    // A block per tile and part: its column sums store partials (and the
+    // side results of their rows).
+    for (auto [n, side] : llvm::enumerate(sideResults))
+      pointer("", elementTypeOf(side), "side_out" + std::to_string(n),
+              next + results.size() + n);
+    std::string n32 = std::to_string(count) + "ll";
+    std::string body = "  {\n    const i64 c0 = blockIdx.x % " +
+                       std::to_string(columnTiles()) +
+                       "ll * 32ll;\n    const i64 lane = c0 + threadIdx.x % "
+                       "32;\n    const i64 i = lane < " +
+                       n32 + " ? lane : " + n32 + " - 1;\n";
+    for (auto &[name, start] : shared)
+      body += "    (void)" + name + "(" + start + ");\n";
+    plan.grid = columnTiles() * split.blocks;
+    plan.body = prologue + code + body + "  }\n";
+    return std::move(plan);
   }
   if (split.phase == SplitPhase::Partials) {
     std::string calls;
@@ -625,6 +683,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     // all), one stores; after the row's elements, so that no thread still
     // reads what it overwrites. (A block per columns stores them in its
     // column sum.)
+    if (!storesSide)
+      break;
     std::string r = std::to_string(n), out = "side_out" + r;
     Type type = elementTypeOf(result);
     pointer("", type, out, next++);
@@ -813,6 +873,32 @@ planElementKernels(ArrayRef<Value> results,
     return Written{std::move(plan), extent, shares,
                    writer.unsharedReductions(), storesSide};
   };
+  // Sums of many rows but few columns would leave most of the GPU idle
+  // with a block per 32 columns (GPT-2's bias gradients: 24 blocks for 768
+  // columns): several blocks then share each tile's rows, and a second
+  // kernel combines their partials in order.
+  auto columnKernels = [&](const Group &group, ArrayRef<Value> sideResults,
+                           Written whole) -> FailureOr<SmallVector<KernelPlan>> {
+    int64_t tiles = (group.count + 31) / 32;
+    int64_t parts = std::min(kColumnBlocks / tiles,
+                             whole.splitExtent / kColumnPartRows);
+    SmallVector<KernelPlan> kernels;
+    if (parts >= 2) {
+      auto partials = write(group, Schedule::BlockPerColumns,
+                            SplitPhase::Partials, parts, sideResults);
+      auto combine = write(group, Schedule::BlockPerColumns,
+                           SplitPhase::Combine, parts, sideResults);
+      if (failed(partials) || failed(combine))
+        return failure();
+      if (partials->storesSide || sideResults.empty()) {
+        kernels.push_back(std::move(partials->plan));
+        kernels.push_back(std::move(combine->plan));
+        return kernels;
+      }
+    }
+    kernels.push_back(std::move(whole.plan));
+    return kernels;
+  };
   // One kernel for results of two granularities where one's schedule
   // computes the other's on the way: a block per row stores its row's
   // statistics (a norm's mean and inverse deviation) after its elements, a
@@ -820,7 +906,7 @@ planElementKernels(ArrayRef<Value> results,
   // of a gradient whose bias gradient it sums). What both read is then
   // read once, by one kernel; unless a thread would compute a reduction
   // alone that it did not before.
-  llvm::DenseMap<size_t, KernelPlan> withSideResults;
+  llvm::DenseMap<size_t, SmallVector<KernelPlan>> withSideResults;
   llvm::DenseSet<size_t> storedAside;
   for (auto [index, host] : llvm::enumerate(groups)) {
     ArrayRef<int64_t> shape = shapeOf(host.results.front());
@@ -845,14 +931,21 @@ planElementKernels(ArrayRef<Value> results,
     if (!merged->shares || !merged->storesSide ||
         merged->unsharedReductions > alone->unsharedReductions)
       continue;
-    withSideResults[index] = std::move(merged->plan);
+    if (host.cooperative) {
+      auto kernels = columnKernels(host, side->results, std::move(*merged));
+      if (failed(kernels))
+        return failure();
+      withSideResults[index] = std::move(*kernels);
+    } else {
+      withSideResults[index] = {std::move(merged->plan)};
+    }
     storedAside.insert(sideIndex);
   }
   for (auto [index, group] : llvm::enumerate(groups)) {
     if (storedAside.contains(index))
       continue;
     if (auto it = withSideResults.find(index); it != withSideResults.end()) {
-      plans.push_back(std::move(it->second));
+      llvm::append_range(plans, std::move(it->second));
       continue;
     }
     // A scalar over a long reduction (a loss, a gradient norm) would keep
@@ -879,6 +972,13 @@ planElementKernels(ArrayRef<Value> results,
     auto shared = write(group, sharing, SplitPhase::None, 0);
     if (failed(shared))
       return failure();
+    if (shared->shares && group.cooperative) {
+      auto kernels = columnKernels(group, {}, std::move(*shared));
+      if (failed(kernels))
+        return failure();
+      llvm::append_range(plans, std::move(*kernels));
+      continue;
+    }
     if (shared->shares) {
       plans.push_back(std::move(shared->plan));
       continue;

@@ -138,7 +138,8 @@ public:
     split.blocks = blocks;
   }
 
-  /// The longest top-level reduction of a split kernel.
+  /// The longest top-level reduction of a split kernel, or the longest
+  /// column sum of a block-per-columns kernel.
   int64_t largestSplitExtent() const { return split.largestExtent; }
 
   /// The name of the lambda computing `value`; `nested` inside another
@@ -195,10 +196,14 @@ public:
     return llvm::is_contained(sideResults, value);
   }
   /// Whether the kernel stores its side results: a block per 32 columns
-  /// does in the loop of a column sum over as many elements as they have.
+  /// does in the loop of a column sum over as many elements as they have
+  /// (and of a split one, its partials kernel).
   bool storesSideResults() const {
-    return schedule == Schedule::BlockPerRow || sideStores;
+    return schedule == Schedule::BlockPerRow || sideStores ||
+           split.phase == SplitPhase::Combine;
   }
+  /// The tiles of 32 columns of a block-per-columns kernel.
+  int64_t columnTiles() const { return (resultCount + 31) / 32; }
   /// Whether a block-per-row or block-per-columns kernel shares a
   /// statistic among the threads of a block, and whether all it shares
   /// reduce columns.

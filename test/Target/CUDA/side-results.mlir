@@ -9,10 +9,11 @@
 
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 
-func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>)
+func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>,
+                %long: tensor<4096x40xf32>)
     -> (tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>,
         tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>,
-        tensor<32x32xbf16>) {
+        tensor<32x32xbf16>, tensor<40xf32>) {
   %n:4 = kiln.fusion %x, %r, %g : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32xf32>)
       -> (tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>) {
   ^bb0(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>, %s: tensor<32xf32>):
@@ -36,7 +37,8 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
     %c = kiln.cast %grad : tensor<32x32xf32> to tensor<32x32xbf16>
     kiln.yield %grad, %bias, %c : tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>
   }
-  return %n#0, %n#1, %n#2, %n#3, %m#0, %m#1, %b#0, %b#1, %b#2 : tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>
+  %cs = kiln.reduce_sum %long {axes = array<i64: 0>} : (tensor<4096x40xf32>) -> tensor<40xf32>
+  return %n#0, %n#1, %n#2, %n#3, %m#0, %m#1, %b#0, %b#1, %b#2, %cs : tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>, tensor<40xf32>
 }
 
 // One kernel for the residual add and the norm: the sum and the bf16
@@ -79,4 +81,17 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK-NEXT:    side_out1[e] = f32_to_bf16((float)round_bf16(v{{[0-9]+}}(e)));
 // CHECK-NEXT:  }
 // CHECK-NEXT:  acc = column_reduce(acc, Sum());
-// CHECK-NOT:   kiln_kernel_4
+
+// Sums of many rows but few columns: 64 blocks (two tiles of 32 columns,
+// 32 parts of 128 rows each) store partials, which one block per tile
+// combines in order.
+// CHECK-LABEL: kiln_kernel_4(void *const *args)
+// CHECK:       const i64 part = blockIdx.x / 2ll;
+// CHECK:       for (i64 k = part * chunk + threadIdx.x / 32; k < end; k += blockDim.x / 32) {
+// CHECK:       partials[(0 * 32ll + part) * 40ll + o] = acc;
+// CHECK:       const i64 c0 = blockIdx.x % 2ll * 32ll;
+// CHECK-LABEL: kiln_kernel_5(void *const *args)
+// CHECK:       for (i64 part = 0; part < 32ll; ++part)
+// CHECK-NEXT:    acc = Sum()(acc, partials[(0 * 32ll + part) * 40ll + o]);
+// CHECK:       for (i64 c0 = blockIdx.x * 32ll; c0 < 40ll; c0 += gridDim.x * 32ll) {
+// CHECK-NOT:   kiln_kernel_6
