@@ -37,6 +37,8 @@ struct KernelPlan {
   /// Bytes of scratch for the partial results of a split reduction; its
   /// pointer follows the results.
   int64_t partialBytes = 0;
+  /// Whether the kernel combines partials, reading none of its operands.
+  bool combinesPartials = false;
   /// Whether the kernel checks indices it reads from tensors: its last
   /// argument is then a status word it sets when one is out of range.
   bool checksIndices = false;

@@ -623,6 +623,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
         schedule == Schedule::BlockPerColumns ? resultCount : 1;
     plan.partialBytes = static_cast<int64_t>(split.reductions.size()) *
                         split.blocks * perBlock * 8;
+    plan.combinesPartials = split.phase == SplitPhase::Combine;
     prologue += "  double *partials = (double *)args[" +
                 std::to_string(trailing++) + "];\n";
   }

@@ -283,10 +283,15 @@ LogicalResult Lowering::emitKernels(Operation *origin,
     operation->kernel = std::move(launch);
     operation->origin = describe(origin);
     for (size_t k = first; k < last; ++k) {
-      for (Value value : kernels[k].operands)
-        operation->bytes += bytesOf(value);
-      for (Operation *constant : kernels[k].constants)
-        operation->bytes += bytesOf(constant->getResult(0));
+      // A split reduction's partials: written by one kernel, read by the
+      // next, which reads nothing else.
+      operation->bytes += kernels[k].partialBytes;
+      if (!kernels[k].combinesPartials) {
+        for (Value value : kernels[k].operands)
+          operation->bytes += bytesOf(value);
+        for (Operation *constant : kernels[k].constants)
+          operation->bytes += bytesOf(constant->getResult(0));
+      }
       for (Value value : kernels[k].results)
         operation->bytes += bytesOf(value);
       operation->flops += kernels[k].flops;
