@@ -61,6 +61,17 @@ static bool isImmediate(Value value) {
   return constant && constant.getValue().isSplat();
 }
 
+/// Reductions that end a fusion: the elementwise chain producing their
+/// input is computed in the reduction's kernel and never stored (the cast
+/// of 16-bit logits before the loss, the residual add before a norm, the
+/// squares of a gradient before their sum). Only elementwise readers of a
+/// normalized row join after them.
+static bool isFusedReduction(Operation *op) {
+  return isa<CrossEntropyOp, NllLossOp, LayerNormOp, RmsNormOp, SoftmaxOp,
+             LogSoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+             ReduceMinOp>(op);
+}
+
 /// Replaces `group` (in block order) by one kiln.fusion placed at its last op.
 static void outline(ArrayRef<Operation *> group) {
   DenseSet<Operation *> members(group.begin(), group.end());
@@ -82,7 +93,11 @@ static void outline(ArrayRef<Operation *> group) {
   SmallVector<Type> resultTypes;
   for (Value output : outputs)
     resultTypes.push_back(output.getType());
-  auto fusion = builder.create<FusionOp>(group.back()->getLoc(), resultTypes,
+  // Named after its reduction, the op whose kernel it is (a norm's, not the
+  // cast after it), in profiles and errors; or after its last op.
+  auto named = llvm::find_if(group, isFusedReduction);
+  Location loc = (named != group.end() ? *named : group.back())->getLoc();
+  auto fusion = builder.create<FusionOp>(loc, resultTypes,
                                          inputs.getArrayRef());
   Block *body = builder.createBlock(&fusion.getBody());
   IRMapping mapping;
@@ -105,17 +120,6 @@ static void outline(ArrayRef<Operation *> group) {
   for (Value immediate : immediates)
     if (immediate.use_empty())
       immediate.getDefiningOp()->erase();
-}
-
-/// Reductions that end a fusion: the elementwise chain producing their
-/// input is computed in the reduction's kernel and never stored (the cast
-/// of 16-bit logits before the loss, the residual add before a norm, the
-/// squares of a gradient before their sum). Only elementwise readers of a
-/// normalized row join after them.
-static bool isFusedReduction(Operation *op) {
-  return isa<CrossEntropyOp, NllLossOp, LayerNormOp, RmsNormOp, SoftmaxOp,
-             LogSoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
-             ReduceMinOp>(op);
 }
 
 /// Whether `value` is a row normalized by its own statistics, element for
