@@ -51,6 +51,12 @@ static cl::opt<bool> recompute(
              "backward pass instead of keeping them: less memory, a few more "
              "kernels"));
 
+static cl::opt<bool> recomputeProducts(
+    "recompute-products", cl::cat(pipelineOptions()),
+    cl::desc("With --recompute, also recompute matrix products with their "
+             "epilogues (GPT-2's MLP pre-activations): less memory still, "
+             "for one more GEMM per recomputed product"));
+
 static cl::opt<double> weightDecay(
     "weight-decay", cl::init(-1.0), cl::cat(pipelineOptions()),
     cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd and adagrad, "
@@ -133,7 +139,8 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   if (padMaxOverhead < 0)
     return bad("--pad-max-overhead must not be negative");
   config.padMaxOverhead = padMaxOverhead;
-  config.recompute = recompute;
+  config.recompute = recompute || recomputeProducts;
+  config.recomputeProducts = recomputeProducts;
   return config;
 }
 
@@ -142,11 +149,12 @@ double initialAccumulatorFromOptions() { return initialAccumulator; }
 std::string pipelineOptionsIdentity() {
   // The attention rewrite changes rounding (SDPA's scale), so it counts.
   return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
-                 "{14}|{15}|{16}|{17}|{18}",
+                 "{14}|{15}|{16}|{17}|{18}|{19}",
                  precision, narrowNorms, optimizer, microBatches, loss,
                  rewriteAttention, padMaxOverhead, recompute, weightDecay,
                  betas, eps, momentum, dampening, nesterov, lrDecay,
-                 initialAccumulator, noDecayBiasesNorms, clipGradNorm, freeze)
+                 initialAccumulator, noDecayBiasesNorms, clipGradNorm, freeze,
+                 recomputeProducts)
       .str();
 }
 

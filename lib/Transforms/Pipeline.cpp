@@ -40,8 +40,9 @@ void buildTrainingPipeline(OpPassManager &manager,
   manager.addPass(createKilnAssignPrecision(KilnAssignPrecisionOptions{
       precisionName(config.precision).str(), config.narrowNorms}));
   manager.addNestedPass<func::FuncOp>(createKilnFuse());
-  if (config.recompute)
-    manager.addNestedPass<func::FuncOp>(createKilnRecompute());
+  if (config.recompute || config.recomputeProducts)
+    manager.addNestedPass<func::FuncOp>(
+        createKilnRecompute(KilnRecomputeOptions{config.recomputeProducts}));
   manager.addNestedPass<func::FuncOp>(createKilnPlanMemory());
 }
 
@@ -94,6 +95,10 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
       *this, "recompute",
       llvm::cl::desc("Recompute cheap activations in the backward pass"),
       llvm::cl::init(false)};
+  Option<bool> recomputeProducts{
+      *this, "recompute-products",
+      llvm::cl::desc("Also recompute matrix products with their epilogues"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -126,6 +131,7 @@ void registerTrainingPipeline() {
         config.rewriteAttention = options.rewriteAttention;
         config.padMaxOverhead = options.padMaxOverhead;
         config.recompute = options.recompute;
+        config.recomputeProducts = options.recomputeProducts;
         buildTrainingPipeline(manager, config);
       });
 }

@@ -4,9 +4,9 @@
 // [--optimizer adamw] [--micro-batches K] --report-memory` builds the
 // training step (kiln's training pipeline) and reports its static
 // memory plan; `--max-memory SIZE` first picks the largest batch whose plan
-// fits, or, with the batch given, recomputes activations if that makes it
-// fit. `--target=cuda [--arch=sm_90,sm_80] -o MODEL.kiln` compiles the step
-// for NVIDIA GPUs into an artifact that kiln-run trains with.
+// fits, or, with the batch given, recomputes activations (then products too)
+// if that makes it fit. `--target=cuda [--arch=sm_90,sm_80] -o MODEL.kiln`
+// compiles the step for NVIDIA GPUs into an artifact that kiln-run trains with.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,8 +76,9 @@ static cl::opt<bool> exactAttention(
              "cores (slow; for checking results)"),
     cl::cat(category));
 
-/// Whether --max-memory turned recomputation on for the chosen batch.
-static bool recomputedToFit = false;
+/// What --max-memory recomputes for the chosen batch to fit: nothing,
+/// "activations", or "activations and products".
+static StringRef recomputedToFit;
 
 static int fail(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
@@ -234,8 +235,9 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.exactAttention = exactAttention;
   if (exactAttention)
     targetOptions.optionsText += "|exact-attention";
-  if (recomputedToFit)
-    targetOptions.optionsText += "|recomputed-to-fit";
+  if (!recomputedToFit.empty())
+    targetOptions.optionsText +=
+        ("|recomputed-to-fit: " + recomputedToFit).str();
   auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);
   if (mlir::failed(artifact))
     return 1;
@@ -308,27 +310,35 @@ int main(int argc, char **argv) {
     return fail("--max-memory expects a size such as 40GiB, got '" + maxMemory +
                 "'");
 
-  // A batch the user chose: recompute activations if that makes it fit.
+  // A batch the user chose: recompute activations, then products too, if
+  // that makes it fit.
   if (options.dimensions.count(batchDim)) {
     std::optional<PlannedStep> planned = planStep(context, options, *config);
     if (!planned)
       return 1;
-    if (planned->plan.arenaBytes > *budget && !config->recompute) {
+    auto recompute = [&](bool products, StringRef what) {
+      if (planned->plan.arenaBytes <= *budget ||
+          (products ? config->recomputeProducts : config->recompute))
+        return true;
       config->recompute = true;
+      config->recomputeProducts = products;
       planned = planStep(context, options, *config);
-      if (!planned)
-        return 1;
-      recomputedToFit = true;
-    }
+      recomputedToFit = what;
+      return planned.has_value();
+    };
+    if (!recompute(false, "activations") ||
+        !recompute(true, "activations and products"))
+      return 1;
     if (planned->plan.arenaBytes > *budget)
       return fail(formatv("the step at {0}={1} needs {2} even recomputing "
-                          "activations, more than --max-memory {3}: choose a "
-                          "smaller {0}, or leave it out to find the largest "
-                          "that fits",
+                          "activations and products, more than --max-memory "
+                          "{3}: choose a smaller {0}, or leave it out to find "
+                          "the largest that fits",
                           batchDim, options.dimensions[batchDim],
                           size(planned->plan.arenaBytes), maxMemory));
-    if (recomputedToFit)
-      outs() << "recomputing activations to fit in " << maxMemory << "\n";
+    if (!recomputedToFit.empty())
+      outs() << "recomputing " << recomputedToFit << " to fit in " << maxMemory
+             << "\n";
     return planAndReport();
   }
 

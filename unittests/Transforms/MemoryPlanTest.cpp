@@ -25,9 +25,12 @@ using namespace kiln;
 
 namespace {
 
+/// What the step recomputes before it is planned.
+enum class Recompute { None, Activations, Products };
+
 /// The step in a precision, with or without recomputation.
 class MemoryPlanTest
-    : public ::testing::TestWithParam<std::tuple<Precision, bool>> {};
+    : public ::testing::TestWithParam<std::tuple<Precision, Recompute>> {};
 
 TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   mlir::MLIRContext context;
@@ -46,8 +49,8 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   auto [precision, recompute] = GetParam();
   assignPrecision(*step, precision);
   fuse(*step);
-  if (recompute) {
-    EXPECT_GT(recomputeActivations(*step), 0);
+  if (recompute != Recompute::None) {
+    EXPECT_GT(recomputeActivations(*step, recompute == Recompute::Products), 0);
   }
   MemoryPlan plan = planMemory(*step);
 
@@ -100,6 +103,8 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
 INSTANTIATE_TEST_SUITE_P(
     Steps, MemoryPlanTest,
     ::testing::Combine(::testing::Values(Precision::FP32, Precision::BF16),
-                       ::testing::Bool()));
+                       ::testing::Values(Recompute::None,
+                                         Recompute::Activations,
+                                         Recompute::Products)));
 
 } // namespace

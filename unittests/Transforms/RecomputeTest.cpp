@@ -1,9 +1,10 @@
 //===- RecomputeTest.cpp - recomputation changes no number ----------------===//
 //
 // Trains the bundled GPT-2 for two bf16 AdamW steps with and without
-// --recompute: the losses, gradient norms and parameters must be equal bit
-// for bit (the recomputed ops are the same deterministic ops), while the
-// step's planned arena must shrink.
+// --recompute (and --recompute-products, which recomputes GEMMs too): the
+// losses, gradient norms and parameters must be equal bit for bit (the
+// recomputed ops are the same deterministic ops), while the step's planned
+// arena must shrink.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +29,7 @@ struct TrainedModel {
   std::unique_ptr<Trainer> trainer;
 };
 
-void createTrainer(TrainedModel &model, bool recompute) {
+void createTrainer(TrainedModel &model, bool recompute, bool products) {
   registerKilnDialects(model.context);
   model.module = importONNXModel(
       KILN_SOURCE_DIR "/examples/gpt2_tiny/model.onnx", &model.context, {});
@@ -38,16 +39,20 @@ void createTrainer(TrainedModel &model, bool recompute) {
   spec.pipeline.optimizer = torchDefaults(OptimizerKind::AdamW);
   spec.pipeline.precision = Precision::BF16;
   spec.pipeline.recompute = recompute;
+  spec.pipeline.recomputeProducts = products;
   spec.totalSteps = 2;
   auto trainer = Trainer::create(*model.module, forward, spec);
   ASSERT_TRUE(mlir::succeeded(trainer));
   model.trainer = std::move(*trainer);
 }
 
-TEST(RecomputeTest, SameStepInLessMemory) {
+class RecomputeTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RecomputeTest, SameStepInLessMemory) {
+  bool products = GetParam();
   TrainedModel kept, recomputed;
-  ASSERT_NO_FATAL_FAILURE(createTrainer(kept, false));
-  ASSERT_NO_FATAL_FAILURE(createTrainer(recomputed, true));
+  ASSERT_NO_FATAL_FAILURE(createTrainer(kept, false, false));
+  ASSERT_NO_FATAL_FAILURE(createTrainer(recomputed, true, products));
   int64_t keptArena = planMemory(kept.trainer->stepFunction()).arenaBytes;
   int64_t recomputedArena =
       planMemory(recomputed.trainer->stepFunction()).arenaBytes;
@@ -72,5 +77,11 @@ TEST(RecomputeTest, SameStepInLessMemory) {
               kept.trainer->parameters()[name].floats())
         << name;
 }
+
+INSTANTIATE_TEST_SUITE_P(Recompute, RecomputeTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "ActivationsAndProducts"
+                                             : "Activations";
+                         });
 
 } // namespace

@@ -168,8 +168,14 @@ def KilnRecompute : Pass<"kiln-recompute", "mlir::func::FuncOp"> {
     forward activation) is cloned right before those late reads, when all
     its operands are live there anyway. The result then dies after its
     early reads; no other lifetime grows. Bit for bit the same step. Run it
-    after fusion, before the memory plan.
+    after fusion, before the memory plan. With `products`, fusions that
+    compute a matrix product (a GEMM and its epilogue) are recomputed too:
+    less memory for a GEMM more.
   }];
+  let options = [
+    Option<"products", "products", "bool", /*default=*/"false",
+           "Also recompute matrix products with their epilogues">,
+  ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
 

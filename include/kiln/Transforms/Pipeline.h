@@ -34,6 +34,9 @@ struct TrainingPipelineConfig {
   /// Recompute cheap activations in the backward pass instead of keeping
   /// them (less memory, a few more elementwise kernels).
   bool recompute = false;
+  /// Also recompute matrix products with their epilogues (implies
+  /// `recompute`): less memory still, for a GEMM more per product.
+  bool recomputeProducts = false;
 };
 
 /// GELU recognition -> attention rewrite -> tensor-core padding -> autodiff

@@ -1,6 +1,7 @@
 //===- Recompute.h - recomputing activations in the backward ----*- C++ -*-===//
 //
-// Trades cheap elementwise kernels for activation memory (Recompute.cpp).
+// Trades cheap elementwise kernels (and, optionally, GEMMs) for activation
+// memory (Recompute.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,9 +13,10 @@
 namespace kiln {
 
 /// Recomputes, right before their late uses, the elementwise ops and
-/// fusions of `function` whose operands are live there anyway; returns how
-/// many it recomputed. The function computes exactly what it did.
-int recomputeActivations(mlir::func::FuncOp function);
+/// fusions of `function` (with `products`, also fusions that compute a
+/// matrix product) whose operands are live there anyway; returns how many
+/// it recomputed. The function computes exactly what it did.
+int recomputeActivations(mlir::func::FuncOp function, bool products = false);
 
 } // namespace kiln
 
