@@ -61,19 +61,24 @@ static Type narrowType(Precision precision, MLIRContext *context) {
   llvm_unreachable("unknown precision");
 }
 
-static bool isView(Operation *op) { return isa<ReshapeOp, SliceOp>(op); }
+/// Data movement, whose result has its input's element type.
+static bool isView(Operation *op) {
+  return isa<ReshapeOp, SliceOp, TransposeOp>(op);
+}
 static bool isLoss(Operation *op) { return isa<CrossEntropyOp, NllLossOp>(op); }
 static bool isLossGrad(Operation *op) {
   return isa<CrossEntropyGradOp, NllLossGradOp>(op);
 }
 
-/// Whether `value` reaches only losses (as their input), their gradients'
-/// inputs, and views whose results do the same.
-static bool feedsOnlyLosses(Value value) {
-  return llvm::all_of(value.getUses(), [](OpOperand &use) {
+/// Whether `value` reaches only casts to `narrow`, losses (as their input),
+/// their gradients' inputs, and views whose results do the same.
+static bool readOnlyNarrow(Value value, Type narrow) {
+  return llvm::all_of(value.getUses(), [&](OpOperand &use) {
     Operation *user = use.getOwner();
     if (isView(user))
-      return feedsOnlyLosses(user->getResult(0));
+      return readOnlyNarrow(user->getResult(0), narrow);
+    if (auto cast = dyn_cast<CastOp>(user))
+      return cast.getType().getElementType() == narrow;
     return (isLoss(user) || isLossGrad(user)) && use.getOperandNumber() == 0;
   });
 }
@@ -104,15 +109,19 @@ static void narrowInPlace(Value value, Type narrow) {
   }
 }
 
-/// Stores in the narrow type the products that only a loss reads (GPT-2's
-/// logits), as autocast does: the loss computes in f32 or better from them
-/// anyway, and the loss gradient, which the backward GEMMs read narrowed,
-/// is then produced narrow too. The largest activations of a language
-/// model halve, and their f32 copies disappear.
-static void storeLossInputsNarrow(func::FuncOp function) {
+/// Stores in the narrow type the products that are only read narrowed or
+/// by a loss, as autocast stores them: GPT-2's logits (the loss computes in
+/// f32 or better from them anyway, and the loss gradient, which the
+/// backward GEMMs read narrowed, is then produced narrow too: the largest
+/// activations of a language model halve, and their f32 copies disappear),
+/// and backward, the gradient of attention's output, which attention reads
+/// narrowed. The product is rounded once, from its f32 accumulation,
+/// instead of to f32 and then to the narrow type.
+static void storeNarrowReadProductsNarrow(func::FuncOp function) {
   SmallVector<MatmulOp> products;
   function.walk([&](MatmulOp op) {
-    if (op.getAccumulate() && feedsOnlyLosses(op.getResult()))
+    if (op.getAccumulate() &&
+        readOnlyNarrow(op.getResult(), op.getLhs().getType().getElementType()))
       products.push_back(op);
   });
   for (MatmulOp op : products) {
@@ -191,7 +200,7 @@ void assignPrecision(func::FuncOp function, Precision precision,
         narrowNorm(op, grad.getInputMutable(), Value());
     }
   }
-  storeLossInputsNarrow(function);
+  storeNarrowReadProductsNarrow(function);
   // Fold casts that undo each other (bf16 -> f32 -> bf16).
   RewritePatternSet patterns(function.getContext());
   CastOp::getCanonicalizationPatterns(patterns, function.getContext());

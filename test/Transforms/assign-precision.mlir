@@ -42,3 +42,26 @@ func.func @casts(%b: tensor<4xbf16>, %f: tensor<4xf32>) -> (tensor<4xbf16>, tens
   return %1, %3 : tensor<4xbf16>, tensor<4xf32>
 }
 // UNKNOWN: error: kiln-assign-precision: unknown precision 'fp8' (fp32, tf32, bf16 or fp16)
+
+// -----
+
+// Tests that a product read only narrowed (here through a transpose, as
+// attention reads its output's gradient) is stored narrow, rounded once
+// from its f32 accumulation: the views follow and the cast goes. A product
+// also read in f32 (the residual add) keeps its f32 result.
+// CHECK-LABEL: func @read_narrow
+// CHECK: %[[P:.*]] = kiln.matmul %{{.*}}, %{{.*}} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[T:.*]] = kiln.transpose %[[P]] {{.*}} -> tensor<8x4xbf16>
+// CHECK: %[[Q:.*]] = kiln.matmul %{{.*}}, %{{.*}} {accumulate = f32} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+// CHECK: kiln.cast %[[Q]]
+// CHECK: kiln.add %[[Q]]
+// CHECK: return %[[T]]
+func.func @read_narrow(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<8x4xbf16>, tensor<4x8xbf16>, tensor<4x8xf32>) {
+  %p = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %t = kiln.transpose %p {permutation = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %c = kiln.cast %t : tensor<8x4xf32> to tensor<8x4xbf16>
+  %q = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %d = kiln.cast %q : tensor<4x8xf32> to tensor<4x8xbf16>
+  %s = kiln.add %q, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %c, %d, %s : tensor<8x4xbf16>, tensor<4x8xbf16>, tensor<4x8xf32>
+}
