@@ -1,15 +1,17 @@
-//===- KernelWriter.h - one kernel as lambdas over element indices -*- C++
-//-*-===//
+//===- KernelWriter.h - one kernel as lambdas over indices ------*- C++ -*-===//
 //
 // Every value a kernel computes becomes a lambda `v(i)` giving its element
 // at linear index i: a double for floats (rounded to the value's type after
 // every op, as the interpreter rounds), an i64 for integers, a bool for i1.
 // Views, broadcasts and slices are index arithmetic; reductions are loops
 // that keep their last result, so that a thread walking a row computes the
-// row's statistics once. Three schedules (Schedule): a thread per element
+// row's statistics once. Four schedules (Schedule): a thread per element
 // (or per row, when rows have statistics), a block per result element (its
-// threads share the outermost reductions), and a block per row (its threads
-// share the row's statistics, then store the row's elements side by side).
+// threads share the outermost reductions), a block per row (its threads
+// share the row's statistics, then store the row's elements side by side)
+// and a block per 32 columns (its warps share column sums). The last two
+// also store results of another granularity that they compute on the way
+// (side results: a row's statistics, the elements a column sum reads).
 //
 //===----------------------------------------------------------------------===//
 
