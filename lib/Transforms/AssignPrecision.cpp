@@ -20,6 +20,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+
 namespace kiln {
 #define GEN_PASS_DEF_KILNASSIGNPRECISION
 #include "kiln/Transforms/Passes.h.inc"
@@ -138,17 +139,32 @@ void assignPrecision(func::FuncOp function, Precision precision,
     return;
   Type f32 = builder.getF32Type();
   // One cast per value, at its first product (later products of the same
-  // block come after it), so a weight read twice is rounded once.
+  // block come after it), so a weight read twice is rounded once. A reshape
+  // of a value that already has a copy is narrowed as the same reshape of
+  // that copy, which is exact: a backward GEMM reading a forward activation
+  // flattened shares the forward product's copy instead of keeping the f32
+  // value alive to round it again.
   DenseMap<Value, Value> narrowed;
+  auto copyBefore = [&](Value value, Operation *user) -> Value {
+    Value copy = narrowed.lookup(value);
+    if (copy && copy.getParentBlock() == user->getBlock() &&
+        copy.getDefiningOp()->isBeforeInBlock(user))
+      return copy;
+    return {};
+  };
   auto narrow = [&](Value value, Operation *user) {
-    Value &narrowedValue = narrowed[value];
-    if (!narrowedValue || narrowedValue.getParentBlock() != user->getBlock()) {
-      builder.setInsertionPoint(user);
-      narrowedValue = builder.create<CastOp>(
-          user->getLoc(),
-          cast<RankedTensorType>(value.getType()).clone(narrowElement), value);
-    }
-    return narrowedValue;
+    if (Value copy = copyBefore(value, user))
+      return copy;
+    auto type = cast<RankedTensorType>(value.getType()).clone(narrowElement);
+    builder.setInsertionPoint(user);
+    Value copy;
+    auto reshape = value.getDefiningOp<ReshapeOp>();
+    if (Value input = reshape ? copyBefore(reshape.getInput(), user) : Value())
+      copy = builder.create<ReshapeOp>(user->getLoc(), type, input);
+    else
+      copy = builder.create<CastOp>(user->getLoc(), type, value);
+    narrowed[value] = copy;
+    return copy;
   };
   function.walk([&](MatmulOp op) {
     Type element = op.getLhs().getType().getElementType();

@@ -65,3 +65,23 @@ func.func @read_narrow(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<8x4x
   %s = kiln.add %q, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %c, %d, %s : tensor<8x4xbf16>, tensor<4x8xbf16>, tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a product reading a reshape of a value that already has a
+// 16-bit copy (the backward weight gradient reading a forward activation
+// flattened) reads the same reshape of that copy: the f32 value is rounded
+// once and need not stay alive for a second copy.
+// CHECK-LABEL: func @reshaped_copy
+// CHECK: %[[X:.*]] = kiln.cast %arg0 : tensor<2x4x8xf32> to tensor<2x4x8xbf16>
+// CHECK: kiln.matmul %[[X]]
+// CHECK-NOT: kiln.reshape %arg0
+// CHECK: %[[R:.*]] = kiln.reshape %[[X]] : tensor<2x4x8xbf16> to tensor<8x8xbf16>
+// CHECK-NOT: kiln.reshape %arg0
+// CHECK: kiln.matmul %[[R]], %{{.*}} {accumulate = f32, transpose_lhs}
+func.func @reshaped_copy(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %dy: tensor<8x8xf32>) -> (tensor<2x4x8xf32>, tensor<8x8xf32>) {
+  %y = kiln.matmul %x, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %flat = kiln.reshape %x : tensor<2x4x8xf32> to tensor<8x8xf32>
+  %dw = kiln.matmul %flat, %dy {transpose_lhs} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %y, %dw : tensor<2x4x8xf32>, tensor<8x8xf32>
+}
