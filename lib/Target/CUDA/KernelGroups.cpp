@@ -1,0 +1,244 @@
+//===- KernelGroups.cpp - a region's results grouped into launches -------===//
+//
+// Which results of a fusion region (or op) share a kernel, and with which
+// schedule: results that share no computation get kernels of their own,
+// results of one granularity one kernel, results of two granularities one
+// kernel where one schedule computes the other's on the way (side
+// results), and long reductions are split over blocks whose partials a
+// second kernel combines.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <functional>
+
+using namespace mlir;
+
+namespace kiln::cuda {
+
+/// Scalar reductions at least this long are split over kSplitBlocks blocks.
+static constexpr int64_t kSplitExtent = 8192;
+static constexpr int64_t kSplitBlocks = 256;
+/// Column sums are split over parts of at least kColumnPartRows rows until
+/// about kColumnBlocks blocks (8 blocks of 256 threads per SM of a large
+/// GPU) share them.
+static constexpr int64_t kColumnBlocks = 1024;
+static constexpr int64_t kColumnPartRows = 128;
+
+FailureOr<SmallVector<KernelPlan>>
+planElementKernels(ArrayRef<Value> results,
+                   function_ref<Value(Value)> externalValue,
+                   ArrayRef<Value> materialized) {
+  // The results are computed, never read, even those already in memory.
+  llvm::DenseSet<Value> computed(results.begin(), results.end());
+  auto external = [&](Value value) {
+    return computed.contains(value) ? Value() : externalValue(value);
+  };
+  // Results that share no computation (the updates of different parameters
+  // in a multi-tensor optimizer region) go to separate launches: kernels of
+  // equal shapes are then one kernel, compiled once.
+  SmallVector<size_t> parent(results.size());
+  for (size_t i = 0; i < parent.size(); ++i)
+    parent[i] = i;
+  std::function<size_t(size_t)> root = [&](size_t i) {
+    return parent[i] == i ? i : parent[i] = root(parent[i]);
+  };
+  llvm::DenseMap<Operation *, size_t> firstReader;
+  for (auto [index, result] : llvm::enumerate(results)) {
+    SmallVector<Value> work = {result};
+    llvm::DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!seen.insert(v).second || (v != result && external(v)) ||
+          llvm::is_contained(materialized, v))
+        continue;
+      Operation *op = v.getDefiningOp();
+      if (!op)
+        continue;
+      auto [it, added] = firstReader.try_emplace(op, index);
+      if (!added)
+        parent[root(index)] = root(it->second);
+      llvm::append_range(work, op->getOperands());
+    }
+  }
+  // Within a cluster, results are grouped by schedule and element count:
+  // every thread of a group computes all of the group's results at its
+  // index before storing any, so that a result may update its own operand
+  // in place.
+  struct Group {
+    size_t cluster;
+    bool cooperative;
+    int64_t count;
+    SmallVector<Value> results;
+  };
+  SmallVector<Group> groups;
+  for (auto [index, result] : llvm::enumerate(results)) {
+    auto notResult = [&](Value v) {
+      return v == result ? Value() : externalValue(v);
+    };
+    KernelWriter probe(notResult, materialized, Schedule::Thread);
+    bool cooperative = probe.atReductionGranularity(result);
+    size_t cluster = root(index);
+    auto it = llvm::find_if(groups, [&](const Group &g) {
+      return g.cluster == cluster && g.cooperative == cooperative &&
+             g.count == countOf(result);
+    });
+    if (it == groups.end())
+      groups.push_back({cluster, cooperative, countOf(result), {result}});
+    else
+      it->results.push_back(result);
+  }
+  SmallVector<KernelPlan> plans;
+  struct Written {
+    KernelPlan plan;
+    int64_t splitExtent;
+    /// Whether a block-per-row (-columns) kernel shares the statistics of
+    /// rows (only sums of columns) among a block's threads.
+    bool shares;
+    unsigned unsharedReductions;
+    bool storesSide;
+  };
+  auto write = [&](const Group &group, Schedule schedule, SplitPhase phase,
+                   int64_t blocks,
+                   ArrayRef<Value> sideResults = {}) -> FailureOr<Written> {
+    KernelWriter writer(external, materialized, schedule, phase, blocks);
+    writer.planSharing(group.results, sideResults);
+    // Side results first: a column sum stores them from its loop.
+    for (Value value : llvm::concat<const Value>(sideResults, group.results))
+      if (failed(writer.lambda(value, false)))
+        return failure();
+    int64_t extent = writer.largestSplitExtent();
+    bool shares = schedule == Schedule::BlockPerColumns
+                      ? writer.sharesOnlyColumns()
+                      : writer.sharesStatistics();
+    bool storesSide = writer.storesSideResults();
+    KernelPlan plan;
+    if (sideResults.empty() || storesSide)
+      plan = writer.finish(group.results);
+    return Written{std::move(plan), extent, shares,
+                   writer.unsharedReductions(), storesSide};
+  };
+  // Sums of many rows but few columns would leave most of the GPU idle
+  // with a block per 32 columns (GPT-2's bias gradients: 24 blocks for 768
+  // columns): several blocks then share each tile's rows, and a second
+  // kernel combines their partials in order.
+  auto columnKernels = [&](const Group &group, ArrayRef<Value> sideResults,
+                           Written whole) -> FailureOr<SmallVector<KernelPlan>> {
+    int64_t tiles = (group.count + 31) / 32;
+    int64_t parts = std::min(kColumnBlocks / tiles,
+                             whole.splitExtent / kColumnPartRows);
+    SmallVector<KernelPlan> kernels;
+    if (parts >= 2) {
+      auto partials = write(group, Schedule::BlockPerColumns,
+                            SplitPhase::Partials, parts, sideResults);
+      auto combine = write(group, Schedule::BlockPerColumns,
+                           SplitPhase::Combine, parts, sideResults);
+      if (failed(partials) || failed(combine))
+        return failure();
+      if (partials->storesSide || sideResults.empty()) {
+        kernels.push_back(std::move(partials->plan));
+        kernels.push_back(std::move(combine->plan));
+        return kernels;
+      }
+    }
+    kernels.push_back(std::move(whole.plan));
+    return kernels;
+  };
+  // One kernel for results of two granularities where one's schedule
+  // computes the other's on the way: a block per row stores its row's
+  // statistics (a norm's mean and inverse deviation) after its elements, a
+  // block per 32 columns the elements its column sums read (the bf16 copy
+  // of a gradient whose bias gradient it sums). What both read is then
+  // read once, by one kernel; unless a thread would compute a reduction
+  // alone that it did not before.
+  llvm::DenseMap<size_t, SmallVector<KernelPlan>> withSideResults;
+  llvm::DenseSet<size_t> storedAside;
+  for (auto [index, host] : llvm::enumerate(groups)) {
+    ArrayRef<int64_t> shape = shapeOf(host.results.front());
+    if (shape.empty() || host.count == 1 || storedAside.contains(index))
+      continue;
+    auto side = llvm::find_if(groups, [&](const Group &g) {
+      if (g.cluster != host.cluster || g.cooperative == host.cooperative)
+        return false;
+      return host.cooperative ? g.count % host.count == 0
+                              : g.count * shape.back() == host.count;
+    });
+    size_t sideIndex = side - groups.begin();
+    if (side == groups.end() || storedAside.contains(sideIndex) ||
+        withSideResults.count(sideIndex))
+      continue;
+    Schedule schedule = host.cooperative ? Schedule::BlockPerColumns
+                                         : Schedule::BlockPerRow;
+    auto alone = write(host, schedule, SplitPhase::None, 0);
+    auto merged = write(host, schedule, SplitPhase::None, 0, side->results);
+    if (failed(alone) || failed(merged))
+      return failure();
+    if (!merged->shares || !merged->storesSide ||
+        merged->unsharedReductions > alone->unsharedReductions)
+      continue;
+    if (host.cooperative) {
+      auto kernels = columnKernels(host, side->results, std::move(*merged));
+      if (failed(kernels))
+        return failure();
+      withSideResults[index] = std::move(*kernels);
+    } else {
+      withSideResults[index] = {std::move(merged->plan)};
+    }
+    storedAside.insert(sideIndex);
+  }
+  for (auto [index, group] : llvm::enumerate(groups)) {
+    if (storedAside.contains(index))
+      continue;
+    if (auto it = withSideResults.find(index); it != withSideResults.end()) {
+      llvm::append_range(plans, std::move(it->second));
+      continue;
+    }
+    // A scalar over a long reduction (a loss, a gradient norm) would keep
+    // one block busy with all of it: many blocks reduce chunks instead.
+    if (group.cooperative && group.count == 1) {
+      auto partials = write(group, Schedule::BlockPerElement,
+                            SplitPhase::Partials, kSplitBlocks);
+      if (failed(partials))
+        return failure();
+      if (partials->splitExtent >= kSplitExtent) {
+        auto combine = write(group, Schedule::BlockPerElement,
+                             SplitPhase::Combine, kSplitBlocks);
+        if (failed(combine))
+          return failure();
+        plans.push_back(std::move(partials->plan));
+        plans.push_back(std::move(combine->plan));
+        continue;
+      }
+    }
+    // Rows with statistics the threads of a block can share get a block
+    // each; sums of columns a block per 32 of them.
+    Schedule sharing =
+        group.cooperative ? Schedule::BlockPerColumns : Schedule::BlockPerRow;
+    auto shared = write(group, sharing, SplitPhase::None, 0);
+    if (failed(shared))
+      return failure();
+    if (shared->shares && group.cooperative) {
+      auto kernels = columnKernels(group, {}, std::move(*shared));
+      if (failed(kernels))
+        return failure();
+      llvm::append_range(plans, std::move(*kernels));
+      continue;
+    }
+    if (shared->shares) {
+      plans.push_back(std::move(shared->plan));
+      continue;
+    }
+    auto single = write(
+        group, group.cooperative ? Schedule::BlockPerElement : Schedule::Thread,
+        SplitPhase::None, 0);
+    if (failed(single))
+      return failure();
+    plans.push_back(std::move(single->plan));
+  }
+  return plans;
+}
+
+} // namespace kiln::cuda
