@@ -2,7 +2,8 @@
 //
 // The policy table, as PyTorch's autocast keeps one: GEMMs and attention
 // read their operands in the narrow type (tf32, bf16 or fp16) with fp32
-// accumulation; every other op class (softmax, norms,
+// accumulation, and a GEMM stores its result (after its bias) in bf16 or
+// fp16, except weight gradients; every other op class (softmax, norms,
 // reductions, exp/log, the loss, optimizer updates) computes in fp32, and
 // parameters and optimizer state stay fp32 master copies. Optionally, norms
 // read and write 16 bits (their statistics and gradients stay fp32). The
@@ -14,6 +15,8 @@
 #include "kiln/Transforms/AssignPrecision.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Transforms/Fuse.h"
+#include "kiln/Transforms/GemmEpilogues.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -66,22 +69,8 @@ static Type narrowType(Precision precision, MLIRContext *context) {
 static bool isView(Operation *op) {
   return isa<ReshapeOp, SliceOp, TransposeOp>(op);
 }
-static bool isLoss(Operation *op) { return isa<CrossEntropyOp, NllLossOp>(op); }
 static bool isLossGrad(Operation *op) {
   return isa<CrossEntropyGradOp, NllLossGradOp>(op);
-}
-
-/// Whether `value` reaches only casts to `narrow`, losses (as their input),
-/// their gradients' inputs, and views whose results do the same.
-static bool readOnlyNarrow(Value value, Type narrow) {
-  return llvm::all_of(value.getUses(), [&](OpOperand &use) {
-    Operation *user = use.getOwner();
-    if (isView(user))
-      return readOnlyNarrow(user->getResult(0), narrow);
-    if (auto cast = dyn_cast<CastOp>(user))
-      return cast.getType().getElementType() == narrow;
-    return (isLoss(user) || isLossGrad(user)) && use.getOperandNumber() == 0;
-  });
 }
 
 /// Gives `value` the element type `narrow` and keeps its users consistent:
@@ -89,9 +78,12 @@ static bool readOnlyNarrow(Value value, Type narrow) {
 /// casts to `narrow` disappear, anything else (the loss, which returns its
 /// input's type) reads a cast back to the old type, which the CUDA target
 /// fuses into the loss kernel.
-static void narrowInPlace(Value value, Type narrow) {
-  auto type = cast<RankedTensorType>(value.getType());
-  value.setType(type.clone(narrow));
+static void narrowInPlace(Value value, Type narrow);
+
+/// Makes the readers of `value`, just narrowed from the type `wide`,
+/// consistent with it (as narrowInPlace describes).
+static void readNarrowed(Value value, RankedTensorType wide) {
+  Type narrow = getElementTypeOrSelf(value);
   SmallVector<OpOperand *> uses;
   for (OpOperand &use : value.getUses())
     uses.push_back(&use);
@@ -105,67 +97,113 @@ static void narrowInPlace(Value value, Type narrow) {
       narrowInPlace(user->getResult(0), narrow);
     } else {
       OpBuilder builder(user);
-      use->set(builder.create<CastOp>(user->getLoc(), type, value));
+      use->set(builder.create<CastOp>(user->getLoc(), wide, value));
     }
   }
 }
 
-/// Stores in the narrow type the products that are only read narrowed or
-/// by a loss, as autocast stores them: GPT-2's logits (the loss computes in
-/// f32 or better from them anyway, and the loss gradient, which the
-/// backward GEMMs read narrowed, is then produced narrow too: the largest
-/// activations of a language model halve, and their f32 copies disappear),
-/// and backward, the gradient of attention's output, which attention reads
-/// narrowed. The product is rounded once, from its f32 accumulation,
-/// instead of to f32 and then to the narrow type.
-static void storeNarrowReadProductsNarrow(func::FuncOp function) {
-  SmallVector<MatmulOp> products;
-  function.walk([&](MatmulOp op) {
-    if (op.getAccumulate() &&
-        readOnlyNarrow(op.getResult(), op.getLhs().getType().getElementType()))
-      products.push_back(op);
-  });
-  for (MatmulOp op : products) {
-    op.removeAccumulateAttr();
-    narrowInPlace(op.getResult(), op.getLhs().getType().getElementType());
-  }
+static void narrowInPlace(Value value, Type narrow) {
+  auto type = cast<RankedTensorType>(value.getType());
+  value.setType(type.clone(narrow));
+  readNarrowed(value, type);
 }
 
-void assignPrecision(func::FuncOp function, Precision precision,
-                     bool narrowNorms) {
-  OpBuilder builder(function.getContext());
-  Type narrowElement = narrowType(precision, function.getContext());
-  if (!narrowElement)
-    return;
-  Type f32 = builder.getF32Type();
-  // One cast per value, at its first product (later products of the same
-  // block come after it), so a weight read twice is rounded once. A reshape
-  // of a value that already has a copy is narrowed as the same reshape of
-  // that copy, which is exact: a backward GEMM reading a forward activation
-  // flattened shares the forward product's copy instead of keeping the f32
-  // value alive to round it again.
+/// Whether `value` becomes, through views and elementwise ops (unscaling,
+/// accumulation), what an optimizer update reads or the function returns,
+/// unless it is rounded to 16 bits on the way: weight gradients stay f32,
+/// as the master weights they update, and so do a function's f32 results.
+static bool becomesF32Result(Value value, DenseMap<Value, bool> &memo) {
+  if (auto known = memo.find(value); known != memo.end())
+    return known->second;
+  memo[value] = false; // cut cycles through the graph's regions
+  bool result = llvm::any_of(value.getUsers(), [&](Operation *user) {
+    if (isa<AdamWOp, SgdOp, AdagradOp, func::ReturnOp>(user))
+      return true;
+    if (auto cast = dyn_cast<CastOp>(user);
+        cast && cast.getType().getElementTypeBitWidth() <= 16)
+      return false;
+    return (isView(user) || isElementwise(user)) &&
+           llvm::any_of(user->getResults(), [&](Value next) {
+             return becomesF32Result(next, memo);
+           });
+  });
+  return memo[value] = result;
+}
+
+/// Whether every reader of `value` could read it rounded to 16 bits
+/// without the widened copy being stored: fusion computes the widening in
+/// an elementwise reader's kernel or in a reduction's (a norm, softmax, the
+/// loss), views follow, and products and attention read it narrowed anyway.
+/// (A norm's gradient, for one, reads its operands from memory.)
+static bool readableNarrowed(Value value) {
+  return llvm::all_of(value.getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (isView(user) || (isLossGrad(user) && use.getOperandNumber() == 0))
+      return llvm::all_of(user->getResults(), readableNarrowed);
+    return isa<CastOp, MatmulOp, AttentionOp, AttentionGradOp>(user) ||
+           isElementwise(user) ||
+           (isFusedReduction(user) && use.getOperandNumber() == 0);
+  });
+}
+
+namespace {
+/// Assigns one function's precision; holds the 16-bit copy of each value
+/// it rounded, so that a value read by several products is rounded once.
+class PrecisionAssignment {
+public:
+  PrecisionAssignment(MLIRContext *context, Type narrow)
+      : builder(context), narrowElement(narrow), f32(builder.getF32Type()) {}
+
+  void narrowProductOperands(func::FuncOp function);
+  void narrowAttentionOperands(func::FuncOp function);
+  void narrowNorms(func::FuncOp function);
+  void storeProductsNarrow(func::FuncOp function);
+
+private:
+  /// The 16-bit copy of `value` rounded before `user`, made if needed.
+  Value narrow(Value value, Operation *user);
+  /// The copy of `value` made before `user`, if any.
+  Value copyBefore(Value value, Operation *user);
+  /// Rounds `stored` to the narrow type where it is computed; its readers
+  /// read the rounded value (views of it, widened where they compute).
+  void roundWhereComputed(Value stored);
+
+  OpBuilder builder;
+  Type narrowElement, f32;
   DenseMap<Value, Value> narrowed;
-  auto copyBefore = [&](Value value, Operation *user) -> Value {
-    Value copy = narrowed.lookup(value);
-    if (copy && copy.getParentBlock() == user->getBlock() &&
-        copy.getDefiningOp()->isBeforeInBlock(user))
-      return copy;
-    return {};
-  };
-  auto narrow = [&](Value value, Operation *user) {
-    if (Value copy = copyBefore(value, user))
-      return copy;
-    auto type = cast<RankedTensorType>(value.getType()).clone(narrowElement);
-    builder.setInsertionPoint(user);
-    Value copy;
-    auto reshape = value.getDefiningOp<ReshapeOp>();
-    if (Value input = reshape ? copyBefore(reshape.getInput(), user) : Value())
-      copy = builder.create<ReshapeOp>(user->getLoc(), type, input);
-    else
-      copy = builder.create<CastOp>(user->getLoc(), type, value);
-    narrowed[value] = copy;
+};
+} // namespace
+
+Value PrecisionAssignment::copyBefore(Value value, Operation *user) {
+  Value copy = narrowed.lookup(value);
+  if (copy && copy.getParentBlock() == user->getBlock() &&
+      copy.getDefiningOp()->isBeforeInBlock(user))
     return copy;
-  };
+  return {};
+}
+
+// One cast per value, at its first product (later products of the same
+// block come after it), so a weight read twice is rounded once. A reshape
+// of a value that already has a copy is narrowed as the same reshape of
+// that copy, which is exact: a backward GEMM reading a forward activation
+// flattened shares the forward product's copy instead of keeping the f32
+// value alive to round it again.
+Value PrecisionAssignment::narrow(Value value, Operation *user) {
+  if (Value copy = copyBefore(value, user))
+    return copy;
+  auto type = cast<RankedTensorType>(value.getType()).clone(narrowElement);
+  builder.setInsertionPoint(user);
+  Value copy;
+  auto reshape = value.getDefiningOp<ReshapeOp>();
+  if (Value input = reshape ? copyBefore(reshape.getInput(), user) : Value())
+    copy = builder.create<ReshapeOp>(user->getLoc(), type, input);
+  else
+    copy = builder.create<CastOp>(user->getLoc(), type, value);
+  narrowed[value] = copy;
+  return copy;
+}
+
+void PrecisionAssignment::narrowProductOperands(func::FuncOp function) {
   function.walk([&](MatmulOp op) {
     Type element = op.getLhs().getType().getElementType();
     if (element != f32 || op.getAccumulate())
@@ -174,8 +212,11 @@ void assignPrecision(func::FuncOp function, Precision precision,
     op.getRhsMutable().assign(narrow(op.getRhs(), op));
     op.setAccumulateAttr(TypeAttr::get(f32));
   });
-  // Attention's products read q, k, v (and, backward, the output gradient)
-  // narrowed; its scores, probabilities and results stay f32.
+}
+
+// Attention's products read q, k, v (and, backward, the output gradient)
+// narrowed; its scores, probabilities and results stay f32.
+void PrecisionAssignment::narrowAttentionOperands(func::FuncOp function) {
   auto narrowAll = [&](Operation *op, ArrayRef<OpOperand *> operands) {
     for (OpOperand *operand : operands)
       if (getElementTypeOrSelf(operand->get()) == f32)
@@ -189,34 +230,97 @@ void assignPrecision(func::FuncOp function, Precision precision,
     narrowAll(op, {&op.getQueryMutable(), &op.getKeyMutable(),
                    &op.getValueMutable(), &op.getOutputGradMutable()});
   });
-  // Narrow norms read their input rounded once, and their gradients read
-  // the same rounded copy: the backward pass keeps half the bytes. The
-  // output is stored narrow too (the next product reads it so anyway).
-  if (narrowNorms && narrowElement != builder.getTF32Type()) {
-    auto narrowNorm = [&](Operation *op, OpOperand &input, Value output) {
-      if (getElementTypeOrSelf(input.get()) != f32)
-        return;
-      input.set(narrow(input.get(), op));
-      if (output)
-        narrowInPlace(output, narrowElement);
-    };
-    SmallVector<Operation *> norms;
-    function.walk([&](Operation *op) {
-      if (isa<LayerNormOp, RmsNormOp, LayerNormGradOp, RmsNormGradOp>(op))
-        norms.push_back(op);
-    });
-    for (Operation *op : norms) {
-      if (auto norm = dyn_cast<LayerNormOp>(op))
-        narrowNorm(op, norm.getInputMutable(), norm.getOutput());
-      else if (auto norm = dyn_cast<RmsNormOp>(op))
-        narrowNorm(op, norm.getInputMutable(), norm.getOutput());
-      else if (auto grad = dyn_cast<LayerNormGradOp>(op))
-        narrowNorm(op, grad.getInputMutable(), Value());
-      else if (auto grad = dyn_cast<RmsNormGradOp>(op))
-        narrowNorm(op, grad.getInputMutable(), Value());
+}
+
+// Narrow norms read their input rounded once, and their gradients read the
+// same rounded copy: the backward pass keeps half the bytes. The output is
+// stored narrow too (the next product reads it so anyway).
+void PrecisionAssignment::narrowNorms(func::FuncOp function) {
+  auto narrowNorm = [&](Operation *op, OpOperand &input, Value output) {
+    if (getElementTypeOrSelf(input.get()) != f32)
+      return;
+    input.set(narrow(input.get(), op));
+    if (output)
+      narrowInPlace(output, narrowElement);
+  };
+  SmallVector<Operation *> norms;
+  function.walk([&](Operation *op) {
+    if (isa<LayerNormOp, RmsNormOp, LayerNormGradOp, RmsNormGradOp>(op))
+      norms.push_back(op);
+  });
+  for (Operation *op : norms) {
+    if (auto norm = dyn_cast<LayerNormOp>(op))
+      narrowNorm(op, norm.getInputMutable(), norm.getOutput());
+    else if (auto norm = dyn_cast<RmsNormOp>(op))
+      narrowNorm(op, norm.getInputMutable(), norm.getOutput());
+    else if (auto grad = dyn_cast<LayerNormGradOp>(op))
+      narrowNorm(op, grad.getInputMutable(), Value());
+    else if (auto grad = dyn_cast<RmsNormGradOp>(op))
+      narrowNorm(op, grad.getInputMutable(), Value());
+  }
+}
+
+void PrecisionAssignment::roundWhereComputed(Value stored) {
+  auto type = cast<RankedTensorType>(stored.getType());
+  builder.setInsertionPointAfterValue(stored);
+  auto rounded = builder.create<CastOp>(stored.getLoc(),
+                                        type.clone(narrowElement), stored);
+  stored.replaceAllUsesExcept(rounded, rounded);
+  readNarrowed(rounded, type);
+}
+
+/// Stores products in the narrow type, as autocast stores a linear layer's
+/// output: rounded once from the f32 accumulation, after the epilogue that
+/// cuBLASLt applies as it stores (a bias along the rows, which is read
+/// narrow, as autocast reads it; backward, GELU's derivative). Readers that
+/// compute in f32 (softmax, norms, the residual stream, the loss) read the
+/// rounded value widened. Activations, their gradients and the logits halve;
+/// weight gradients stay f32, and so do products whose readers would need
+/// the widened copy stored.
+void PrecisionAssignment::storeProductsNarrow(func::FuncOp function) {
+  SmallVector<MatmulOp> products;
+  DenseMap<Value, bool> results;
+  function.walk([&](MatmulOp op) {
+    if (op.getAccumulate() &&
+        op.getLhs().getType().getElementType() == narrowElement &&
+        !becomesF32Result(op.getResult(), results))
+      products.push_back(op);
+  });
+  for (MatmulOp op : products) {
+    OpOperand *bias = nullptr;
+    if (AddOp add = rowBiasAdd(op, bias);
+        add && getElementTypeOrSelf(bias->get()) == f32) {
+      if (!readableNarrowed(add.getResult()))
+        continue;
+      Value copy = narrow(bias->get(), add);
+      builder.setInsertionPoint(add);
+      bias->set(
+          builder.create<CastOp>(add.getLoc(), bias->get().getType(), copy));
+      roundWhereComputed(add.getResult());
+    } else if (GeluGradOp gelu = geluGradScaling(op)) {
+      if (readableNarrowed(gelu.getResult()))
+        roundWhereComputed(gelu.getResult());
+    } else if (readableNarrowed(op.getResult())) {
+      op.removeAccumulateAttr();
+      narrowInPlace(op.getResult(), narrowElement);
     }
   }
-  storeNarrowReadProductsNarrow(function);
+}
+
+void assignPrecision(func::FuncOp function, Precision precision,
+                     bool narrowNorms) {
+  Type narrowElement = narrowType(precision, function.getContext());
+  if (!narrowElement)
+    return;
+  PrecisionAssignment assignment(function.getContext(), narrowElement);
+  assignment.narrowProductOperands(function);
+  assignment.narrowAttentionOperands(function);
+  // tf32 is a way of computing products, not a type values are stored in.
+  bool storesNarrow = !narrowElement.isTF32();
+  if (narrowNorms && storesNarrow)
+    assignment.narrowNorms(function);
+  if (storesNarrow)
+    assignment.storeProductsNarrow(function);
   // Fold casts that undo each other (bf16 -> f32 -> bf16).
   RewritePatternSet patterns(function.getContext());
   CastOp::getCanonicalizationPatterns(patterns, function.getContext());

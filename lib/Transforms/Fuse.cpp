@@ -12,6 +12,7 @@
 #include "kiln/Transforms/Fuse.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Transforms/GemmEpilogues.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -61,12 +62,7 @@ static bool isImmediate(Value value) {
   return constant && constant.getValue().isSplat();
 }
 
-/// Reductions that end a fusion: the elementwise chain producing their
-/// input is computed in the reduction's kernel and never stored (the cast
-/// of 16-bit logits before the loss, the residual add before a norm, the
-/// squares of a gradient before their sum). Only elementwise readers of a
-/// normalized row join after them.
-static bool isFusedReduction(Operation *op) {
+bool isFusedReduction(Operation *op) {
   return isa<CrossEntropyOp, NllLossOp, LayerNormOp, RmsNormOp, SoftmaxOp,
              LogSoftmaxOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
              ReduceMinOp>(op);
@@ -149,38 +145,62 @@ static bool readsNormalizedRow(Operation *op, Value operand) {
              cast<RankedTensorType>(operand.getType()).getNumElements();
 }
 
+/// The cast widening `value` to f32 for its one reader, if that is how it
+/// is read: the 16-bit bias or GELU input, which the GEMM then reads as
+/// stored.
+static Operation *wideningCast(Value value) {
+  auto cast = value.getDefiningOp<CastOp>();
+  return cast && cast->hasOneUse() && cast.getType().getElementType().isF32()
+             ? cast.getOperation()
+             : nullptr;
+}
+
+/// The cast rounding `value` to 16 bits as it is stored, if that is its one
+/// reader.
+static Operation *roundingCast(Value value) {
+  if (!value.hasOneUse())
+    return nullptr;
+  auto cast = dyn_cast<CastOp>(*value.user_begin());
+  return cast && cast.getType().getElementType().getIntOrFloatBitWidth() == 16
+             ? cast.getOperation()
+             : nullptr;
+}
+
 /// The ops of a DGELU epilogue of `product` (backward: the product, maybe
 /// behind reshapes, is the gradient a tanh GELU's derivative scales; the
-/// pre-activation is the aux input), or none.
+/// pre-activation is the aux input), with the rounding of the result, or
+/// none.
 static SmallVector<Operation *> dgeluEpilogue(MatmulOp product) {
   SmallVector<Operation *> epilogue = {product};
-  Operation *reader = *product->user_begin();
-  while (isa<ReshapeOp>(reader) && reader->hasOneUse()) {
-    epilogue.push_back(reader);
-    reader = *reader->user_begin();
-  }
-  auto dgelu = dyn_cast<GeluGradOp>(reader);
-  if (!dgelu || dgelu.getGrad() != epilogue.back()->getResult(0) ||
-      dgelu.getApproximation() != GeluApproximation::Tanh)
+  GeluGradOp dgelu = geluGradScaling(product, &epilogue);
+  if (!dgelu)
     return {};
+  if (Operation *widen = wideningCast(dgelu.getInput()))
+    epilogue.push_back(widen);
   epilogue.push_back(dgelu);
+  if (Operation *round = roundingCast(dgelu.getResult()))
+    epilogue.push_back(round);
   return epilogue;
 }
 
-/// The ops of a bias epilogue of `product`: the add of a row bias, then,
-/// maybe behind reshapes (views), a tanh GELU of the sum (the sum stays a
-/// result where the backward pass reads it: GELU_AUX) and a cast of the
-/// GELU (the output type); or none.
+/// The ops of a bias epilogue of `product`: the add of a row bias, then
+/// either the rounding of the sum to 16 bits or, maybe behind reshapes
+/// (views), a tanh GELU of the sum (the sum stays a result where the
+/// backward pass reads it: GELU_AUX) and a cast of the GELU (the output
+/// type); or none.
 static SmallVector<Operation *> biasEpilogue(MatmulOp product) {
-  auto add = dyn_cast<AddOp>(*product->user_begin());
-  if (!add || add.getType() != product.getType())
+  OpOperand *bias = nullptr;
+  AddOp add = rowBiasAdd(product, bias);
+  if (!add)
     return {};
-  Value bias = add.getLhs() == product.getResult() ? add.getRhs() : add.getLhs();
-  auto biasType = cast<RankedTensorType>(bias.getType());
-  if (bias == product.getResult() || biasType.getRank() != 1 ||
-      biasType.getDimSize(0) != product.getType().getShape().back())
-    return {};
-  SmallVector<Operation *> epilogue = {product, add};
+  SmallVector<Operation *> epilogue = {product};
+  if (Operation *widen = wideningCast(bias->get()))
+    epilogue.push_back(widen);
+  epilogue.push_back(add);
+  if (Operation *round = roundingCast(add.getResult())) {
+    epilogue.push_back(round);
+    return epilogue;
+  }
   auto isTanhGelu = [](Operation *user) {
     auto gelu = dyn_cast<GeluOp>(user);
     return gelu && gelu.getApproximation() == GeluApproximation::Tanh;
@@ -207,7 +227,7 @@ static SmallVector<Operation *> biasEpilogue(MatmulOp product) {
     epilogue.push_back(*last->user_begin());
   // Keep only as much as the fusion, placed at its last op, can hold.
   DenseSet<Operation *> members(epilogue.begin(), epilogue.end());
-  while (epilogue.size() > 2 &&
+  while (epilogue.back() != add &&
          !usesFollow(epilogue, members, epilogue.back())) {
     members.erase(epilogue.back());
     epilogue.pop_back();

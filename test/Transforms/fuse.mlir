@@ -234,6 +234,45 @@ func.func @dgelu_epilogue(%dy: tensor<4x8xf32>, %w: tensor<8x8xf32>, %pre: tenso
 
 // -----
 
+// Tests the epilogues in 16 bits, as precision assignment leaves them: the
+// bias read through its widening, the sum rounded as it is stored (the GELU
+// reads it from memory, widened in its own fusion); backward, the GELU
+// input read through its widening and the scaled product rounded. Each
+// fusion reads and stores only 16-bit values besides the product's f32
+// accumulation.
+// CHECK-LABEL: func @narrow_epilogues
+// CHECK: %[[PRE:.*]] = kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xbf16>, tensor<8x8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16> {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<8x8xbf16>, %[[B:.*]]: tensor<8xbf16>):
+// CHECK-NEXT: %[[P:.*]] = kiln.matmul %[[X]], %[[W]]
+// CHECK-NEXT: %[[BW:.*]] = kiln.cast %[[B]]
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[P]], %[[BW]]
+// CHECK-NEXT: %[[R:.*]] = kiln.cast %[[S]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: kiln.yield %[[R]]
+// CHECK: kiln.fusion %[[PRE]] : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
+// CHECK: kiln.gelu
+// CHECK: kiln.fusion %arg3, %arg1, %[[PRE]] : (tensor<4x8xbf16>, tensor<8x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.gelu_grad
+// CHECK-NEXT: kiln.cast {{.*}} to tensor<4x8xbf16>
+// CHECK-NEXT: kiln.yield
+func.func @narrow_epilogues(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>, %b: tensor<8xbf16>, %dy: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
+  %h = kiln.matmul %x, %w {accumulate = f32} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+  %bw = kiln.cast %b : tensor<8xbf16> to tensor<8xf32>
+  %s = kiln.add %h, %bw : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %pre = kiln.cast %s : tensor<4x8xf32> to tensor<4x8xbf16>
+  %prew = kiln.cast %pre : tensor<4x8xbf16> to tensor<4x8xf32>
+  %g = kiln.gelu %prew approximation = tanh : tensor<4x8xf32>
+  %y = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
+  %d = kiln.matmul %dy, %w {accumulate = f32, transpose_rhs} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+  %prew2 = kiln.cast %pre : tensor<4x8xbf16> to tensor<4x8xf32>
+  %dx = kiln.gelu_grad %prew2, %d approximation = tanh : tensor<4x8xf32>
+  %dxb = kiln.cast %dx : tensor<4x8xf32> to tensor<4x8xbf16>
+  return %y, %dxb : tensor<4x8xbf16>, tensor<4x8xbf16>
+}
+
+// -----
+
 // Tests that data movement fuses with the cast that follows it: the split of
 // a fused q/k/v product into heads (slice, reshape, transpose) and its bf16
 // cast are one kernel, which stores only the cast.

@@ -149,15 +149,16 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
                             (g.transpose_a ? k * g.m + m : m * g.k + k)] *
                  b.floats()[batch * g.stride_b +
                             (g.transpose_b ? n * g.k + k : k * g.n + n)];
-        // As the interpreter rounds: the product to the output type, then
-        // the epilogue's result.
+        // As the interpreter rounds: the bare product once to the output
+        // type; with an epilogue, the product and the epilogue's result to
+        // f32 (the accumulation type), then that to the output type.
         int64_t at = batch * g.stride_d + m * g.n + n;
-        d.setFromDouble(at, acc);
         if (g.epilogue == artifact::Epilogue::Bias)
-          d.setFromDouble(at, d.floats()[at] + bias.floats()[n]);
+          acc = static_cast<float>(static_cast<float>(acc) + bias.floats()[n]);
         if (g.epilogue == artifact::Epilogue::DGelu)
-          d.setFromDouble(at, d.floats()[at] *
-                                  geluTanhDerivative(aux.floats()[at]));
+          acc = static_cast<float>(static_cast<float>(acc) *
+                                   geluTanhDerivative(aux.floats()[at]));
+        d.setFromDouble(at, acc);
       }
   std::vector<uint8_t> bytes = encodeTensor(d, g.output_type);
   // Only the matrices: a batch stride may leave gaps that hold other values.

@@ -28,6 +28,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 
 using namespace kiln;
 
@@ -84,6 +85,10 @@ protected:
     options.exactAttention = true;
     auto compiled = cuda::compileFunction(step, options);
     ASSERT_TRUE(mlir::succeeded(compiled));
+    for (const auto &operation : (*compiled)->operations)
+      if (operation->gemm &&
+          operation->gemm->output_type != artifact::ElementType::F32)
+        ++narrowGemms[operation->gemm->epilogue];
     std::string error;
     auto executor = kiln::testing::makeExecutor(**compiled, error);
     ASSERT_TRUE(executor) << error;
@@ -159,8 +164,21 @@ protected:
           << name;
   }
 
+  /// Expects the compared step to store products in 16 bits after each of
+  /// cuBLASLt's epilogues (a 16-bit bias, a 16-bit GELU input for DGELU),
+  /// so that the comparison covers them.
+  void expectNarrowEpilogues() {
+    for (artifact::Epilogue epilogue :
+         {artifact::Epilogue::None, artifact::Epilogue::Bias,
+          artifact::Epilogue::DGelu})
+      EXPECT_GT(narrowGemms[epilogue], 0)
+          << artifact::EnumNameEpilogue(epilogue);
+  }
+
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  /// The compared artifact's GEMMs with a 16-bit result, by epilogue.
+  std::map<artifact::Epilogue, int> narrowGemms;
 };
 
 /// A directory the build recorded, unless the environment moves it (the
@@ -181,14 +199,16 @@ TEST_F(TargetTest, Gpt2StepMatchesInterpreterInFp32) {
               Precision::FP32, 2e-6);
 }
 
-// bf16 GEMM operands and attention, an f32 attention output with a bf16
-// gradient: the kernels round where the interpreter rounds, so the bound is
-// the fp32 steps' one.
+// bf16 GEMM operands and attention, GEMM results stored in bf16 after
+// their epilogues, an f32 attention output with a bf16 gradient: the
+// kernels round where the interpreter rounds, so the bound is the fp32
+// steps' one.
 TEST_F(TargetTest, Gpt2StepMatchesInterpreterInBf16) {
   compareStep(source("examples/gpt2_tiny/model.onnx"),
               {source("examples/gpt2_tiny/input_ids.pb"),
                source("examples/gpt2_tiny/labels.pb")},
               Precision::BF16, 2e-6);
+  expectNarrowEpilogues();
 }
 
 // fp16: 16-bit operands and the loss scale, decided inside the step.
@@ -197,6 +217,7 @@ TEST_F(TargetTest, Gpt2StepMatchesInterpreterInFp16) {
               {source("examples/gpt2_tiny/input_ids.pb"),
                source("examples/gpt2_tiny/labels.pb")},
               Precision::FP16, 2e-6);
+  expectNarrowEpilogues();
 }
 
 // RMS norm, SiLU, rotary embeddings, grouped-query attention, in fp32 and

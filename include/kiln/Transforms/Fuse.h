@@ -16,6 +16,13 @@ namespace kiln {
 /// arithmetic, comparisons, where.
 bool isElementwise(mlir::Operation *op);
 
+/// Reductions that end a fusion: the elementwise chain producing their
+/// first operand is computed in the reduction's kernel and never stored
+/// (the cast of 16-bit logits before the loss, the residual add before a
+/// norm, the squares of a gradient before their sum). Only elementwise
+/// readers of a normalized row join after them.
+bool isFusedReduction(mlir::Operation *op);
+
 /// Outlines chains of elementwise ops of `function`'s body, with the data
 /// movement between them (reshape, transpose, slice, insert_slice) and the
 /// reductions that end them, into kiln.fusion ops; returns how many fusions

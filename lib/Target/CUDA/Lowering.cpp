@@ -361,20 +361,37 @@ Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer) {
   GemmEpilogue none{product};
   if (!product.hasOneUse())
     return none;
+  // What the fusion reads for `inner`, seen through a cast widening it: a
+  // bias or GELU input stored in 16 bits, which cuBLASLt reads as stored.
+  auto stored = [&](Value inner) {
+    if (auto cast = inner.getDefiningOp<CastOp>())
+      inner = cast.getInput();
+    return outer(inner);
+  };
+  // The epilogue's result as D holds it: rounded to 16 bits if a cast does
+  // that next.
+  auto asStored = [](Value result) -> Value {
+    if (result.hasOneUse())
+      if (auto cast = dyn_cast<CastOp>(*result.user_begin());
+          cast && elementTypeOf(cast.getResult()).getIntOrFloatBitWidth() == 16)
+        return cast.getResult();
+    return result;
+  };
   Operation *user = *product.getUsers().begin();
-  // A bias along the product's columns, of the product's type.
+  // A bias along the product's columns, of D's type.
   if (auto add = dyn_cast<AddOp>(user)) {
-    Value bias = outer(add.getLhs() == product ? add.getRhs() : add.getLhs());
+    Value bias = stored(add.getLhs() == product ? add.getRhs() : add.getLhs());
+    Value result = asStored(add.getResult());
     if (bias && shapeOf(bias).size() == 1 &&
         shapeOf(bias)[0] == shapeOf(product).back() &&
-        elementTypeOf(bias) == elementTypeOf(product) &&
+        elementTypeOf(bias) == elementTypeOf(result) &&
         add.getType() == product.getType() && offsetOf(bias) >= 0)
-      return {add.getResult(), artifact::Epilogue::Bias, offsetOf(bias)};
+      return {result, artifact::Epilogue::Bias, offsetOf(bias)};
     return none;
   }
-  // The tanh GELU's gradient at a saved f32 input: cuBLASLt's DGELU, whose
-  // input matrix has the output's type and a leading dimension that is a
-  // multiple of 8.
+  // The tanh GELU's gradient at a saved input: cuBLASLt's DGELU, whose
+  // input matrix has D's type and a leading dimension that is a multiple
+  // of 8.
   Value grad = product;
   while (auto reshape = dyn_cast<ReshapeOp>(user)) {
     grad = reshape.getResult();
@@ -386,12 +403,13 @@ Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer) {
   if (!gelu || gelu.getGrad() != grad ||
       gelu.getApproximation() != GeluApproximation::Tanh)
     return none;
-  Value input = outer(gelu.getInput());
+  Value input = stored(gelu.getInput());
+  Value result = asStored(gelu.getResult());
   if (!input || offsetOf(input) < 0 || !elementTypeOf(product).isF32() ||
-      elementTypeOf(input) != elementTypeOf(product) ||
+      elementTypeOf(input) != elementTypeOf(result) ||
       shapeOf(product).back() % 8 != 0)
     return none;
-  return {gelu.getResult(), artifact::Epilogue::DGelu, -1, offsetOf(input)};
+  return {result, artifact::Epilogue::DGelu, -1, offsetOf(input)};
 }
 
 LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs,
@@ -434,13 +452,14 @@ LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs,
   gemm->stride_b = *strideB;
   gemm->stride_d = m * n;
   gemm->input_type = *artifactType(inType);
-  gemm->output_type = *artifactType(resultType.getElementType());
+  Type outType = elementTypeOf(epilogue.result);
+  gemm->output_type = *artifactType(outType);
   gemm->epilogue = epilogue.kind;
   gemm->bias = std::max<int64_t>(epilogue.bias, 0);
   gemm->aux = std::max<int64_t>(epilogue.aux, 0);
   auto operation = std::make_unique<artifact::OperationT>();
   int64_t inBytes = elementBytes(inType);
-  int64_t outBytes = elementBytes(resultType.getElementType());
+  int64_t outBytes = elementBytes(outType);
   operation->bytes =
       ((*strideA ? batch : 1) * m * k + (*strideB ? batch : 1) * k * n) *
           inBytes +
