@@ -78,6 +78,13 @@ static bool isLossGrad(Operation *op) {
 /// casts to `narrow` disappear, anything else (the loss, which returns its
 /// input's type) reads a cast back to the old type, which the CUDA target
 /// fuses into the loss kernel.
+/// Whether attention's gradient reads `use` (attention's output) in the
+/// type it is stored in.
+static bool readsOutputAsStored(OpOperand &use) {
+  auto gradient = dyn_cast<AttentionGradOp>(use.getOwner());
+  return gradient && use.get() == gradient.getOutput();
+}
+
 static void narrowInPlace(Value value, Type narrow);
 
 /// Makes the readers of `value`, just narrowed from the type `wide`,
@@ -95,7 +102,7 @@ static void readNarrowed(Value value, RankedTensorType wide) {
       cast.erase();
     } else if (isView(user) || (isLossGrad(user) && use->getOperandNumber() == 0)) {
       narrowInPlace(user->getResult(0), narrow);
-    } else {
+    } else if (!readsOutputAsStored(*use)) {
       OpBuilder builder(user);
       use->set(builder.create<CastOp>(user->getLoc(), wide, value));
     }
@@ -132,16 +139,18 @@ static bool becomesF32Result(Value value, DenseMap<Value, bool> &memo) {
 
 /// Whether every reader of `value` could read it rounded to 16 bits
 /// without the widened copy being stored: fusion computes the widening in
-/// an elementwise reader's kernel or in a reduction's (a norm, softmax, the
-/// loss), views follow, and products and attention read it narrowed anyway.
-/// (A norm's gradient, for one, reads its operands from memory.)
+/// the kernel of an elementwise reader, of data movement (the heads'
+/// gradients moved into one tensor) or of a reduction (a norm, softmax, the
+/// loss); views follow, casts to 16 bits go, and attention's gradient reads
+/// its output as stored. (A norm's gradient, for one, reads its operands
+/// from memory.)
 static bool readableNarrowed(Value value) {
   return llvm::all_of(value.getUses(), [](OpOperand &use) {
     Operation *user = use.getOwner();
     if (isView(user) || (isLossGrad(user) && use.getOperandNumber() == 0))
       return llvm::all_of(user->getResults(), readableNarrowed);
-    return isa<CastOp, MatmulOp, AttentionOp, AttentionGradOp>(user) ||
-           isElementwise(user) ||
+    return isa<CastOp, InsertSliceOp>(user) || isElementwise(user) ||
+           readsOutputAsStored(use) ||
            (isFusedReduction(user) && use.getOperandNumber() == 0);
   });
 }
@@ -305,6 +314,23 @@ void PrecisionAssignment::storeProductsNarrow(func::FuncOp function) {
       narrowInPlace(op.getResult(), narrowElement);
     }
   }
+  // Attention's output and, backward, the gradients of its operands are
+  // products too, stored as autocast's attention stores them.
+  SmallVector<Value> attentionResults;
+  function.walk([&](AttentionOp op) {
+    if (getElementTypeOrSelf(op.getQuery()) == narrowElement)
+      attentionResults.push_back(op.getOutput());
+  });
+  function.walk([&](AttentionGradOp op) {
+    if (getElementTypeOrSelf(op.getQuery()) == narrowElement)
+      llvm::append_range(
+          attentionResults,
+          ValueRange{op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()});
+  });
+  for (Value result : attentionResults)
+    if (getElementTypeOrSelf(result) == f32 &&
+        !becomesF32Result(result, results) && readableNarrowed(result))
+      narrowInPlace(result, narrowElement);
 }
 
 void assignPrecision(func::FuncOp function, Precision precision,

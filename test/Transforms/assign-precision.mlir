@@ -162,3 +162,30 @@ func.func @read_by_norm_grad(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %m: tenso
   %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
   return %dx : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that attention's output and its operands' gradients are stored in
+// bf16 like other products: the gradient reads the output as stored, and
+// the gradients' readers (data movement into one tensor) widen them.
+// CHECK-LABEL: func @attention_results
+// CHECK: %[[O:.*]], %{{.*}} = kiln.attention {{.*}} -> (tensor<1x2x4x8xbf16>, tensor<1x2x4xf32>)
+// CHECK: %[[DQ:.*]], %{{.*}}, %{{.*}} = kiln.attention_grad {{.*}} output %[[O]], {{.*}} -> (tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>)
+// CHECK: %[[W:.*]] = kiln.cast %[[DQ]] : tensor<1x2x4x8xbf16> to tensor<1x2x4x8xf32>
+// CHECK-NEXT: kiln.insert_slice %{{.*}}, %[[W]]
+func.func @attention_results(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %g: tensor<1x2x4x8xf32>, %z: tensor<1x2x4x16xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x16xf32>) {
+  %o, %lse = kiln.attention %q, %k, %v {causal, scale = 0.35 : f64}
+      : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o, %lse, %g {causal, scale = 0.35 : f64}
+      : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>)
+      -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  %t = kiln.neg %o : tensor<1x2x4x8xf32>
+  %s = kiln.insert_slice %z, %dq {start = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1, 1, 1>} : (tensor<1x2x4x16xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x16xf32>
+  %s2 = kiln.insert_slice %s, %dk {start = array<i64: 0, 0, 0, 8>, stride = array<i64: 1, 1, 1, 1>} : (tensor<1x2x4x16xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x16xf32>
+  %m = kiln.mul %s2, %z : (tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>) -> tensor<1x2x4x16xf32>
+  %r = kiln.reduce_sum %m {axes = array<i64: 0>} : (tensor<1x2x4x16xf32>) -> tensor<2x4x16xf32>
+  %e = kiln.reshape %r : tensor<2x4x16xf32> to tensor<1x2x4x16xf32>
+  %n = kiln.reduce_sum %t {axes = array<i64: 0>} : (tensor<1x2x4x8xf32>) -> tensor<2x4x8xf32>
+  %f = kiln.reshape %n : tensor<2x4x8xf32> to tensor<1x2x4x8xf32>
+  return %f, %e : tensor<1x2x4x8xf32>, tensor<1x2x4x16xf32>
+}

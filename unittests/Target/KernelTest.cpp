@@ -528,17 +528,18 @@ func.func @main(%q: tensor<2x4x32x16xf32>, %k: tensor<2x4x32x16xf32>, %v: tensor
   return %out, %lse, %dq, %dk, %dv : tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>
 }
 )"},
-    // The bf16 step's shapes: 16-bit operands, f32 results and statistics,
-    // a 16-bit output gradient, more rows than one tile.
+    // The bf16 step's shapes: 16-bit operands, output and gradients (the
+    // gradient reads the 16-bit output), f32 statistics, more rows than one
+    // tile.
     {"AttentionTilesBf16", R"(
 func.func @main(%q: tensor<2x4x32x16xbf16>, %k: tensor<2x4x32x16xbf16>, %v: tensor<2x4x32x16xbf16>, %g: tensor<2x4x32x16xbf16>)
-    -> (tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) {
+    -> (tensor<2x4x32x16xbf16>, tensor<2x4x32xf32>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>) {
   %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.25 : f64}
-      : (tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>) -> (tensor<2x4x32x16xf32>, tensor<2x4x32xf32>)
+      : (tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>) -> (tensor<2x4x32x16xbf16>, tensor<2x4x32xf32>)
   %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.25 : f64}
-      : (tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xbf16>)
-      -> (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>)
-  return %out, %lse, %dq, %dk, %dv : tensor<2x4x32x16xf32>, tensor<2x4x32xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>
+      : (tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32xf32>, tensor<2x4x32x16xbf16>)
+      -> (tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>)
+  return %out, %lse, %dq, %dk, %dv : tensor<2x4x32x16xbf16>, tensor<2x4x32xf32>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>, tensor<2x4x32x16xbf16>
 }
 )"},
     // Tensor cores: a tile of 64 query rows and the 16 past it, key tiles
@@ -577,8 +578,9 @@ func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tens
     // from f32 scores where the interpreter's are correctly rounded, so a
     // term may land one 16-bit ulp away (2^-8 of it) where the two sit on
     // either side of a rounding boundary; 2^-7 of the largest result allows
-    // several such terms. Grouped heads and causal in bf16; head dimension
-    // 128 in f16, with an additive mask and f16 gradients.
+    // several such terms. Grouped heads and causal in bf16, reading a bf16
+    // output as the bf16 step does; head dimension 128 in f16, with an
+    // additive mask and f16 gradients.
     {"TensorCoreAttentionGradient", R"(
 func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tensor<1x2x80x64xbf16>,
                 %g: tensor<1x4x80x64xbf16>, %q2: tensor<1x2x24x128xf16>, %k2: tensor<1x2x40x128xf16>,
@@ -590,8 +592,9 @@ func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tens
   %v32 = kiln.cast %v : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
   %out, %lse = kiln.attention %q32, %k32, %v32 {causal, scale = 0.125 : f64}
       : (tensor<1x4x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>) -> (tensor<1x4x80x64xf32>, tensor<1x4x80xf32>)
-  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.125 : f64}
-      : (tensor<1x4x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x4x80x64xf32>, tensor<1x4x80xf32>, tensor<1x4x80x64xbf16>)
+  %out16 = kiln.cast %out : tensor<1x4x80x64xf32> to tensor<1x4x80x64xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out16, %lse, %g {causal, scale = 0.125 : f64}
+      : (tensor<1x4x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x4x80x64xbf16>, tensor<1x4x80xf32>, tensor<1x4x80x64xbf16>)
       -> (tensor<1x4x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>)
   %q232 = kiln.cast %q2 : tensor<1x2x24x128xf16> to tensor<1x2x24x128xf32>
   %k232 = kiln.cast %k2 : tensor<1x2x40x128xf16> to tensor<1x2x40x128xf32>
