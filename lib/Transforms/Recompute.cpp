@@ -21,6 +21,8 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNRECOMPUTE
@@ -80,6 +82,33 @@ static bool isRecomputable(Operation &op, bool products) {
   return isa<FusionOp>(op) || isElementwise(&op);
 }
 
+namespace {
+/// A use of a candidate's result, maybe through views of it (reshapes,
+/// which share their input's buffer): recomputing for it recomputes the
+/// views too.
+struct ViewedUse {
+  OpOperand *use;
+  SmallVector<Operation *> views;
+};
+} // namespace
+
+/// The uses of `value`, looking through the reshapes of `block` that view
+/// it.
+static void collectUses(Value value, Block &block,
+                        SmallVector<Operation *> &views,
+                        SmallVectorImpl<ViewedUse> &uses) {
+  for (OpOperand &use : value.getUses()) {
+    auto view = dyn_cast<ReshapeOp>(use.getOwner());
+    if (!view || view->getBlock() != &block) {
+      uses.push_back({&use, views});
+      continue;
+    }
+    views.push_back(view);
+    collectUses(view.getResult(), block, views, uses);
+    views.pop_back();
+  }
+}
+
 int recomputeActivations(func::FuncOp function, bool products) {
   if (!function.getBody().hasOneBlock())
     return 0;
@@ -96,34 +125,65 @@ int recomputeActivations(func::FuncOp function, bool products) {
     // Positions change as clones are inserted: take them afresh.
     BlockPositions positions(block);
     int64_t defined = positions.of(op);
-    SmallVector<OpOperand *> uses;
+    SmallVector<ViewedUse> uses;
+    SmallVector<Operation *> views;
     for (OpResult result : op->getResults())
-      for (OpOperand &use : result.getUses())
-        uses.push_back(&use);
-    llvm::sort(uses, [&](OpOperand *a, OpOperand *b) {
-      return positions.of(a->getOwner()) < positions.of(b->getOwner());
+      collectUses(result, block, views, uses);
+    auto position = [&](const ViewedUse &use) {
+      return positions.of(use.use->getOwner());
+    };
+    llvm::sort(uses, [&](const ViewedUse &a, const ViewedUse &b) {
+      return position(a) < position(b);
     });
     // The first use far after the previous one starts the late uses.
     int64_t previous = defined;
-    auto late = llvm::find_if(uses, [&](OpOperand *use) {
-      int64_t at = positions.of(use->getOwner());
+    auto late = llvm::find_if(uses, [&](const ViewedUse &use) {
+      int64_t at = position(use);
       bool far = at - previous > kLateDistance;
       previous = at;
       return far;
     });
     if (late == uses.begin() || late == uses.end())
       continue; // no early use to keep, or none late
-    Operation *firstLate = (*late)->getOwner();
+    Operation *firstLate = late->use->getOwner();
     while (firstLate->getBlock() != &block)
       firstLate = firstLate->getParentOp();
     int64_t at = positions.of(firstLate);
-    if (!llvm::all_of(op->getOperands(),
-                      [&](Value v) { return positions.liveAt(v, at); }))
+    // An operand that is not live there may be recomputed too when it is
+    // one elementwise op of live values: the 16-bit copy of a bias, which
+    // only the product read.
+    SmallVector<Operation *> operandsToRecompute;
+    auto available = [&](Value v) {
+      if (positions.liveAt(v, at))
+        return true;
+      Operation *producer = v.getDefiningOp();
+      if (!producer || !isElementwise(producer) ||
+          !llvm::all_of(producer->getOperands(),
+                        [&](Value w) { return positions.liveAt(w, at); }))
+        return false;
+      operandsToRecompute.push_back(producer);
+      return true;
+    };
+    if (!llvm::all_of(op->getOperands(), available))
       continue;
     OpBuilder builder(firstLate);
-    Operation *clone = builder.clone(*op);
-    for (OpOperand *use : llvm::make_range(late, uses.end()))
-      use->set(clone->getResult(cast<OpResult>(use->get()).getResultNumber()));
+    IRMapping clones;
+    for (Operation *producer : operandsToRecompute)
+      builder.clone(*producer, clones);
+    builder.clone(*op, clones);
+    for (const ViewedUse &use : llvm::make_range(late, uses.end())) {
+      for (Operation *view : use.views)
+        if (!clones.contains(view->getResult(0)))
+          builder.clone(*view, clones);
+      use.use->set(clones.lookup(use.use->get()));
+    }
+    // Views left without readers, readers of views first.
+    llvm::SetVector<Operation *> viewed;
+    for (const ViewedUse &use : uses)
+      viewed.insert(use.views.begin(), use.views.end());
+    for (Operation *view : llvm::reverse(viewed))
+      if (view->use_empty())
+        view->erase();
     ++recomputed;
   }
   return recomputed;

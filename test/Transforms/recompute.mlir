@@ -37,14 +37,16 @@ func.func @recomputed(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 
 // -----
 
-// Not recomputed: the input %h dies early (recomputing would keep it alive
-// instead), and %n has no early read to keep.
+// Not recomputed: the input %h dies early, and so does %a it is computed
+// from (recomputing would keep one of them alive instead), and %n has no
+// early read to keep.
 // CHECK-LABEL: func @kept
 // CHECK-COUNT-1: kiln.gelu
 // CHECK-COUNT-1: kiln.tanh
 // CHECK-NOT: kiln.gelu
 func.func @kept(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
-  %h = kiln.exp %x : tensor<4xf32>
+  %a = kiln.sqrt %x : tensor<4xf32>
+  %h = kiln.exp %a : tensor<4xf32>
   %g = kiln.gelu %h approximation = none : tensor<4xf32>
   %n = kiln.tanh %x : tensor<4xf32>
   %early = kiln.mul %g, %g : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
