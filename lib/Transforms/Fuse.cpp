@@ -277,6 +277,15 @@ int fuseElementwise(func::FuncOp function) {
   // Groups whose kernel a block per row computes, for readers of a
   // normalized row: they take no more reductions or reindexing.
   DenseSet<unsigned> rowwise;
+  // The reductions (of the groups) that reduce a value no group computes.
+  DenseMap<Value, SmallVector<Operation *>> reducedBy;
+  auto recordReduced = [&](Operation *op) {
+    if (!isFusedReduction(op) || isNormalizedRow(op->getResult(0)))
+      return;
+    Value reduced = op->getOperand(0);
+    if (!groupOf.count(reduced.getDefiningOp()))
+      reducedBy[reduced].push_back(op);
+  };
   for (Operation &op : function.getBody().front()) {
     bool reduction = isFusedReduction(&op);
     if (!isElementwise(&op) && !isIndexMap(&op) && !reduction)
@@ -302,6 +311,22 @@ int fuseElementwise(func::FuncOp function) {
             readsNormalizedRow(&op, operand))
           if (!llvm::is_contained(candidates, *group))
             candidates.push_back(*group);
+    // An elementwise reader of what a reduction reduces joins its group
+    // too (the bf16 copy of a gradient whose bias gradient is summed, when
+    // the gradient comes from a kernel of its own, a norm's gradient): one
+    // kernel then reads the gradient once.
+    if (!reduction)
+      for (Value operand : op.getOperands())
+        for (Operation *sibling : reducedBy.lookup(operand)) {
+          // A reduction alone has no group until a reader joins it.
+          auto [it, alone] = groupOf.try_emplace(sibling, groups.size());
+          if (alone) {
+            closed.insert(groups.size());
+            groups.push_back({sibling});
+          }
+          if (!llvm::is_contained(candidates, it->second))
+            candidates.push_back(it->second);
+        }
     llvm::erase_if(candidates, [&](unsigned candidate) {
       if (rowwise.contains(candidate) &&
           (reduction || (isIndexMap(&op) && !isa<ReshapeOp>(op))))
@@ -325,13 +350,17 @@ int fuseElementwise(func::FuncOp function) {
     }
     if (joined.empty()) {
       // A reduction alone is its own kernel already; a norm alone may
-      // still take readers of its rows.
-      if (reduction && !llvm::any_of(op.getResults(), isNormalizedRow))
+      // still take readers of its rows, and any reduction readers of what
+      // it reduces.
+      if (reduction && !llvm::any_of(op.getResults(), isNormalizedRow)) {
+        recordReduced(&op);
         continue;
+      }
       groupOf[&op] = groups.size();
       if (reduction)
         closed.insert(groups.size());
       groups.push_back({&op});
+      recordReduced(&op);
       continue;
     }
     unsigned target = joined.front();
@@ -349,6 +378,7 @@ int fuseElementwise(func::FuncOp function) {
     groupOf[&op] = target;
     if (reduction)
       closed.insert(target);
+    recordReduced(&op);
     if (llvm::any_of(op.getOperands(), [&](Value operand) {
           return readsNormalizedRow(&op, operand) &&
                  groupOf.lookup(operand.getDefiningOp()) == target;

@@ -273,6 +273,24 @@ func.func @narrow_epilogues(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>, %b: tens
 
 // -----
 
+// Tests that an elementwise reader of what a reduction sums joins the
+// reduction's fusion when neither reads anything the other computes (the
+// bias gradient and bf16 copy of a gradient that a norm's gradient
+// produced): one kernel reads the gradient once.
+// CHECK-LABEL: func @sibling_of_reduction
+// CHECK: %[[F:.*]]:2 = kiln.fusion %arg0 : (tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4x8xbf16>) {
+// CHECK-NEXT: ^bb0(%[[G:.*]]: tensor<4x8xf32>):
+// CHECK-NEXT: kiln.reduce_sum %[[G]]
+// CHECK-NEXT: kiln.cast %[[G]]
+// CHECK-NOT: kiln.fusion
+func.func @sibling_of_reduction(%g: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4x8xbf16>) {
+  %b = kiln.reduce_sum %g {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>
+  %c = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
+  return %b, %c : tensor<8xf32>, tensor<4x8xbf16>
+}
+
+// -----
+
 // Tests that data movement fuses with the cast that follows it: the split of
 // a fused q/k/v product into heads (slice, reshape, transpose) and its bf16
 // cast are one kernel, which stores only the cast.

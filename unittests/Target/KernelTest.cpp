@@ -372,6 +372,27 @@ const KernelCase kCases[] = {
             tensor<600x1xf32>, tensor<600x1xf32>, tensor<600x40xf32>, tensor<40xf32>,
             tensor<600x40xbf16>, tensor<24xf32>
       })"},
+    // A column sum and a copy of the tensor it sums, reading only that
+    // (the bias gradient and bf16 copy of a gradient that a norm's gradient
+    // kernel produced): one kernel reads it once. Rows as many as columns
+    // too, where the copy's elements per row equal the sum's count.
+    {"SiblingColumnSums", R"(
+      func.func @main(%g: tensor<4x150x40xf32>, %h: tensor<32x32xf32>)
+          -> (tensor<40xf32>, tensor<4x150x40xbf16>, tensor<32xf32>, tensor<32x32xbf16>) {
+        %a:2 = kiln.fusion %g : (tensor<4x150x40xf32>) -> (tensor<40xf32>, tensor<4x150x40xbf16>) {
+        ^bb0(%x: tensor<4x150x40xf32>):
+          %s = kiln.reduce_sum %x {axes = array<i64: 0, 1>} : (tensor<4x150x40xf32>) -> tensor<40xf32>
+          %c = kiln.cast %x : tensor<4x150x40xf32> to tensor<4x150x40xbf16>
+          kiln.yield %s, %c : tensor<40xf32>, tensor<4x150x40xbf16>
+        }
+        %b:2 = kiln.fusion %h : (tensor<32x32xf32>) -> (tensor<32xf32>, tensor<32x32xbf16>) {
+        ^bb0(%x: tensor<32x32xf32>):
+          %s = kiln.reduce_sum %x {axes = array<i64: 0>} : (tensor<32x32xf32>) -> tensor<32xf32>
+          %c = kiln.cast %x : tensor<32x32xf32> to tensor<32x32xbf16>
+          kiln.yield %s, %c : tensor<32xf32>, tensor<32x32xbf16>
+        }
+        return %a#0, %a#1, %b#0, %b#1 : tensor<40xf32>, tensor<4x150x40xbf16>, tensor<32xf32>, tensor<32x32xbf16>
+      })"},
     // Rows longer than a block, with statistics its threads share: norms,
     // softmax and a cross-entropy gradient over a padded vocabulary whose
     // padded classes return before reading the row's log-sum-exp; sums of

@@ -37,9 +37,11 @@ planElementKernels(ArrayRef<Value> results,
   auto external = [&](Value value) {
     return computed.contains(value) ? Value() : externalValue(value);
   };
-  // Results that share no computation (the updates of different parameters
-  // in a multi-tensor optimizer region) go to separate launches: kernels of
-  // equal shapes are then one kernel, compiled once.
+  // Results that share no computation and read no tensor in common (the
+  // updates of different parameters in a multi-tensor optimizer region) go
+  // to separate launches: kernels of equal shapes are then one kernel,
+  // compiled once. Results reading one tensor (a gradient's column sum and
+  // its bf16 copy) may share a kernel that reads it once.
   SmallVector<size_t> parent(results.size());
   for (size_t i = 0; i < parent.size(); ++i)
     parent[i] = i;
@@ -47,13 +49,26 @@ planElementKernels(ArrayRef<Value> results,
     return parent[i] == i ? i : parent[i] = root(parent[i]);
   };
   llvm::DenseMap<Operation *, size_t> firstReader;
+  llvm::DenseMap<Value, size_t> firstReaderOfTensor;
   for (auto [index, result] : llvm::enumerate(results)) {
     SmallVector<Value> work = {result};
     llvm::DenseSet<Value> seen;
     while (!work.empty()) {
       Value v = work.pop_back_val();
-      if (!seen.insert(v).second || (v != result && external(v)) ||
-          llvm::is_contained(materialized, v))
+      if (!seen.insert(v).second)
+        continue;
+      // A fusion's block argument is the tensor its operand holds.
+      Value tensor = v;
+      if (auto argument = dyn_cast<BlockArgument>(v))
+        if (auto fusion =
+                dyn_cast<FusionOp>(argument.getOwner()->getParentOp()))
+          tensor = fusion->getOperand(argument.getArgNumber());
+      if (tensor != result && external(tensor) && countOf(tensor) > 1) {
+        auto [it, added] = firstReaderOfTensor.try_emplace(tensor, index);
+        if (!added)
+          parent[root(index)] = root(it->second);
+      }
+      if ((v != result && external(v)) || llvm::is_contained(materialized, v))
         continue;
       Operation *op = v.getDefiningOp();
       if (!op)

@@ -13,7 +13,7 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
                 %long: tensor<4096x40xf32>)
     -> (tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>,
         tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>,
-        tensor<32x32xbf16>, tensor<40xf32>) {
+        tensor<32x32xbf16>, tensor<40xf32>, tensor<32xf32>, tensor<32x32xbf16>) {
   %n:4 = kiln.fusion %x, %r, %g : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32xf32>)
       -> (tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>) {
   ^bb0(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>, %s: tensor<32xf32>):
@@ -38,7 +38,13 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
     kiln.yield %grad, %bias, %c : tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>
   }
   %cs = kiln.reduce_sum %long {axes = array<i64: 0>} : (tensor<4096x40xf32>) -> tensor<40xf32>
-  return %n#0, %n#1, %n#2, %n#3, %m#0, %m#1, %b#0, %b#1, %b#2, %cs : tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>, tensor<40xf32>
+  %s:2 = kiln.fusion %r : (tensor<32x32xf32>) -> (tensor<32xf32>, tensor<32x32xbf16>) {
+  ^bb0(%a: tensor<32x32xf32>):
+    %bias = kiln.reduce_sum %a {axes = array<i64: 0>} : (tensor<32x32xf32>) -> tensor<32xf32>
+    %c = kiln.cast %a : tensor<32x32xf32> to tensor<32x32xbf16>
+    kiln.yield %bias, %c : tensor<32xf32>, tensor<32x32xbf16>
+  }
+  return %n#0, %n#1, %n#2, %n#3, %m#0, %m#1, %b#0, %b#1, %b#2, %cs, %s#0, %s#1 : tensor<32x32xf32>, tensor<32x32xbf16>, tensor<32x1xf32>, tensor<32x1xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<32x32xbf16>, tensor<40xf32>, tensor<32xf32>, tensor<32x32xbf16>
 }
 
 // One kernel for the residual add and the norm: the sum and the bf16
@@ -94,4 +100,11 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK:       for (i64 part = 0; part < 32ll; ++part)
 // CHECK-NEXT:    acc = Sum()(acc, partials[(0 * 32ll + part) * 40ll + o]);
 // CHECK:       for (i64 c0 = blockIdx.x * 32ll; c0 < 40ll; c0 += gridDim.x * 32ll) {
-// CHECK-NOT:   kiln_kernel_6
+// A column sum and a copy of what it sums, computed from nothing else in
+// the region (a gradient that a kernel of its own produced): one kernel,
+// which reads the gradient once.
+// CHECK-LABEL: kiln_kernel_6(void *const *args)
+// CHECK:       float *out0 = (float *)args[1];
+// CHECK-NEXT:  u16 *side_out0 = (u16 *)args[2];
+// CHECK:       side_out0[e] = f32_to_bf16
+// CHECK-NOT:   kiln_kernel_7
