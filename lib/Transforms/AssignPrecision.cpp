@@ -78,11 +78,18 @@ static bool isLossGrad(Operation *op) {
 /// casts to `narrow` disappear, anything else (the loss, which returns its
 /// input's type) reads a cast back to the old type, which the CUDA target
 /// fuses into the loss kernel.
-/// Whether attention's gradient reads `use` (attention's output) in the
-/// type it is stored in.
-static bool readsOutputAsStored(OpOperand &use) {
-  auto gradient = dyn_cast<AttentionGradOp>(use.getOwner());
-  return gradient && use.get() == gradient.getOutput();
+/// Whether `use` reads its value in the type it is stored in, whatever
+/// that is: attention's gradient its output, a norm's gradient the output's
+/// gradient.
+static bool readsAsStored(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto gradient = dyn_cast<AttentionGradOp>(user))
+    return use.get() == gradient.getOutput();
+  if (auto gradient = dyn_cast<LayerNormGradOp>(user))
+    return use.get() == gradient.getGrad();
+  if (auto gradient = dyn_cast<RmsNormGradOp>(user))
+    return use.get() == gradient.getGrad();
+  return false;
 }
 
 static void narrowInPlace(Value value, Type narrow);
@@ -102,7 +109,7 @@ static void readNarrowed(Value value, RankedTensorType wide) {
       cast.erase();
     } else if (isView(user) || (isLossGrad(user) && use->getOperandNumber() == 0)) {
       narrowInPlace(user->getResult(0), narrow);
-    } else if (!readsOutputAsStored(*use)) {
+    } else if (!readsAsStored(*use)) {
       OpBuilder builder(user);
       use->set(builder.create<CastOp>(user->getLoc(), wide, value));
     }
@@ -141,16 +148,15 @@ static bool becomesF32Result(Value value, DenseMap<Value, bool> &memo) {
 /// without the widened copy being stored: fusion computes the widening in
 /// the kernel of an elementwise reader, of data movement (the heads'
 /// gradients moved into one tensor) or of a reduction (a norm, softmax, the
-/// loss); views follow, casts to 16 bits go, and attention's gradient reads
-/// its output as stored. (A norm's gradient, for one, reads its operands
-/// from memory.)
+/// loss); views follow, casts to 16 bits go, and the gradients of attention
+/// and norms read their output (gradient) as stored.
 static bool readableNarrowed(Value value) {
   return llvm::all_of(value.getUses(), [](OpOperand &use) {
     Operation *user = use.getOwner();
     if (isView(user) || (isLossGrad(user) && use.getOperandNumber() == 0))
       return llvm::all_of(user->getResults(), readableNarrowed);
     return isa<CastOp, InsertSliceOp>(user) || isElementwise(user) ||
-           readsOutputAsStored(use) ||
+           readsAsStored(use) ||
            (isFusedReduction(user) && use.getOperandNumber() == 0);
   });
 }

@@ -151,16 +151,21 @@ func.func @linear_epilogues(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor
 
 // -----
 
-// Tests that a product a norm's gradient reads stays f32: that kernel
-// reads its operands from memory, so a 16-bit copy would be widened into a
-// stored f32 copy.
-// CHECK-LABEL: func @read_by_norm_grad
-// CHECK: %[[DY:.*]] = kiln.matmul {{.*}} {accumulate = f32} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
-// CHECK: kiln.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[DY]]
-func.func @read_by_norm_grad(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %m: tensor<4x1xf32>, %r: tensor<4x1xf32>, %s: tensor<8xf32>) -> tensor<4x8xf32> {
+// Tests that a norm's gradient reads a product's gradient stored in bf16 as
+// stored (its kernel widens it), while a product that an embedding's
+// gradient scatters stays f32: that kernel reads its operands from memory,
+// so a 16-bit copy would be widened into a stored f32 copy.
+// CHECK-LABEL: func @read_from_memory
+// CHECK: %[[DY:.*]] = kiln.matmul {{.*}} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// CHECK-NEXT: kiln.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[DY]] {{.*}} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xbf16>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK: %[[E:.*]] = kiln.matmul {{.*}} {accumulate = f32} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+// CHECK-NEXT: kiln.gather_grad %[[E]]
+func.func @read_from_memory(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %m: tensor<4x1xf32>, %r: tensor<4x1xf32>, %s: tensor<8xf32>, %i: tensor<4xi64>) -> (tensor<4x8xf32>, tensor<16x8xf32>) {
   %dy = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
-  return %dx : tensor<4x8xf32>
+  %e = kiln.matmul %dx, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %t = kiln.gather_grad %e, %i {axis = 0 : i64} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<16x8xf32>
+  return %dx, %t : tensor<4x8xf32>, tensor<16x8xf32>
 }
 
 // -----

@@ -319,7 +319,8 @@ const KernelCase kCases[] = {
             tensor<3x4x6xf32>, tensor<6xf32>
       })"},
     // Narrow norms: a bf16 input and output, f32 statistics, and gradients
-    // f32 from the bf16 input (layer and RMS norm, forward and backward).
+    // f32 from the bf16 input (layer and RMS norm, forward and backward);
+    // the RMS norm's gradient from a bf16 output gradient too.
     {"NarrowNorms", R"(
       func.func @main(%x: tensor<3x4x8xbf16>, %s: tensor<8xf32>, %b: tensor<8xf32>, %dy: tensor<3x4x8xf32>)
           -> (tensor<3x4x8xbf16>, tensor<3x4x1xf32>, tensor<3x4x8xf32>, tensor<8xf32>, tensor<8xf32>,
@@ -332,8 +333,9 @@ const KernelCase kCases[] = {
             -> (tensor<3x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
         %z, %q = kiln.rms_norm %x scale %b {axis = 2 : i64, epsilon = 1.0e-6 : f64}
             : (tensor<3x4x8xbf16>, tensor<8xf32>) -> (tensor<3x4x8xbf16>, tensor<3x4x1xf32>)
-        %dz, %dq = kiln.rms_norm_grad %x, %q, %dy scale %b {axis = 2 : i64}
-            : (tensor<3x4x8xbf16>, tensor<3x4x1xf32>, tensor<3x4x8xf32>, tensor<8xf32>)
+        %dy16 = kiln.cast %dy : tensor<3x4x8xf32> to tensor<3x4x8xbf16>
+        %dz, %dq = kiln.rms_norm_grad %x, %q, %dy16 scale %b {axis = 2 : i64}
+            : (tensor<3x4x8xbf16>, tensor<3x4x1xf32>, tensor<3x4x8xbf16>, tensor<8xf32>)
             -> (tensor<3x4x8xf32>, tensor<8xf32>)
         return %y, %m, %dx, %ds, %db, %z, %dz, %dq : tensor<3x4x8xbf16>, tensor<3x4x1xf32>,
             tensor<3x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<3x4x8xbf16>, tensor<3x4x8xf32>,

@@ -419,12 +419,12 @@ static LogicalResult verifyNormalizationGrad(Operation *op, Value input,
   auto inputType = rankedType(input);
   if (failed(verifyAxis(op, axis, inputType.getRank())))
     return failure();
-  // The input may be stored narrower than the gradients (16-bit norms).
-  auto type = rankedType(grad);
+  // The input and the output's gradient may be stored narrower than the
+  // gradients computed (16-bit norms, a 16-bit product's gradient).
+  auto type = rankedType(op->getResult(0));
   if (type.getShape() != inputType.getShape() ||
-      op->getResult(0).getType() != type)
-    return op->emitOpError("grad and input_grad must have one type, of the "
-                           "input's shape");
+      rankedType(grad).getShape() != inputType.getShape())
+    return op->emitOpError("grad and input_grad must have the input's shape");
   SmallVector<int64_t> statsShape(type.getShape());
   for (int64_t d = axis; d < type.getRank(); ++d)
     statsShape[d] = 1;

@@ -64,9 +64,10 @@ def Kiln_LayerNormGradOp : Kiln_Op<"layer_norm_grad", [Pure]> {
     bias (`scale_grad` and `bias_grad`, summed over the leading dimensions).
     With `x^ = (x - mean) * inv_std_dev` and `g = grad * scale` over the N
     normalized elements: `dx = inv_std_dev * (g - mean(g) - x^ * mean(g * x^))`,
-    `scale_grad = sum(grad * x^)`, `bias_grad = sum(grad)`. The gradients
-    share one type; the input may be stored in a narrower float type (the
-    16-bit copy that narrow norms keep for the backward pass).
+    `scale_grad = sum(grad * x^)`, `bias_grad = sum(grad)`. The computed
+    gradients share one type; the input and `grad` may be stored in a
+    narrower float type (the 16-bit copy that narrow norms keep for the
+    backward pass, a product's gradient stored in 16 bits).
   }];
   let arguments = (ins Kiln_FloatTensor:$input, RankedTensorOf<[F32]>:$mean,
                        RankedTensorOf<[F32]>:$inv_std_dev,
@@ -88,7 +89,8 @@ def Kiln_RmsNormGradOp : Kiln_Op<"rms_norm_grad", [Pure]> {
     With `x^ = x * inv_rms` and `g = grad * scale` over the normalized
     dimensions: `dx = inv_rms * (g - x^ * mean(g * x^))`,
     `scale_grad = sum(grad * x^)` over the leading dimensions. As for
-    layer_norm_grad, the input may be narrower than the gradients.
+    layer_norm_grad, the input and `grad` may be narrower than the computed
+    gradients.
   }];
   let arguments = (ins Kiln_FloatTensor:$input, RankedTensorOf<[F32]>:$inv_rms,
                        Kiln_FloatTensor:$grad, Optional<Kiln_FloatTensor>:$scale,
