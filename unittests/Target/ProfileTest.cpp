@@ -118,21 +118,44 @@ TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
   spec.pipeline.precision = Precision::BF16;
   auto trainer = Trainer::create(*module, *forward, spec);
   ASSERT_TRUE(mlir::succeeded(trainer));
-  auto compiled = cuda::compileFunction((*trainer)->stepFunction(), {});
+  mlir::func::FuncOp step = (*trainer)->stepFunction();
+  // What each kernel of attention's gradient touches: the query kernel
+  // reads the operands, the output and its gradient and writes dq and each
+  // row's delta; the key/value kernel reads the delta instead of the
+  // output and writes dk and dv.
+  int64_t queryBytes = 0, keyValueBytes = 0;
+  step.walk([&](AttentionGradOp op) {
+    auto bytes = [](mlir::Value value) {
+      auto type = llvm::cast<mlir::RankedTensorType>(value.getType());
+      return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    };
+    // The deltas: one f32 per row, as many as log-sum-exps.
+    int64_t delta = bytes(op.getLogsumexp());
+    int64_t common = bytes(op.getQuery()) + bytes(op.getKey()) +
+                     bytes(op.getValue()) + bytes(op.getLogsumexp()) +
+                     bytes(op.getOutputGrad()) + delta;
+    queryBytes = common + bytes(op.getOutput()) + bytes(op.getQueryGrad());
+    keyValueBytes = common + bytes(op.getKeyGrad()) + bytes(op.getValueGrad());
+  });
+  auto compiled = cuda::compileFunction(step, {});
   ASSERT_TRUE(mlir::succeeded(compiled));
   int gemms = 0, attention = 0;
+  std::vector<int64_t> gradientBytes;
   for (const auto &operation : (*compiled)->operations) {
     EXPECT_GT(operation->bytes, 0) << operation->origin;
     if (const auto &g = operation->gemm) {
       ++gemms;
       EXPECT_EQ(operation->flops, 2 * g->batch * g->m * g->n * g->k)
           << operation->origin;
-      EXPECT_GE(operation->bytes, g->batch * g->m * g->n * 4)
+      EXPECT_GE(operation->bytes,
+                g->batch * g->m * g->n * artifact::elementBytes(g->output_type))
           << operation->origin;
     } else if (llvm::StringRef(operation->origin)
                    .starts_with("kiln.attention")) {
       ++attention;
       EXPECT_GT(operation->flops, 0) << operation->origin;
+      if (llvm::StringRef(operation->origin).starts_with("kiln.attention_grad"))
+        gradientBytes.push_back(operation->bytes);
     } else {
       EXPECT_EQ(operation->flops, 0) << operation->origin;
     }
@@ -140,6 +163,8 @@ TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
   EXPECT_GT(gemms, 0);
   // Two layers: one forward launch and two gradient launches each.
   EXPECT_EQ(attention, 6);
+  EXPECT_EQ(gradientBytes, (std::vector<int64_t>{queryBytes, keyValueBytes,
+                                                 queryBytes, keyValueBytes}));
 }
 
 } // namespace

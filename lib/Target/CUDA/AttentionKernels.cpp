@@ -420,6 +420,8 @@ SmallVector<KernelPlan> attentionGradient(AttentionGradOp op) {
   std::string prologue = substitute(kGradientPrologue, values);
   common.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
   KernelPlan query = common, keyValue = common;
+  query.untouched = {op.getKeyGrad(), op.getValueGrad()};
+  keyValue.untouched = {op.getQueryGrad()};
   query.body = prologue + substitute(kQueryGradient, values);
   launch(query, qs[0] * qs[1] * ((qs[2] + rows - 1) / rows), rows);
   keyValue.body = prologue + substitute(kKeyValueGradient, values);

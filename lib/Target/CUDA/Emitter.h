@@ -39,6 +39,10 @@ struct KernelPlan {
   int64_t partialBytes = 0;
   /// Whether the kernel combines partials, reading none of its operands.
   bool combinesPartials = false;
+  /// Operands and results it neither reads nor writes, though they are in
+  /// its argument list (which the kernels of attention's gradient share):
+  /// left out of the bytes it is charged with.
+  llvm::SmallVector<mlir::Value, 0> untouched;
   /// Whether the kernel checks indices it reads from tensors: its last
   /// argument is then a status word it sets when one is out of range.
   bool checksIndices = false;

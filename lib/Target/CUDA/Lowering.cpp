@@ -286,14 +286,18 @@ LogicalResult Lowering::emitKernels(Operation *origin,
       // A split reduction's partials: written by one kernel, read by the
       // next, which reads nothing else.
       operation->bytes += kernels[k].partialBytes;
+      auto touched = [&](Value value) {
+        return llvm::is_contained(kernels[k].untouched, value) ? 0
+                                                               : bytesOf(value);
+      };
       if (!kernels[k].combinesPartials) {
         for (Value value : kernels[k].operands)
-          operation->bytes += bytesOf(value);
+          operation->bytes += touched(value);
         for (Operation *constant : kernels[k].constants)
           operation->bytes += bytesOf(constant->getResult(0));
       }
       for (Value value : kernels[k].results)
-        operation->bytes += bytesOf(value);
+        operation->bytes += touched(value);
       operation->flops += kernels[k].flops;
     }
     operations.push_back(std::move(operation));

@@ -464,6 +464,10 @@ tensorCoreAttentionGradient(AttentionGradOp op) {
   keyValues.push_back({"BK", "64ll"});
   query.body = substitute(prologue + kTensorCoreQueryGradient, queryValues);
   keyValue.body = substitute(prologue + kTensorCoreKeyValueGradient, keyValues);
+  // The query kernel stores dq and each row's delta (dO . O), which the
+  // key/value kernel reads instead of the output.
+  query.untouched = {op.getKeyGrad(), op.getValueGrad()};
+  keyValue.untouched = {op.getOutput(), op.getQueryGrad()};
   launchTiles(query, qs[0] * qs[1], qs[2]);
   launchTiles(keyValue, ks[0] * ks[1], ks[2]);
   query.flops = 3 * attentionProductFlops(op);
