@@ -57,6 +57,13 @@ static cl::opt<bool> recomputeProducts(
              "epilogues (GPT-2's MLP pre-activations): less memory still, "
              "for one more GEMM per recomputed product"));
 
+static cl::opt<int64_t> maxRecomputedProducts(
+    "max-recomputed-products", cl::init(-1), cl::cat(pipelineOptions()),
+    cl::value_desc("N"),
+    cl::desc("Recompute at most N matrix products, the latest first (implies "
+             "--recompute-products; kiln-compile --max-memory with a given "
+             "batch picks the fewest that fit)"));
+
 static cl::opt<double> weightDecay(
     "weight-decay", cl::init(-1.0), cl::cat(pipelineOptions()),
     cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd and adagrad, "
@@ -139,8 +146,12 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   if (padMaxOverhead < 0)
     return bad("--pad-max-overhead must not be negative");
   config.padMaxOverhead = padMaxOverhead;
-  config.recompute = recompute || recomputeProducts;
-  config.recomputeProducts = recomputeProducts;
+  if (maxRecomputedProducts < -1)
+    return bad("--max-recomputed-products must not be negative");
+  bool products = recomputeProducts || maxRecomputedProducts >= 0;
+  config.recompute = recompute || products;
+  config.recomputeProducts = products;
+  config.maxRecomputedProducts = maxRecomputedProducts;
   return config;
 }
 
@@ -149,12 +160,12 @@ double initialAccumulatorFromOptions() { return initialAccumulator; }
 std::string pipelineOptionsIdentity() {
   // The attention rewrite changes rounding (SDPA's scale), so it counts.
   return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
-                 "{14}|{15}|{16}|{17}|{18}|{19}",
+                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}",
                  precision, narrowNorms, optimizer, microBatches, loss,
                  rewriteAttention, padMaxOverhead, recompute, weightDecay,
                  betas, eps, momentum, dampening, nesterov, lrDecay,
                  initialAccumulator, noDecayBiasesNorms, clipGradNorm, freeze,
-                 recomputeProducts)
+                 recomputeProducts, maxRecomputedProducts)
       .str();
 }
 

@@ -42,7 +42,8 @@ void buildTrainingPipeline(OpPassManager &manager,
   manager.addNestedPass<func::FuncOp>(createKilnFuse());
   if (config.recompute || config.recomputeProducts)
     manager.addNestedPass<func::FuncOp>(
-        createKilnRecompute(KilnRecomputeOptions{config.recomputeProducts}));
+        createKilnRecompute(KilnRecomputeOptions{
+            config.recomputeProducts, config.maxRecomputedProducts}));
   manager.addNestedPass<func::FuncOp>(createKilnPlanMemory());
 }
 
@@ -99,6 +100,11 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
       *this, "recompute-products",
       llvm::cl::desc("Also recompute matrix products with their epilogues"),
       llvm::cl::init(false)};
+  Option<int64_t> maxRecomputedProducts{
+      *this, "max-recomputed-products",
+      llvm::cl::desc("With recompute-products: at most this many, the latest "
+                     "first (-1: all that qualify)"),
+      llvm::cl::init(-1)};
 };
 } // namespace
 
@@ -132,6 +138,7 @@ void registerTrainingPipeline() {
         config.padMaxOverhead = options.padMaxOverhead;
         config.recompute = options.recompute;
         config.recomputeProducts = options.recomputeProducts;
+        config.maxRecomputedProducts = options.maxRecomputedProducts;
         buildTrainingPipeline(manager, config);
       });
 }

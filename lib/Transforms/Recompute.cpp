@@ -109,7 +109,8 @@ static void collectUses(Value value, Block &block,
   }
 }
 
-int recomputeActivations(func::FuncOp function, bool products) {
+int recomputeActivations(func::FuncOp function, bool products,
+                         int64_t maxProducts) {
   if (!function.getBody().hasOneBlock())
     return 0;
   Block &block = function.getBody().front();
@@ -117,11 +118,16 @@ int recomputeActivations(func::FuncOp function, bool products) {
   for (Operation &op : block)
     if (isRecomputable(op, products))
       candidates.push_back(&op);
-  int recomputed = 0;
+  int recomputed = 0, recomputedProducts = 0;
   // Readers before what they read: a value recomputed for its own late
   // uses (the bf16 copy of a weight) is then still live for the late
   // recomputation of its reader (the product of that weight).
   for (Operation *op : llvm::reverse(candidates)) {
+    // Every product kept alive weighs on the peak where the backward pass
+    // starts: how many are recomputed matters more than which.
+    bool product = isProduct(*op);
+    if (product && maxProducts >= 0 && recomputedProducts >= maxProducts)
+      continue;
     // Positions change as clones are inserted: take them afresh.
     BlockPositions positions(block);
     int64_t defined = positions.of(op);
@@ -185,6 +191,7 @@ int recomputeActivations(func::FuncOp function, bool products) {
       if (view->use_empty())
         view->erase();
     ++recomputed;
+    recomputedProducts += product;
   }
   return recomputed;
 }
@@ -193,7 +200,7 @@ namespace {
 struct RecomputePass : kiln::impl::KilnRecomputeBase<RecomputePass> {
   using KilnRecomputeBase::KilnRecomputeBase;
   void runOnOperation() override {
-    recomputeActivations(getOperation(), products);
+    recomputeActivations(getOperation(), products, maxProducts);
   }
 };
 } // namespace

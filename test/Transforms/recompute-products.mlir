@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -split-input-file --kiln-recompute | FileCheck %s --check-prefix=CHEAP
 // RUN: kiln-opt %s -split-input-file --kiln-recompute=products=true | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-recompute="products=true max-products=0" | FileCheck %s --check-prefix=CHEAP
 
 // A product read right away and again 20 ops later, whose operands stay
 // live (the bf16 weight %wc is read late too, by the transposed product of

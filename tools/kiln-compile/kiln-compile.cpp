@@ -77,8 +77,15 @@ static cl::opt<bool> exactAttention(
     cl::cat(category));
 
 /// What --max-memory recomputes for the chosen batch to fit: nothing,
-/// "activations", or "activations and products".
-static StringRef recomputedToFit;
+/// "activations", or "activations and N of M products".
+static std::string recomputedToFit;
+
+/// The matrix products of `step`, fused or not.
+static int64_t countProducts(mlir::func::FuncOp step) {
+  int64_t products = 0;
+  step.walk([&](kiln::MatmulOp) { ++products; });
+  return products;
+}
 
 static int fail(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
@@ -236,8 +243,7 @@ static int compileForCuda(PlannedStep &planned) {
   if (exactAttention)
     targetOptions.optionsText += "|exact-attention";
   if (!recomputedToFit.empty())
-    targetOptions.optionsText +=
-        ("|recomputed-to-fit: " + recomputedToFit).str();
+    targetOptions.optionsText += "|recomputed-to-fit: " + recomputedToFit;
   auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);
   if (mlir::failed(artifact))
     return 1;
@@ -310,26 +316,52 @@ int main(int argc, char **argv) {
     return fail("--max-memory expects a size such as 40GiB, got '" + maxMemory +
                 "'");
 
-  // A batch the user chose: recompute activations, then products too, if
-  // that makes it fit.
+  // A batch the user chose: recompute activations, then as few products as
+  // make it fit.
   if (options.dimensions.count(batchDim)) {
     std::optional<PlannedStep> planned = planStep(context, options, *config);
     if (!planned)
       return 1;
-    auto recompute = [&](bool products, StringRef what) {
-      if (planned->plan.arenaBytes <= *budget ||
-          (products ? config->recomputeProducts : config->recompute))
-        return true;
-      config->recompute = true;
-      config->recomputeProducts = products;
+    auto fits = [&] { return planned->plan.arenaBytes <= *budget; };
+    auto replan = [&] {
       planned = planStep(context, options, *config);
-      recomputedToFit = what;
       return planned.has_value();
     };
-    if (!recompute(false, "activations") ||
-        !recompute(true, "activations and products"))
-      return 1;
-    if (planned->plan.arenaBytes > *budget)
+    if (!fits() && !config->recompute) {
+      config->recompute = true;
+      if (!replan())
+        return 1;
+      recomputedToFit = "activations";
+    }
+    if (!fits() && !config->recomputeProducts) {
+      int64_t without = countProducts(planned->step);
+      config->recomputeProducts = true;
+      config->maxRecomputedProducts = -1;
+      if (!replan())
+        return 1;
+      int64_t all = countProducts(planned->step) - without;
+      if (fits() && all > 1) {
+        // The fewest products that fit: bisect between a count that does
+        // not fit and one that does.
+        int64_t bad = 0, good = all;
+        while (good - bad > 1) {
+          config->maxRecomputedProducts = bad + (good - bad) / 2;
+          if (!replan())
+            return 1;
+          (fits() ? good : bad) = config->maxRecomputedProducts;
+        }
+        config->maxRecomputedProducts = good;
+        if (!replan())
+          return 1;
+      }
+      int64_t used = config->maxRecomputedProducts < 0
+                         ? all
+                         : config->maxRecomputedProducts;
+      if (all > 0)
+        recomputedToFit =
+            formatv("activations and {0} of {1} products", used, all).str();
+    }
+    if (!fits())
       return fail(formatv("the step at {0}={1} needs {2} even recomputing "
                           "activations and products, more than --max-memory "
                           "{3}: choose a smaller {0}, or leave it out to find "

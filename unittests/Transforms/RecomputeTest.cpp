@@ -29,7 +29,16 @@ struct TrainedModel {
   std::unique_ptr<Trainer> trainer;
 };
 
-void createTrainer(TrainedModel &model, bool recompute, bool products) {
+/// What a test recomputes: activations only, or products too (at most
+/// `maxProducts` of them when not negative).
+struct Recomputation {
+  const char *name;
+  bool products;
+  int64_t maxProducts = -1;
+};
+
+void createTrainer(TrainedModel &model, bool recompute,
+                   Recomputation what = {"", false}) {
   registerKilnDialects(model.context);
   model.module = importONNXModel(
       KILN_SOURCE_DIR "/examples/gpt2_tiny/model.onnx", &model.context, {});
@@ -39,24 +48,38 @@ void createTrainer(TrainedModel &model, bool recompute, bool products) {
   spec.pipeline.optimizer = torchDefaults(OptimizerKind::AdamW);
   spec.pipeline.precision = Precision::BF16;
   spec.pipeline.recompute = recompute;
-  spec.pipeline.recomputeProducts = products;
+  spec.pipeline.recomputeProducts = what.products;
+  spec.pipeline.maxRecomputedProducts = what.maxProducts;
   spec.totalSteps = 2;
   auto trainer = Trainer::create(*model.module, forward, spec);
   ASSERT_TRUE(mlir::succeeded(trainer));
   model.trainer = std::move(*trainer);
 }
 
-class RecomputeTest : public ::testing::TestWithParam<bool> {};
+class RecomputeTest : public ::testing::TestWithParam<Recomputation> {};
 
 TEST_P(RecomputeTest, SameStepInLessMemory) {
-  bool products = GetParam();
   TrainedModel kept, recomputed;
-  ASSERT_NO_FATAL_FAILURE(createTrainer(kept, false, false));
-  ASSERT_NO_FATAL_FAILURE(createTrainer(recomputed, true, products));
+  ASSERT_NO_FATAL_FAILURE(createTrainer(kept, false));
+  ASSERT_NO_FATAL_FAILURE(createTrainer(recomputed, true, GetParam()));
   int64_t keptArena = planMemory(kept.trainer->stepFunction()).arenaBytes;
   int64_t recomputedArena =
       planMemory(recomputed.trainer->stepFunction()).arenaBytes;
   EXPECT_LT(recomputedArena, keptArena);
+  auto products = [](mlir::func::FuncOp step) {
+    int count = 0;
+    step.walk([&](MatmulOp) { ++count; });
+    return count;
+  };
+  int extra = products(recomputed.trainer->stepFunction()) -
+              products(kept.trainer->stepFunction());
+  Recomputation what = GetParam();
+  if (!what.products)
+    EXPECT_EQ(extra, 0);
+  else if (what.maxProducts >= 0)
+    EXPECT_EQ(extra, what.maxProducts);
+  else
+    EXPECT_GT(extra, 1);
 
   auto tokenType = llvm::cast<mlir::RankedTensorType>(
       kept.trainer->stepFunction().getArgumentTypes()[0]);
@@ -78,10 +101,13 @@ TEST_P(RecomputeTest, SameStepInLessMemory) {
         << name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Recompute, RecomputeTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &info) {
-                           return info.param ? "ActivationsAndProducts"
-                                             : "Activations";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Recompute, RecomputeTest,
+    ::testing::Values(Recomputation{"Activations", false},
+                      Recomputation{"ActivationsAndProducts", true},
+                      Recomputation{"ActivationsAndOneProduct", true, 1}),
+    [](const ::testing::TestParamInfo<Recomputation> &info) {
+      return info.param.name;
+    });
 
 } // namespace

@@ -170,11 +170,14 @@ def KilnRecompute : Pass<"kiln-recompute", "mlir::func::FuncOp"> {
     early reads; no other lifetime grows. Bit for bit the same step. Run it
     after fusion, before the memory plan. With `products`, fusions that
     compute a matrix product (a GEMM and its epilogue) are recomputed too:
-    less memory for a GEMM more.
+    less memory for a GEMM more; `max-products` bounds how many.
   }];
   let options = [
     Option<"products", "products", "bool", /*default=*/"false",
            "Also recompute matrix products with their epilogues">,
+    Option<"maxProducts", "max-products", "int64_t", /*default=*/"-1",
+           "With products: recompute at most this many, the latest first "
+           "(-1: every one that qualifies)">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }

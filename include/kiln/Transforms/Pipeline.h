@@ -37,6 +37,9 @@ struct TrainingPipelineConfig {
   /// Also recompute matrix products with their epilogues (implies
   /// `recompute`): less memory still, for a GEMM more per product.
   bool recomputeProducts = false;
+  /// With `recomputeProducts`: at most this many products, the latest
+  /// first (negative: every one that qualifies).
+  int64_t maxRecomputedProducts = -1;
 };
 
 /// GELU recognition -> attention rewrite -> tensor-core padding -> autodiff
