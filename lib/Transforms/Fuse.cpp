@@ -21,6 +21,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNFUSE
+#define GEN_PASS_DEF_KILNFUSEPARAMETERCOPIES
 #include "kiln/Transforms/Passes.h.inc"
 } // namespace kiln
 
@@ -68,8 +69,9 @@ bool isFusedReduction(Operation *op) {
              ReduceMinOp>(op);
 }
 
-/// Replaces `group` (in block order) by one kiln.fusion placed at its last op.
-static void outline(ArrayRef<Operation *> group) {
+/// Replaces `group` (in block order) by one kiln.fusion placed at its last
+/// op, which it returns.
+static FusionOp outline(ArrayRef<Operation *> group) {
   DenseSet<Operation *> members(group.begin(), group.end());
   llvm::SetVector<Value> inputs, immediates;
   SmallVector<Value> outputs;
@@ -116,6 +118,7 @@ static void outline(ArrayRef<Operation *> group) {
   for (Value immediate : immediates)
     if (immediate.use_empty())
       immediate.getDefiningOp()->erase();
+  return fusion;
 }
 
 /// Whether `value` is a row normalized by its own statistics, element for
@@ -256,6 +259,48 @@ void fuse(func::FuncOp function) {
   fuseGemmEpilogues(function);
   fuseElementwise(function);
   fuseOptimizerUpdates(function);
+}
+
+bool fuseParameterCopies(func::FuncOp function) {
+  Block &body = function.getBody().front();
+  // The first copy of each parameter in each type: later ones are
+  // recomputations, placed where the backward pass reads them.
+  SmallVector<Operation *> copies;
+  DenseSet<std::pair<Value, Type>> copied;
+  for (Operation &op : body)
+    if (auto cast = dyn_cast<CastOp>(op);
+        cast && cast.getInput().getDefiningOp<ParameterOp>() &&
+        copied.insert({cast.getInput(), cast.getType()}).second)
+      copies.push_back(cast);
+  // The fusion goes before the first reader of a copy; copies of parameters
+  // defined only after it (the step's update section) stay out.
+  Operation *firstReader = nullptr;
+  for (Operation *copy : copies)
+    for (Operation *user : copy->getUsers())
+      if (Operation *reader = body.findAncestorOpInBlock(*user);
+          !firstReader || reader->isBeforeInBlock(firstReader))
+        firstReader = reader;
+  llvm::erase_if(copies, [&](Operation *copy) {
+    return !copy->getOperand(0).getDefiningOp()->isBeforeInBlock(firstReader);
+  });
+  if (copies.size() < 2)
+    return false;
+  // Copies of one type next to each other, in the order the types first
+  // appear (deterministic): the CUDA target batches their launches.
+  DenseMap<Type, unsigned> firstOfType;
+  for (Operation *copy : copies)
+    firstOfType.try_emplace(copy->getResult(0).getType(), firstOfType.size());
+  llvm::stable_sort(copies, [&](Operation *a, Operation *b) {
+    return firstOfType.lookup(a->getResult(0).getType()) <
+           firstOfType.lookup(b->getResult(0).getType());
+  });
+  for (Operation *copy : copies)
+    copy->moveBefore(firstReader);
+  FusionOp fusion = outline(copies);
+  // Named for what it does in profiles, not after one parameter's product.
+  fusion->setLoc(
+      NameLoc::get(StringAttr::get(function.getContext(), "parameter copies")));
+  return true;
 }
 
 bool fuseOptimizerUpdates(func::FuncOp function) {
@@ -424,6 +469,15 @@ struct FusePass : kiln::impl::KilnFuseBase<FusePass> {
     func::FuncOp function = getOperation();
     if (function.getBody().hasOneBlock())
       kiln::fuse(function);
+  }
+};
+
+struct FuseParameterCopiesPass
+    : kiln::impl::KilnFuseParameterCopiesBase<FuseParameterCopiesPass> {
+  void runOnOperation() override {
+    func::FuncOp function = getOperation();
+    if (function.getBody().hasOneBlock())
+      kiln::fuseParameterCopies(function);
   }
 };
 } // namespace

@@ -44,6 +44,7 @@ void buildTrainingPipeline(OpPassManager &manager,
     manager.addNestedPass<func::FuncOp>(
         createKilnRecompute(KilnRecomputeOptions{
             config.recomputeProducts, config.maxRecomputedProducts}));
+  manager.addNestedPass<func::FuncOp>(createKilnFuseParameterCopies());
   manager.addNestedPass<func::FuncOp>(createKilnPlanMemory());
 }
 

@@ -38,6 +38,15 @@ int fuseElementwise(mlir::func::FuncOp function);
 /// fused. Run before fuseElementwise.
 int fuseGemmEpilogues(mlir::func::FuncOp function);
 
+/// Puts the first copies of parameters that no other fusion computes (the
+/// 16-bit weights and biases that GEMMs read) into one kiln.fusion before
+/// the first of their readers, copies of one type next to each other, so
+/// that the CUDA target launches them a few times instead of once per
+/// parameter. Later copies (recomputed for the backward pass) stay where
+/// they are. Returns whether it did (fewer than two copies have nothing to
+/// join).
+bool fuseParameterCopies(mlir::func::FuncOp function);
+
 /// All of kiln-fuse, in its order: GEMM epilogues, elementwise chains (with
 /// the reductions that end them), the multi-tensor optimizer update.
 void fuse(mlir::func::FuncOp function);

@@ -159,6 +159,21 @@ def KilnFuse : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+def KilnFuseParameterCopies
+    : Pass<"kiln-fuse-parameter-copies", "mlir::func::FuncOp"> {
+  let summary = "Make the parameters' 16-bit copies one fusion";
+  let description = [{
+    Moves the first copy of each parameter that no fusion computes (the
+    bf16 weights and biases that GEMMs read) before the first reader of
+    any, into one `kiln.fusion`, copies of one type next to each other: the
+    CUDA target launches each type's copies once. Copies made later
+    (recomputed for the backward pass) stay. Run it after recomputation:
+    the copies' first reads are where they were computed before. The
+    function computes bit for bit what it did.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnRecompute : Pass<"kiln-recompute", "mlir::func::FuncOp"> {
   let summary = "Recompute cheap activations in the backward pass";
   let description = [{

@@ -43,7 +43,8 @@ struct TrainingPipelineConfig {
 };
 
 /// GELU recognition -> attention rewrite -> tensor-core padding -> autodiff
-/// -> training step -> precision -> fusion -> [recompute] -> memory plan.
+/// -> training step -> precision -> fusion -> [recompute] -> parameter
+/// copies -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
                            const TrainingPipelineConfig &config);
 
