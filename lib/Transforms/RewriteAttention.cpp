@@ -318,30 +318,66 @@ static Value swapLastTwo(OpBuilder &builder, Location loc, Value value,
   return builder.create<TransposeOp>(loc, value, swap);
 }
 
-/// The elements of a constant mask, as "keep" flags, if it is one.
-static std::optional<SmallVector<bool>> constantKeepFlags(Value mask,
-                                                          bool negate) {
-  auto constant = mask.getDefiningOp<ConstantOp>();
-  if (!constant)
-    return std::nullopt;
-  auto elements = cast<DenseElementsAttr>(constant.getValue());
-  Type element = elements.getElementType();
+namespace {
+/// A mask computed from constants alone, as "keep" flags of its
+/// pre-broadcast shape, which broadcasts to the scores.
+struct ConstantMask {
   SmallVector<bool> keep;
-  if (element.isInteger(1)) {
-    for (bool flag : elements.getValues<bool>())
-      keep.push_back(flag != negate);
-    return keep;
+  SmallVector<int64_t> shape;
+  /// The ops computing it, which nothing else may need.
+  SmallVector<Operation *> ops;
+};
+} // namespace
+
+/// The keep flags of `mask` if constants alone compute it: a constant
+/// (boolean, or additive with 0 and excluding values), a broadcast of one,
+/// or an additive mask that selects 0 or an excluding value by a boolean
+/// one (GPT-2's triangle, broadcast over the batch, then
+/// `where(keep, 0, finfo.min)`).
+static std::optional<ConstantMask> constantMask(const Literals &literals,
+                                                Value mask, bool negate) {
+  Operation *op = mask.getDefiningOp();
+  if (auto constant = dyn_cast_or_null<ConstantOp>(op)) {
+    auto elements = cast<DenseElementsAttr>(constant.getValue());
+    Type element = elements.getElementType();
+    ConstantMask result{{}, SmallVector<int64_t>(shapeOf(mask)), {op}};
+    if (element.isInteger(1)) {
+      for (bool flag : elements.getValues<bool>())
+        result.keep.push_back(flag != negate);
+      return result;
+    }
+    for (const APFloat &x : elements.getValues<APFloat>()) {
+      double v = x.convertToDouble();
+      if (v != 0.0 && !excludesScore(v, element))
+        return std::nullopt; // a bias, not a mask
+      result.keep.push_back((v == 0.0) != negate);
+    }
+    return result;
   }
-  for (const APFloat &x : elements.getValues<APFloat>()) {
-    double v = x.convertToDouble();
-    if (v != 0.0 && !excludesScore(v, element))
-      return std::nullopt; // a bias, not a mask
-    keep.push_back(v == 0.0);
+  std::optional<ConstantMask> result;
+  if (auto broadcast = dyn_cast_or_null<BroadcastOp>(op)) {
+    result = constantMask(literals, broadcast.getInput(), negate);
+  } else if (auto where = dyn_cast_or_null<WhereOp>(op)) {
+    Type element = getElementTypeOrSelf(mask);
+    std::optional<double> onTrue = literals.value(where.getOnTrue()),
+                          onFalse = literals.value(where.getOnFalse());
+    if (!onTrue || !onFalse)
+      return std::nullopt;
+    if (*onTrue == 0.0 && excludesScore(*onFalse, element))
+      result = constantMask(literals, where.getCondition(), negate);
+    else if (excludesScore(*onTrue, element) && *onFalse == 0.0)
+      result = constantMask(literals, where.getCondition(), !negate);
+    if (result)
+      for (Value literal : {where.getOnTrue(), where.getOnFalse()})
+        if (Operation *producer = literal.getDefiningOp())
+          result->ops.push_back(producer);
   }
-  return keep;
+  if (result)
+    result->ops.push_back(op);
+  return result;
 }
 
-static void rewrite(AttentionMatch &match) {
+static void rewrite(const Literals &literals, AttentionMatch &match) {
   OpBuilder builder(match.output);
   Location loc = match.output.getLoc();
   Value query = match.queryTransposed
@@ -359,13 +395,14 @@ static void rewrite(AttentionMatch &match) {
   bool causal = false;
   Value mask = match.mask;
   if (mask) {
-    if (std::optional<SmallVector<bool>> keep =
-            constantKeepFlags(mask, match.negateMask)) {
-      ArrayRef<int64_t> shape = shapeOf(mask);
+    if (std::optional<ConstantMask> constant =
+            constantMask(literals, mask, match.negateMask)) {
       ArrayRef<int64_t> scores = shapeOf(match.scores);
-      causal = keepsExactly(*keep, shape, scores, /*causal=*/true);
-      if (causal || keepsExactly(*keep, shape, scores, /*causal=*/false)) {
-        match.replaced.insert(mask.getDefiningOp());
+      causal = keepsExactly(constant->keep, constant->shape, scores,
+                            /*causal=*/true);
+      if (causal || keepsExactly(constant->keep, constant->shape, scores,
+                                 /*causal=*/false)) {
+        match.replaced.insert(constant->ops.begin(), constant->ops.end());
         mask = nullptr;
       }
     }
@@ -401,14 +438,21 @@ FailureOr<int> rewriteAttention(func::FuncOp function,
   FailureOr<Literals> literals = Literals::of(function, training);
   if (failed(literals))
     return failure();
-  SmallVector<AttentionMatch> matches;
-  function.walk([&](SoftmaxOp softmax) {
-    if (std::optional<AttentionMatch> match = matchAttention(*literals, softmax))
-      matches.push_back(std::move(*match));
-  });
-  for (AttentionMatch &match : matches)
-    rewrite(match);
-  return matches.size();
+  // One match at a time, matched afresh after each rewrite: a later match
+  // may read what an earlier one replaced (one attention's output as the
+  // next one's query).
+  int rewritten = 0;
+  while (true) {
+    std::optional<AttentionMatch> match;
+    function.walk([&](SoftmaxOp softmax) {
+      match = matchAttention(*literals, softmax);
+      return match ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (!match)
+      return rewritten;
+    rewrite(*literals, *match);
+    ++rewritten;
+  }
 }
 
 namespace {

@@ -26,6 +26,58 @@ func.func @gpt2_eager(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tens
 
 // -----
 
+// GPT-2 124M's export: the causal mask is built in the graph, a constant
+// boolean triangle broadcast over the batch and turned into an additive
+// mask, `where(keep, 0, finfo.min)`, which both layers add. Constants alone
+// compute it, so it is evaluated: exactly causal, it becomes the flag, and
+// once no layer reads it, it goes.
+// CHECK-LABEL: func @gpt2_built_mask
+// CHECK-NOT: kiln.where
+// CHECK-NOT: kiln.broadcast
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {causal, scale = 2.500000e-01 : f64}
+// CHECK: kiln.attention %{{.*}}, %arg1, %arg2 {causal, scale = 2.500000e-01 : f64}
+func.func @gpt2_built_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %triangle = kiln.constant dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %scale = kiln.constant dense<0.25> : tensor<f32>
+  %keep = kiln.broadcast %triangle : tensor<1x1x4x4xi1> to tensor<2x1x4x4xi1>
+  %mask = kiln.where %keep, %zero, %lowest : (tensor<2x1x4x4xi1>, tensor<f32>, tensor<f32>) -> tensor<2x1x4x4xf32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %ss = kiln.mul %s, %scale : (tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %sm = kiln.add %ss, %mask : (tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %s2 = kiln.matmul %o, %k {transpose_rhs} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %ss2 = kiln.mul %s2, %scale : (tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %sm2 = kiln.add %ss2, %mask : (tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p2 = kiln.softmax %sm2 {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o2 = kiln.matmul %p2, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o2 : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// A mask built the same way that is not causal (the upper triangle) stays
+// a mask, evaluated by the kernels.
+// CHECK-LABEL: func @built_mask_not_causal
+// CHECK: %[[MASK:.*]] = kiln.where
+// CHECK: kiln.attention %arg0, %arg1, %arg2 mask %[[MASK]] {scale = 1.000000e+00 : f64}
+func.func @built_mask_not_causal(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %triangle = kiln.constant dense<[[[[true, true, true, true], [false, true, true, true], [false, false, true, true], [false, false, false, true]]]]> : tensor<1x1x4x4xi1>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %keep = kiln.broadcast %triangle : tensor<1x1x4x4xi1> to tensor<2x1x4x4xi1>
+  %mask = kiln.where %keep, %zero, %lowest : (tensor<2x1x4x4xi1>, tensor<f32>, tensor<f32>) -> tensor<2x1x4x4xf32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %sm = kiln.add %s, %mask : (tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
 // SDPA (TorchScript): q and k each scaled by sqrt(scale) before the
 // product, a -inf causal mask, and the NaN guard on the probabilities. The
 // scale is the product of the two, rounded to f32 like the scores.
