@@ -73,11 +73,6 @@ static bool isLossGrad(Operation *op) {
   return isa<CrossEntropyGradOp, NllLossGradOp>(op);
 }
 
-/// Gives `value` the element type `narrow` and keeps its users consistent:
-/// views and loss gradients (whose result has their input's type) follow,
-/// casts to `narrow` disappear, anything else (the loss, which returns its
-/// input's type) reads a cast back to the old type, which the CUDA target
-/// fuses into the loss kernel.
 /// Whether `use` reads its value in the type it is stored in, whatever
 /// that is: attention's gradient its output, a norm's gradient the output's
 /// gradient.
@@ -92,6 +87,11 @@ static bool readsAsStored(OpOperand &use) {
   return false;
 }
 
+/// Gives `value` the element type `narrow` and keeps its users consistent:
+/// views and loss gradients (whose result has their input's type) follow,
+/// casts to `narrow` disappear, anything else (the loss, which returns its
+/// input's type) reads a cast back to the old type, which the CUDA target
+/// fuses into the loss kernel; a reader that reads it as stored keeps it.
 static void narrowInPlace(Value value, Type narrow);
 
 /// Makes the readers of `value`, just narrowed from the type `wide`,
