@@ -122,10 +122,12 @@ static FusionOp outline(ArrayRef<Operation *> group) {
 }
 
 /// Whether `value` is a row normalized by its own statistics, element for
-/// element: a layer or RMS norm's output, a softmax along the last axis.
+/// element: a layer or RMS norm's output or input gradient, a softmax along
+/// the last axis.
 static bool isNormalizedRow(Value value) {
   Operation *op = value.getDefiningOp();
-  if (isa_and_nonnull<LayerNormOp, RmsNormOp>(op))
+  if (isa_and_nonnull<LayerNormOp, RmsNormOp, LayerNormGradOp, RmsNormGradOp>(
+          op))
     return value == op->getResult(0);
   auto lastAxis = [&](int64_t axis) {
     return axis == cast<RankedTensorType>(value.getType()).getRank() - 1;
@@ -322,16 +324,27 @@ int fuseElementwise(func::FuncOp function) {
   // Groups whose kernel a block per row computes, for readers of a
   // normalized row: they take no more reductions or reindexing.
   DenseSet<unsigned> rowwise;
-  // The reductions (of the groups) that reduce a value no group computes.
+  // The reductions that reduce a value no group computes, and those left
+  // alone (the group computing their input could not take them).
   DenseMap<Value, SmallVector<Operation *>> reducedBy;
-  auto recordReduced = [&](Operation *op) {
+  auto recordReduced = [&](Operation *op, bool alone) {
     if (!isFusedReduction(op) || isNormalizedRow(op->getResult(0)))
       return;
     Value reduced = op->getOperand(0);
-    if (!groupOf.count(reduced.getDefiningOp()))
+    if (alone || !groupOf.count(reduced.getDefiningOp()))
       reducedBy[reduced].push_back(op);
   };
   for (Operation &op : function.getBody().front()) {
+    // A norm's gradient reads its operands from memory, but elementwise
+    // readers of its input gradient (the residual gradient added to it)
+    // join its kernel, where each row's statistics are at hand.
+    if (isa<LayerNormGradOp, RmsNormGradOp>(op)) {
+      groupOf[&op] = groups.size();
+      closed.insert(groups.size());
+      rowwise.insert(groups.size());
+      groups.push_back({&op});
+      continue;
+    }
     bool reduction = isFusedReduction(&op);
     if (!isElementwise(&op) && !isIndexMap(&op) && !reduction)
       continue;
@@ -360,7 +373,7 @@ int fuseElementwise(func::FuncOp function) {
     // too (the bf16 copy of a gradient whose bias gradient is summed, when
     // the gradient comes from a kernel of its own, a norm's gradient): one
     // kernel then reads the gradient once.
-    if (!reduction)
+    if (isElementwise(&op))
       for (Value operand : op.getOperands())
         for (Operation *sibling : reducedBy.lookup(operand)) {
           // A reduction alone has no group until a reader joins it.
@@ -394,18 +407,18 @@ int fuseElementwise(func::FuncOp function) {
       joined.push_back(candidate);
     }
     if (joined.empty()) {
-      // A reduction alone is its own kernel already; a norm alone may
-      // still take readers of its rows, and any reduction readers of what
-      // it reduces.
+      // A reduction alone is its own kernel already, until elementwise
+      // readers of what it reduces join it; a norm alone may still take
+      // readers of its rows.
       if (reduction && !llvm::any_of(op.getResults(), isNormalizedRow)) {
-        recordReduced(&op);
+        recordReduced(&op, /*alone=*/true);
         continue;
       }
       groupOf[&op] = groups.size();
       if (reduction)
         closed.insert(groups.size());
       groups.push_back({&op});
-      recordReduced(&op);
+      recordReduced(&op, /*alone=*/false);
       continue;
     }
     unsigned target = joined.front();
@@ -423,7 +436,7 @@ int fuseElementwise(func::FuncOp function) {
     groupOf[&op] = target;
     if (reduction)
       closed.insert(target);
-    recordReduced(&op);
+    recordReduced(&op, /*alone=*/false);
     if (llvm::any_of(op.getOperands(), [&](Value operand) {
           return readsNormalizedRow(&op, operand) &&
                  groupOf.lookup(operand.getDefiningOp()) == target;
@@ -435,19 +448,26 @@ int fuseElementwise(func::FuncOp function) {
   for (SmallVector<Operation *> &group : groups) {
     // A reshape of a value the group reads is a view of it; read outside
     // the group too, it stays a view rather than become a copy the fusion
-    // stores (the logits that both the loss and its gradient read).
+    // stores (the logits that both the loss and its gradient read). So is
+    // a reshape that only ops outside read of a value the group stores
+    // anyway (ops outside read it too): stored once, and viewed.
     DenseSet<Operation *> members(group.begin(), group.end());
-    llvm::erase_if(group, [&](Operation *op) {
-      if (!isa<ReshapeOp>(op) ||
-          members.contains(op->getOperand(0).getDefiningOp()))
-        return false;
-      bool readOutside = llvm::any_of(op->getUsers(), [&](Operation *user) {
-        return !members.contains(user);
-      });
-      if (readOutside)
+    SmallVector<Operation *> views;
+    for (Operation *op : llvm::reverse(group)) {
+      if (!isa<ReshapeOp>(op))
+        continue;
+      auto outside = [&](Operation *user) { return !members.contains(user); };
+      Value input = op->getOperand(0);
+      bool ofInput = !members.contains(input.getDefiningOp());
+      bool viewOfStored = llvm::all_of(op->getUsers(), outside) &&
+                          llvm::any_of(input.getUsers(), outside);
+      if (ofInput ? llvm::any_of(op->getUsers(), outside) : viewOfStored) {
         members.erase(op);
-      return readOutside;
-    });
+        views.push_back(op);
+      }
+    }
+    llvm::erase_if(
+        group, [&](Operation *op) { return llvm::is_contained(views, op); });
     // Reshapes alone are views of their input: no kernel at all.
     if (group.size() < 2 ||
         llvm::all_of(group, [](Operation *op) { return isa<ReshapeOp>(op); }))
@@ -455,6 +475,17 @@ int fuseElementwise(func::FuncOp function) {
     llvm::sort(group, [](Operation *a, Operation *b) {
       return a->isBeforeInBlock(b);
     });
+    // A view of what the group computes follows the fusion, which is placed
+    // at the group's last op (its readers come after that op). Views are
+    // listed readers first, so each lands before its readers.
+    DenseSet<Operation *> following;
+    for (Operation *view : llvm::reverse(views))
+      if (Operation *input = view->getOperand(0).getDefiningOp();
+          members.contains(input) || following.contains(input))
+        following.insert(view);
+    for (Operation *view : views)
+      if (following.contains(view))
+        view->moveAfter(group.back());
     outline(group);
     ++fused;
   }

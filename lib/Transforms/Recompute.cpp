@@ -76,10 +76,12 @@ static bool isProduct(Operation &op) {
   return isa<MatmulOp>(op);
 }
 
+/// Whether recomputing `op` costs as little as an elementwise kernel: it is
+/// one, a fusion of them, or data movement (a transpose copies as cheaply).
 static bool isRecomputable(Operation &op, bool products) {
   if (isProduct(op))
     return products;
-  return isa<FusionOp>(op) || isElementwise(&op);
+  return isa<FusionOp, TransposeOp, SliceOp>(op) || isElementwise(&op);
 }
 
 namespace {

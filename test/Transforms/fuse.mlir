@@ -291,6 +291,33 @@ func.func @sibling_of_reduction(%g: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4
 
 // -----
 
+// Tests that a norm's gradient takes the elementwise readers of its input
+// gradient (the residual gradient added to it), computed where each row's
+// statistics are at hand; that a reshape of the sum that only ops outside
+// read stays a view of the stored sum rather than a second copy; and that
+// the bias gradient of the sum and its bf16 copy, alone in their kernel,
+// read it once.
+// CHECK-LABEL: func @norm_gradient_residual
+// CHECK: %[[G:.*]]:3 = kiln.fusion %arg0, %arg1, %arg2, %arg3, %arg4, %arg5 : {{.*}} -> (tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) {
+// CHECK: kiln.layer_norm_grad
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[V:.*]] = kiln.reshape %[[G]]#2 : tensor<2x4x8xf32> to tensor<8x8xf32>
+// CHECK: kiln.fusion %[[V]] : (tensor<8x8xf32>) -> (tensor<8xf32>, tensor<8x8xbf16>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.reduce_sum
+// CHECK-NEXT: kiln.cast
+func.func @norm_gradient_residual(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: tensor<2x4x1xf32>, %dy: tensor<2x4x8xf32>, %s: tensor<8xf32>, %dres: tensor<2x4x8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8x8xbf16>) {
+  %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %sum = kiln.add %dres, %dx : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %flat = kiln.reshape %sum : tensor<2x4x8xf32> to tensor<8x8xf32>
+  %bias = kiln.reduce_sum %flat {axes = array<i64: 0>} : (tensor<8x8xf32>) -> tensor<8xf32>
+  %copy = kiln.cast %flat : tensor<8x8xf32> to tensor<8x8xbf16>
+  return %ds, %db, %sum, %bias, %copy : tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8x8xbf16>
+}
+
+// -----
+
 // Tests that data movement fuses with the cast that follows it: the split of
 // a fused q/k/v product into heads (slice, reshape, transpose) and its bf16
 // cast are one kernel, which stores only the cast.

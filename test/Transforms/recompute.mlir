@@ -73,3 +73,39 @@ func.func @kept(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf3
   %late = kiln.add %g, %n : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %f19, %late, %x : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Data movement is as cheap to recompute: a transpose read right away and
+// again 20 ops later, whose input is still live there.
+// CHECK-LABEL: func @transposed
+// CHECK: %[[T:.*]] = kiln.transpose %arg0
+// CHECK: kiln.neg %[[T]]
+// CHECK: %[[AGAIN:.*]] = kiln.transpose %arg0
+// CHECK-NEXT: kiln.add %[[AGAIN]], %[[AGAIN]]
+func.func @transposed(%x: tensor<2x4xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x4xf32>) {
+  %t = kiln.transpose %x {permutation = array<i64: 1, 0>} : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %f0 = kiln.neg %t : tensor<4x2xf32>
+  %f1 = kiln.neg %f0 : tensor<4x2xf32>
+  %f2 = kiln.neg %f1 : tensor<4x2xf32>
+  %f3 = kiln.neg %f2 : tensor<4x2xf32>
+  %f4 = kiln.neg %f3 : tensor<4x2xf32>
+  %f5 = kiln.neg %f4 : tensor<4x2xf32>
+  %f6 = kiln.neg %f5 : tensor<4x2xf32>
+  %f7 = kiln.neg %f6 : tensor<4x2xf32>
+  %f8 = kiln.neg %f7 : tensor<4x2xf32>
+  %f9 = kiln.neg %f8 : tensor<4x2xf32>
+  %f10 = kiln.neg %f9 : tensor<4x2xf32>
+  %f11 = kiln.neg %f10 : tensor<4x2xf32>
+  %f12 = kiln.neg %f11 : tensor<4x2xf32>
+  %f13 = kiln.neg %f12 : tensor<4x2xf32>
+  %f14 = kiln.neg %f13 : tensor<4x2xf32>
+  %f15 = kiln.neg %f14 : tensor<4x2xf32>
+  %f16 = kiln.neg %f15 : tensor<4x2xf32>
+  %f17 = kiln.neg %f16 : tensor<4x2xf32>
+  %f18 = kiln.neg %f17 : tensor<4x2xf32>
+  %f19 = kiln.neg %f18 : tensor<4x2xf32>
+  %late = kiln.add %t, %t : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %keep = kiln.neg %x : tensor<2x4xf32>
+  return %f19, %late, %keep : tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x4xf32>
+}
