@@ -341,8 +341,9 @@ int main(int argc, char **argv) {
         return 1;
       int64_t all = countProducts(planned->step) - without;
       if (fits() && all > 1) {
-        // The fewest products that fit: bisect between a count that does
-        // not fit and one that does.
+        // As few products as fit: bisect between a count that does not fit
+        // and one that does (the plan shrinks as the count grows, though
+        // not at every step; the count found fits).
         int64_t bad = 0, good = all;
         while (good - bad > 1) {
           config->maxRecomputedProducts = bad + (good - bad) / 2;
