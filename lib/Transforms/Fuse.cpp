@@ -282,6 +282,8 @@ bool fuseParameterCopies(func::FuncOp function) {
       if (Operation *reader = body.findAncestorOpInBlock(*user);
           !firstReader || reader->isBeforeInBlock(firstReader))
         firstReader = reader;
+  if (!firstReader)
+    return false;
   llvm::erase_if(copies, [&](Operation *copy) {
     return !copy->getOperand(0).getDefiningOp()->isBeforeInBlock(firstReader);
   });

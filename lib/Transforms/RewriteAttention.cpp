@@ -440,9 +440,11 @@ FailureOr<int> rewriteAttention(func::FuncOp function,
     return failure();
   // One match at a time, matched afresh after each rewrite: a later match
   // may read what an earlier one replaced (one attention's output as the
-  // next one's query).
+  // next one's query). Each rewrite removes a softmax.
+  int softmaxes = 0;
+  function.walk([&](SoftmaxOp) { ++softmaxes; });
   int rewritten = 0;
-  while (true) {
+  while (rewritten < softmaxes) {
     std::optional<AttentionMatch> match;
     function.walk([&](SoftmaxOp softmax) {
       match = matchAttention(*literals, softmax);
@@ -453,6 +455,7 @@ FailureOr<int> rewriteAttention(func::FuncOp function,
     rewrite(*literals, *match);
     ++rewritten;
   }
+  return rewritten;
 }
 
 namespace {

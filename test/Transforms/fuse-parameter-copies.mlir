@@ -43,3 +43,16 @@ func.func @copies(%x: tensor<8x8xbf16>) -> (tensor<8x8xbf16>, tensor<8xbf16>, te
   %cs = kiln.cast %s : tensor<8xf32> to tensor<8xbf16>
   return %p2, %cb1, %cb2, %p3, %cs : tensor<8x8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<8x8xbf16>, tensor<8xbf16>
 }
+
+// -----
+
+// Tests that copies nothing reads are left alone.
+// CHECK-LABEL: func @unread
+// CHECK-NOT: kiln.fusion
+func.func @unread() {
+  %w = kiln.parameter "w" : tensor<8xf32>
+  %b = kiln.parameter "b" : tensor<8xf32>
+  %cw = kiln.cast %w : tensor<8xf32> to tensor<8xbf16>
+  %cb = kiln.cast %b : tensor<8xf32> to tensor<8xbf16>
+  return
+}
