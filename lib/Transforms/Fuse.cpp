@@ -69,6 +69,12 @@ bool isFusedReduction(Operation *op) {
              ReduceMinOp>(op);
 }
 
+/// Whether `op` sums what it reads: a reduction that ends a fusion, or a
+/// norm's gradient (whose scale and bias gradients sum over rows).
+static bool reduces(Operation *op) {
+  return isFusedReduction(op) || isa<LayerNormGradOp, RmsNormGradOp>(op);
+}
+
 /// Replaces `group` (in block order) by one kiln.fusion placed at its last
 /// op, which it returns.
 static FusionOp outline(ArrayRef<Operation *> group) {
@@ -367,7 +373,7 @@ int fuseElementwise(func::FuncOp function) {
     for (Value operand : reduction ? op.getOperands().take_front()
                                    : op.getOperands())
       if (std::optional<unsigned> group = groupProducing(operand))
-        if (!isFusedReduction(operand.getDefiningOp()) ||
+        if (!reduces(operand.getDefiningOp()) ||
             readsNormalizedRow(&op, operand))
           if (!llvm::is_contained(candidates, *group))
             candidates.push_back(*group);
@@ -394,7 +400,7 @@ int fuseElementwise(func::FuncOp function) {
       return closed.contains(candidate) &&
              llvm::any_of(op.getOperands(), [&](Value operand) {
                return groupProducing(operand) == candidate &&
-                      isFusedReduction(operand.getDefiningOp()) &&
+                      reduces(operand.getDefiningOp()) &&
                       !readsNormalizedRow(&op, operand);
              });
     });

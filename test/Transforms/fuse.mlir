@@ -318,6 +318,23 @@ func.func @norm_gradient_residual(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, 
 
 // -----
 
+// Tests that a reader of a norm gradient's scale gradient (a sum over
+// rows) stays out of its kernel, which a block per row computes.
+// CHECK-LABEL: func @norm_gradient_sums
+// CHECK: %[[G:.*]]:2 = kiln.fusion
+// CHECK: kiln.layer_norm_grad
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.mul %[[G]]#0, %[[G]]#0
+func.func @norm_gradient_sums(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: tensor<2x4x1xf32>, %dy: tensor<2x4x8xf32>, %s: tensor<8xf32>, %dres: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>) {
+  %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %sum = kiln.add %dres, %dx : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %squares = kiln.mul %ds, %ds : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %sum, %squares : tensor<2x4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Tests that data movement fuses with the cast that follows it: the split of
 // a fused q/k/v product into heads (slice, reshape, transpose) and its bf16
 // cast are one kernel, which stores only the cast.
