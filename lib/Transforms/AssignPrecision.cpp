@@ -134,7 +134,8 @@ static bool becomesF32Result(Value value, DenseMap<Value, bool> &memo) {
     if (isa<AdamWOp, SgdOp, AdagradOp, func::ReturnOp>(user))
       return true;
     if (auto cast = dyn_cast<CastOp>(user);
-        cast && cast.getType().getElementTypeBitWidth() <= 16)
+        cast && (cast.getType().getElementType().isBF16() ||
+                 cast.getType().getElementType().isF16()))
       return false;
     return (isView(user) || isElementwise(user)) &&
            llvm::any_of(user->getResults(), [&](Value next) {

@@ -156,12 +156,16 @@ static bool readsNormalizedRow(Operation *op, Value operand) {
              cast<RankedTensorType>(operand.getType()).getNumElements();
 }
 
-/// The cast widening `value` to f32 for its one reader, if that is how it
-/// is read: the 16-bit bias or GELU input, which the GEMM then reads as
-/// stored.
+/// Whether `type` is a 16-bit float, the type products are stored in.
+static bool isHalf(Type type) { return type.isBF16() || type.isF16(); }
+
+/// The cast widening `value` from 16 bits to f32 for its one reader, if
+/// that is how it is read: the 16-bit bias or GELU input, which the GEMM
+/// then reads as stored.
 static Operation *wideningCast(Value value) {
   auto cast = value.getDefiningOp<CastOp>();
-  return cast && cast->hasOneUse() && cast.getType().getElementType().isF32()
+  return cast && cast->hasOneUse() && cast.getType().getElementType().isF32() &&
+                 isHalf(getElementTypeOrSelf(cast.getInput()))
              ? cast.getOperation()
              : nullptr;
 }
@@ -172,9 +176,8 @@ static Operation *roundingCast(Value value) {
   if (!value.hasOneUse())
     return nullptr;
   auto cast = dyn_cast<CastOp>(*value.user_begin());
-  return cast && cast.getType().getElementType().getIntOrFloatBitWidth() == 16
-             ? cast.getOperation()
-             : nullptr;
+  return cast && isHalf(cast.getType().getElementType()) ? cast.getOperation()
+                                                         : nullptr;
 }
 
 /// The ops of a DGELU epilogue of `product` (backward: the product, maybe

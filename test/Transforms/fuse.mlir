@@ -335,6 +335,23 @@ func.func @norm_gradient_sums(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: 
 
 // -----
 
+// Tests that only a cast to a 16-bit float rounds an epilogue's result as
+// it is stored: a cast to an integer stays out of the GEMM's fusion.
+// CHECK-LABEL: func @integer_after_bias
+// CHECK: %[[E:.*]] = kiln.fusion
+// CHECK: kiln.matmul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.cast %[[E]] : tensor<4x8xf32> to tensor<4x8xi16>
+func.func @integer_after_bias(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>, %b: tensor<8xf32>) -> tensor<4x8xi16> {
+  %h = kiln.matmul %x, %w {accumulate = f32} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+  %s = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %c = kiln.cast %s : tensor<4x8xf32> to tensor<4x8xi16>
+  return %c : tensor<4x8xi16>
+}
+
+// -----
+
 // Tests that data movement fuses with the cast that follows it: the split of
 // a fused q/k/v product into heads (slice, reshape, transpose) and its bf16
 // cast are one kernel, which stores only the cast.

@@ -377,7 +377,8 @@ Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer) {
   auto asStored = [](Value result) -> Value {
     if (result.hasOneUse())
       if (auto cast = dyn_cast<CastOp>(*result.user_begin());
-          cast && elementTypeOf(cast.getResult()).getIntOrFloatBitWidth() == 16)
+          cast && (elementTypeOf(cast.getResult()).isBF16() ||
+                   elementTypeOf(cast.getResult()).isF16()))
         return cast.getResult();
     return result;
   };
