@@ -136,6 +136,7 @@ MemoryPlan planMemory(func::FuncOp step) {
   DenseMap<Value, size_t> &bufferOf = plan.bufferOf;
   for (auto [i, buffer] : llvm::enumerate(plan.buffers))
     bufferOf[buffer.value] = i;
+  plan.views = findStridedViews(step);
   for (Operation &op : body.without_terminator()) {
     if (isa<ConstantOp>(op))
       continue;
@@ -160,7 +161,7 @@ MemoryPlan planMemory(func::FuncOp step) {
       continue;
     }
     for (Value result : op.getResults()) {
-      if (updates.contains(result))
+      if (updates.contains(result) || plan.views.count(result))
         continue;
       BufferKind kind = gradients.contains(result) ? BufferKind::Gradient
                                                    : BufferKind::Activation;
@@ -169,6 +170,16 @@ MemoryPlan planMemory(func::FuncOp step) {
       plan.buffers.push_back(
           {result, kind, bytesOf(result), start, lastUse(result, start)});
     }
+  }
+  // A strided view's storage lives from the earlier of its and the view's
+  // definitions to the last use of either.
+  for (auto &[value, view] : plan.views) {
+    size_t id = bufferOf.at(view.storage);
+    Buffer &buffer = plan.buffers[id];
+    int64_t defined = position.lookup(value.getDefiningOp());
+    buffer.start = std::min(buffer.start, defined);
+    buffer.end = std::max(buffer.end, lastUse(value, defined));
+    bufferOf[value] = id;
   }
   plan.arenaBytes = placeBuffers(plan.buffers);
 
@@ -204,6 +215,23 @@ MemoryPlan planMemory(func::FuncOp step) {
   return plan;
 }
 
+int64_t MemoryPlan::offsetOf(Value value) const {
+  auto it = bufferOf.find(value);
+  if (it == bufferOf.end())
+    return -1;
+  int64_t offset = buffers[it->second].offset;
+  if (auto view = views.find(value); view != views.end())
+    offset += view->second.offset *
+              elementBytes(cast<ShapedType>(value.getType()).getElementType());
+  return offset;
+}
+
+bool MemoryPlan::computedElsewhere(Value value) const {
+  return views.count(value) || llvm::any_of(views, [&](auto &entry) {
+           return entry.second.writes && entry.second.storage == value;
+         });
+}
+
 } // namespace kiln
 
 namespace {
@@ -223,12 +251,8 @@ struct PlanMemoryPass : kiln::impl::KilnPlanMemoryBase<PlanMemoryPass> {
       if (op.getNumResults() == 0)
         continue;
       SmallVector<int64_t> offsets;
-      for (Value result : op.getResults()) {
-        auto it = plan.bufferOf.find(result);
-        offsets.push_back(it == plan.bufferOf.end()
-                              ? -1
-                              : plan.buffers[it->second].offset);
-      }
+      for (Value result : op.getResults())
+        offsets.push_back(plan.offsetOf(result));
       op.setAttr("kiln.offsets", builder.getDenseI64ArrayAttr(offsets));
     }
   }

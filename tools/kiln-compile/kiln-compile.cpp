@@ -186,14 +186,24 @@ static void report(PlannedStep &planned) {
                       size(plan.bytesByKind[k]),
                       transient ? "  (at their peak)" : "");
   }
-  // Ops that will be kernels: all but constants, parameter reads and views.
+  // Ops that will be kernels: all but constants, parameter reads and views
+  // (reshapes, and fusions whose results are strided views or filled by
+  // one).
   int gemms = 0, epilogues = 0, attention = 0, fusions = 0, others = 0;
   auto isEpilogue = [](mlir::Operation &op) {
     auto fusion = dyn_cast<kiln::FusionOp>(op);
     return fusion && !fusion.getBody().getOps<kiln::MatmulOp>().empty();
   };
+  auto isView = [&](mlir::Operation &op) {
+    return isa<kiln::FusionOp>(op) &&
+           llvm::all_of(op.getResults(), [&](mlir::Value result) {
+             return plan.computedElsewhere(result);
+           });
+  };
   for (mlir::Operation &op :
-       planned.step.getBody().front().without_terminator())
+       planned.step.getBody().front().without_terminator()) {
+    if (isView(op))
+      continue;
     if (isEpilogue(op))
       ++gemms, ++epilogues;
     else if (isa<kiln::MatmulOp>(op))
@@ -204,6 +214,7 @@ static void report(PlannedStep &planned) {
       ++fusions;
     else if (!isa<kiln::ConstantOp, kiln::ParameterOp, kiln::ReshapeOp>(op))
       ++others;
+  }
   outs() << formatv("kernels: {0} ({1} GEMMs, {2} of them with a fused "
                     "epilogue, {3} attention, {4} fusions, {5} other ops)\n",
                     gemms + attention + fusions + others, gemms, epilogues,

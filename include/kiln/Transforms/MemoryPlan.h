@@ -9,6 +9,8 @@
 #ifndef KILN_TRANSFORMS_MEMORYPLAN_H
 #define KILN_TRANSFORMS_MEMORYPLAN_H
 
+#include "kiln/Transforms/StridedViews.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -38,8 +40,10 @@ struct Buffer {
 struct MemoryPlan {
   std::vector<Buffer> buffers;
   /// The buffer (index into `buffers`) of every planned value, views
-  /// (reshapes) and every read of a parameter included.
+  /// (reshapes, strided views) and every read of a parameter included.
   llvm::DenseMap<mlir::Value, size_t> bufferOf;
+  /// Values whose elements lie, strided, in their storage's buffer.
+  llvm::DenseMap<mlir::Value, StridedView> views;
   /// The arena: the end of the highest buffer.
   int64_t arenaBytes = 0;
   /// The largest sum of the bytes of the buffers live at one op.
@@ -49,12 +53,20 @@ struct MemoryPlan {
   /// Bytes by kind: persistent kinds in full, transient kinds at their own
   /// peak.
   int64_t bytesByKind[5] = {};
+
+  /// The arena offset of `value`'s first element, or -1 if it has no
+  /// buffer.
+  int64_t offsetOf(mlir::Value value) const;
+  /// Whether the op defining `value` need not compute it: a strided view,
+  /// or the storage a view's definer fills.
+  bool computedElsewhere(mlir::Value value) const;
 };
 
 /// Plans the buffers of `step`, a single-block function. Constants are not
 /// planned (they live with the code); a result that updates a parameter or
-/// an optimizer state shares that buffer, and a reshape is a view of its
-/// input's buffer.
+/// an optimizer state shares that buffer, a reshape is a view of its
+/// input's buffer, and strided views (StridedViews.h) are views of their
+/// storage's.
 MemoryPlan planMemory(mlir::func::FuncOp step);
 
 /// Bytes of one element of `type` in memory (i1 as one byte).

@@ -26,8 +26,10 @@ using namespace mlir;
 
 namespace kiln::cuda {
 
-/// `text` with every `$name` replaced by its value; values may hold names
-/// themselves (the score function), so replacing repeats until none is left.
+/// `text` with every `$name` replaced by its value, the longest name that
+/// matches at each `$` (so `$A` never takes the start of `$ADDRESSING`);
+/// values may hold names themselves (the score function), so replacing
+/// repeats until none is left.
 std::string
 substitute(std::string text,
            std::vector<std::pair<std::string, std::string>> values) {
@@ -35,14 +37,22 @@ substitute(std::string text,
       values, [](auto &a, auto &b) { return a.first.size() > b.first.size(); });
   for (bool changed = true; changed;) {
     changed = false;
-    for (auto &[name, value] : values) {
-      std::string key = "$" + name;
-      for (size_t at = text.find(key); at != std::string::npos;
-           at = text.find(key, at + value.size())) {
-        text.replace(at, key.size(), value);
-        changed = true;
+    std::string result;
+    for (size_t at = 0; at < text.size(); ++at) {
+      auto match = values.end();
+      if (text[at] == '$')
+        match = llvm::find_if(values, [&](auto &entry) {
+          return text.compare(at + 1, entry.first.size(), entry.first) == 0;
+        });
+      if (match == values.end()) {
+        result += text[at];
+        continue;
       }
+      result += match->second;
+      at += match->first.size();
+      changed = true;
     }
+    text = std::move(result);
   }
   return text;
 }
@@ -64,9 +74,12 @@ static const char *kScore = R"cuda(
     if ($RATIO == 0.0) return 1.0;
     return dropout_keep($KEY, (bh * $TQ + i) * $TK + j, $RATIO) ? 1.0 / (1.0 - $RATIO) : 0.0;
   };
-  // Copies `rows` rows of `width` elements from `from` (storage) to a tile.
-  auto load = [&](auto *tile, const auto *from, i64 rows, i64 width, auto convert) {
-    for (i64 e = threadIdx.x; e < rows * width; e += blockDim.x) tile[e] = convert(from[e]);
+  // Copies `rows` rows of `width` elements, `step` apart from `from`
+  // (storage), to a tile.
+  auto load = [&](auto *tile, const auto *from, i64 step, i64 rows, i64 width,
+                  auto convert) {
+    for (i64 e = threadIdx.x; e < rows * width; e += blockDim.x)
+      tile[e] = convert(from[e / width * step + e % width]);
   };
 )cuda";
 
@@ -77,6 +90,7 @@ static const char *kForward = R"cuda(
   $EXTRA_ARGS
   $OT *out = ($OT *)args[$FIRST_RESULT];
   $LT *lse = ($LT *)args[$FIRST_RESULT + 1];
+  $ADDRESSING
   __shared__ $TT Qs[$BQ * $D], Ks[$BK * $D], Vs[$BK * $DV];
   __shared__ double acc[$BQ * $DV], maximum[$BQ], sum[$BQ];
   $SCORE
@@ -86,7 +100,7 @@ static const char *kForward = R"cuda(
     const i64 kv = b * $HKV + h / $GROUP;
     const i64 rows = $TQ - q0 < $BQ ? $TQ - q0 : $BQ;
     __syncthreads();
-    load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
+    load(Qs, q + qAt(bh, q0), qStep, rows, $D, $LOADQ);
     for (i64 r = threadIdx.x; r < $BQ; r += blockDim.x) {
       maximum[r] = -1.0 / 0.0;
       sum[r] = 0.0;
@@ -98,7 +112,7 @@ static const char *kForward = R"cuda(
       for (i64 k0 = 0; k0 < $TK; k0 += $BK) {
         const i64 keys = $TK - k0 < $BK ? $TK - k0 : $BK;
         __syncthreads();
-        load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
+        load(Ks, k + kAt(kv, k0), kStep, keys, $D, $LOADK);
         __syncthreads();
         for (i64 r = threadIdx.x; r < rows; r += blockDim.x)
           for (i64 j = 0; j < keys; ++j) {
@@ -113,8 +127,8 @@ static const char *kForward = R"cuda(
     for (i64 k0 = 0; k0 < $TK; k0 += $BK) {
       const i64 keys = $TK - k0 < $BK ? $TK - k0 : $BK;
       __syncthreads();
-      load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
-      load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
+      load(Ks, k + kAt(kv, k0), kStep, keys, $D, $LOADK);
+      load(Vs, v + vAt(kv, k0), vStep, keys, $DV, $LOADV);
       __syncthreads();
       for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
         if (maximum[r] == -1.0 / 0.0) continue;
@@ -132,7 +146,8 @@ static const char *kForward = R"cuda(
     for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
       const i64 row = bh * $TQ + q0 + r;
       const bool empty = maximum[r] == -1.0 / 0.0;
-      for (i64 c = 0; c < $DV; ++c) out[row * $DV + c] = $STOREO(empty ? 0.0 : acc[r * $DV + c]);
+      for (i64 c = 0; c < $DV; ++c)
+        out[outAt(bh, q0 + r) + c] = $STOREO(empty ? 0.0 : acc[r * $DV + c]);
       lse[row] = ($LT)(empty ? -1.0 / 0.0 : maximum[r] + log(sum[r]));
     }
   }
@@ -149,11 +164,13 @@ static const char *kGradientPrologue = R"cuda(
   const $OT *o = (const $OT *)args[$OUTPUT_ARG];
   const $LT *lse = (const $LT *)args[$OUTPUT_ARG + 1];
   const $DOT *dout = (const $DOT *)args[$OUTPUT_ARG + 2];
+  $ADDRESSING
   $SCORE
-  // delta = dout . out of a query row.
-  auto delta = [&](i64 row) -> double {
+  // delta = dout . out of query row i of head bh.
+  auto delta = [&](i64 bh, i64 i) -> double {
     double d = 0.0;
-    for (i64 c = 0; c < $DV; ++c) d += $LOADDO(dout[row * $DV + c]) * $LOADO(o[row * $DV + c]);
+    for (i64 c = 0; c < $DV; ++c)
+      d += $LOADDO(dout[doutAt(bh, i) + c]) * $LOADO(o[oAt(bh, i) + c]);
     return d;
   };
   // The tiles both gradient kernels stream: query rows with their output
@@ -161,16 +178,16 @@ static const char *kGradientPrologue = R"cuda(
   __shared__ $TT Qs[$BQ * $D], DOs[$BQ * $DV], Ks[$BK * $D], Vs[$BK * $DV];
   __shared__ double deltas[$BQ], lses[$BQ];
   auto loadQueries = [&](i64 bh, i64 q0, i64 rows) {
-    load(Qs, q + (bh * $TQ + q0) * $D, rows, $D, $LOADQ);
-    load(DOs, dout + (bh * $TQ + q0) * $DV, rows, $DV, $LOADDO);
+    load(Qs, q + qAt(bh, q0), qStep, rows, $D, $LOADQ);
+    load(DOs, dout + doutAt(bh, q0), doutStep, rows, $DV, $LOADDO);
     for (i64 r = threadIdx.x; r < rows; r += blockDim.x) {
-      deltas[r] = delta(bh * $TQ + q0 + r);
+      deltas[r] = delta(bh, q0 + r);
       lses[r] = (double)lse[bh * $TQ + q0 + r];
     }
   };
   auto loadKeys = [&](i64 kv, i64 k0, i64 keys) {
-    load(Ks, k + (kv * $TK + k0) * $D, keys, $D, $LOADK);
-    load(Vs, v + (kv * $TK + k0) * $DV, keys, $DV, $LOADV);
+    load(Ks, k + kAt(kv, k0), kStep, keys, $D, $LOADK);
+    load(Vs, v + vAt(kv, k0), vStep, keys, $DV, $LOADV);
   };
   // ds of query row r of the query tile at q0 and key row j of the key
   // tile at k0, and the dropped probability, as the interpreter rounds
@@ -218,7 +235,7 @@ static const char *kQueryGradient = R"cuda(
     }
     for (i64 r = threadIdx.x; r < rows; r += blockDim.x)
       for (i64 c = 0; c < $D; ++c)
-        dq[(bh * $TQ + q0 + r) * $D + c] = $STOREDQ(acc[r * $D + c]);
+        dq[dqAt(bh, q0 + r) + c] = $STOREDQ(acc[r * $D + c]);
   }
 )cuda";
 
@@ -255,8 +272,8 @@ static const char *kKeyValueGradient = R"cuda(
           }
       }
     for (i64 j = threadIdx.x; j < keys; j += blockDim.x) {
-      for (i64 c = 0; c < $D; ++c) dk[(kv * $TK + k0 + j) * $D + c] = $STOREDK(dkAcc[j * $D + c]);
-      for (i64 c = 0; c < $DV; ++c) dv[(kv * $TK + k0 + j) * $DV + c] = $STOREDV(dvAcc[j * $DV + c]);
+      for (i64 c = 0; c < $D; ++c) dk[dkAt(kv, k0 + j) + c] = $STOREDK(dkAcc[j * $D + c]);
+      for (i64 c = 0; c < $DV; ++c) dv[dvAt(kv, k0 + j) + c] = $STOREDV(dvAcc[j * $DV + c]);
     }
   }
 )cuda";
@@ -283,7 +300,8 @@ std::string tileLoader(Type t, bool wide) {
 }
 
 /// The substitutions shared by the kernels of one attention op.
-template <typename OpTy> Values attentionValues(OpTy op, KernelPlan &plan) {
+template <typename OpTy>
+Values attentionValues(OpTy op, KernelPlan &plan, StridesOf stridesOf) {
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   int64_t heads = qs[1], kvHeads = ks[1];
   Type qt = elementTypeOf(op.getQuery()), kt = elementTypeOf(op.getKey()),
@@ -318,7 +336,8 @@ template <typename OpTy> Values attentionValues(OpTy op, KernelPlan &plan) {
     key = "dropout_key(" + std::to_string(op.getSeed()) + "ll)";
   }
   auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
-  return {{"QT", storageType(qt)},
+  return {{"ADDRESSING", attentionAddressing(op, stridesOf)},
+          {"QT", storageType(qt)},
           {"KT", storageType(kt)},
           {"VT", storageType(vt)},
           {"TT", wide ? "double" : "float"},
@@ -366,9 +385,9 @@ void launch(KernelPlan &plan, int64_t work, int64_t rows) {
 
 } // namespace
 
-KernelPlan attentionForward(AttentionOp op) {
+KernelPlan attentionForward(AttentionOp op, StridesOf stridesOf) {
   KernelPlan plan;
-  Values values = attentionValues(op, plan);
+  Values values = attentionValues(op, plan, stridesOf);
   ArrayRef<int64_t> qs = shapeOf(op.getQuery());
   int64_t d = qs[3], dv = shapeOf(op.getValue())[3];
   int64_t element = elementTypeOf(op.getQuery()).isF64() ? 8 : 4;
@@ -387,9 +406,10 @@ KernelPlan attentionForward(AttentionOp op) {
   return plan;
 }
 
-SmallVector<KernelPlan> attentionGradient(AttentionGradOp op) {
+SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
+                                          StridesOf stridesOf) {
   KernelPlan common;
-  Values values = attentionValues(op, common);
+  Values values = attentionValues(op, common, stridesOf);
   values.push_back({"OUTPUT_ARG", std::to_string(common.operands.size())});
   common.operands.append(
       {op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});

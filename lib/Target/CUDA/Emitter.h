@@ -62,11 +62,15 @@ planElementKernels(llvm::ArrayRef<mlir::Value> results,
                    llvm::function_ref<mlir::Value(mlir::Value)> externalValue,
                    llvm::ArrayRef<mlir::Value> materialized);
 
+/// The strides, in elements, of a value in its buffer.
+using StridesOf = llvm::function_ref<llvm::SmallVector<int64_t>(mlir::Value)>;
+
 /// Kernels of ops with a schedule of their own: attention and its gradient
-/// (on tensor cores where they apply, unless `exactAttention`), the
-/// scatter-add of gather_grad.
+/// (on tensor cores where they apply, unless `exactAttention`; their
+/// tensors addressed through `stridesOf`), the scatter-add of gather_grad.
 mlir::FailureOr<llvm::SmallVector<KernelPlan>>
-planTemplateKernels(mlir::Operation *op, bool exactAttention);
+planTemplateKernels(mlir::Operation *op, bool exactAttention,
+                    StridesOf stridesOf);
 
 /// The C type a tensor of `elementType` is stored as, and its size.
 std::string storageType(mlir::Type elementType);

@@ -107,11 +107,33 @@ std::string literal(int64_t value) {
   return "((i64)" + std::to_string(value) + "ll)";
 }
 
-SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
+std::string attentionAddressing(Operation *op, StridesOf stridesOf) {
+  SmallVector<std::pair<const char *, Value>> tensors;
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    tensors = {{"q", attention.getQuery()},
+               {"k", attention.getKey()},
+               {"v", attention.getValue()},
+               {"out", attention.getOutput()}};
+  } else {
+    auto gradient = cast<AttentionGradOp>(op);
+    tensors = {
+        {"q", gradient.getQuery()},         {"k", gradient.getKey()},
+        {"v", gradient.getValue()},         {"o", gradient.getOutput()},
+        {"dout", gradient.getOutputGrad()}, {"dq", gradient.getQueryGrad()},
+        {"dk", gradient.getKeyGrad()},      {"dv", gradient.getValueGrad()}};
+  }
+  std::string text;
+  for (auto [name, value] : tensors) {
+    SmallVector<int64_t> strides = stridesOf(value);
+    int64_t heads = shapeOf(value)[1];
+    text += "  [[maybe_unused]] auto " + std::string(name) +
+            "At = [](i64 head, i64 row) -> i64 { return head / " +
+            literal(heads) + " * " + literal(strides[0]) + " + head % " +
+            literal(heads) + " * " + literal(strides[1]) + " + row * " +
+            literal(strides[2]) + "; };\n  [[maybe_unused]] constexpr i64 " +
+            name + "Step = " + literal(strides[2]) + ";\n";
+  }
+  return text;
 }
 
 std::string coordinate(ArrayRef<int64_t> shape, int64_t d,
@@ -126,7 +148,7 @@ std::string coordinate(ArrayRef<int64_t> shape, int64_t d,
 
 std::string remap(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
                   int64_t base, const std::string &var) {
-  if (base == 0 && ArrayRef<int64_t>(rowMajorStrides(shape)) == strides)
+  if (base == 0 && ArrayRef<int64_t>(contiguousStrides(shape)) == strides)
     return var;
   std::string expr = std::to_string(base) + "ll";
   for (size_t d = 0; d < shape.size(); ++d)
@@ -151,7 +173,7 @@ std::string broadcastIndex(Value operand, ArrayRef<int64_t> shape,
   ArrayRef<int64_t> in = shapeOf(operand);
   if (in == shape)
     return var;
-  SmallVector<int64_t> inStrides = rowMajorStrides(in);
+  SmallVector<int64_t> inStrides = contiguousStrides(in);
   SmallVector<int64_t> strides(shape.size(), 0);
   size_t lead = shape.size() - in.size();
   for (size_t d = 0; d < in.size(); ++d)

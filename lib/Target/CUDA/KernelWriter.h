@@ -21,6 +21,7 @@
 #include "Emitter.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Transforms/StridedViews.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -42,7 +43,6 @@ std::string stored(mlir::Type type, const std::string &x);
 std::string literal(double value);
 std::string literal(int64_t value);
 
-llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
 /// `base + sum_d coordinate_d(var in shape) * strides[d]`.
 std::string remap(llvm::ArrayRef<int64_t> shape,
                   llvm::ArrayRef<int64_t> strides, int64_t base,
@@ -285,18 +285,28 @@ int64_t attentionProductFlops(AttentionOpTy op) {
   return 2 * qs[0] * qs[1] * pairs * qs[3];
 }
 
+/// Device code addressing the rows of attention's [batch, heads, rows,
+/// width] tensors, whose elements within a row are contiguous but whose
+/// rows and heads may be strided (StridedViews.h): for each tensor `x` of
+/// `op` (q, k, v and `out` of attention; q, k, v, o, dout, dq, dk, dv of its
+/// gradient), `xAt(head, row)`, the offset of a row of a head counted over
+/// batch x heads, and `xStep`, the distance between rows.
+std::string attentionAddressing(mlir::Operation *op, StridesOf stridesOf);
+
 /// The tiled attention kernels: the forward pass, and the query and the
 /// key/value gradients.
-KernelPlan attentionForward(AttentionOp op);
-llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op);
+KernelPlan attentionForward(AttentionOp op, StridesOf stridesOf);
+llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
+                                                StridesOf stridesOf);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
 /// operands, head dimensions that are multiples of 16 up to 128 and no
 /// dropout; none otherwise.
-std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op);
+std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
+                                                     StridesOf stridesOf);
 /// The gradient on tensor cores, for what the forward pass takes and a
 /// gradient of the operands' type; none otherwise.
 std::optional<llvm::SmallVector<KernelPlan>>
-tensorCoreAttentionGradient(AttentionGradOp op);
+tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

@@ -92,8 +92,13 @@ private:
   int64_t offsetOf(Value value) const {
     if (auto it = extraOffsets.find(value); it != extraOffsets.end())
       return it->second;
-    auto it = plan.bufferOf.find(value);
-    return it == plan.bufferOf.end() ? -1 : plan.buffers[it->second].offset;
+    return plan.offsetOf(value);
+  }
+  /// The strides of `value` in its buffer, in elements.
+  SmallVector<int64_t> stridesOf(Value value) const {
+    if (auto it = plan.views.find(value); it != plan.views.end())
+      return it->second.strides;
+    return contiguousStrides(shapeOf(value));
   }
   LogicalResult lowerOp(Operation &op);
   LogicalResult lowerFusion(FusionOp fusion);
@@ -490,8 +495,12 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
       return fusion->getOperand(argument.getArgNumber());
     return Value();
   };
-  SmallVector<Value> results(yield.getOperands().begin(),
-                             yield.getOperands().end());
+  // Strided views and the storage a view's definer fills need no kernel.
+  SmallVector<Value> results;
+  for (auto [result, inner] :
+       llvm::zip(fusion->getResults(), yield.getOperands()))
+    if (!plan.computedElsewhere(result))
+      results.push_back(inner);
   SmallVector<Value> materialized;
 
   // A region that starts with a matrix product: the GEMM applies what
@@ -545,7 +554,8 @@ LogicalResult Lowering::lowerOp(Operation &op) {
       return success();
   if (isa<AttentionOp, AttentionGradOp, GatherGradOp, ScatterElementsOp>(op)) {
     FailureOr<SmallVector<KernelPlan>> kernels =
-        planTemplateKernels(&op, options.exactAttention);
+        planTemplateKernels(&op, options.exactAttention,
+                            [&](Value value) { return stridesOf(value); });
     if (failed(kernels))
       return failure();
     return emitKernels(&op, *kernels, resultOffset);

@@ -107,7 +107,7 @@ FailureOr<std::string> StructuredEmitter::reduction(Value input,
                                                     const std::string &init,
                                                     bool mean) {
   ArrayRef<int64_t> in = shapeOf(input);
-  SmallVector<int64_t> inStrides = rowMajorStrides(in);
+  SmallVector<int64_t> inStrides = contiguousStrides(in);
   SmallVector<int64_t> keptShape, keptStrides, reducedShape, reducedStrides;
   for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
     bool reduced = llvm::is_contained(axes, d);
@@ -348,7 +348,7 @@ FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
           k = mm.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
   auto operandIndex = [&](Value operand, bool transposed, bool isLhs) {
     ArrayRef<int64_t> s = shapeOf(operand);
-    SmallVector<int64_t> strides = rowMajorStrides(s);
+    SmallVector<int64_t> strides = contiguousStrides(s);
     std::string index;
     size_t lead = rank - s.size();
     for (int64_t d = 0; d + 2 < rank; ++d) {
@@ -378,7 +378,7 @@ FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
 
 FailureOr<std::string> StructuredEmitter::pad(PadOp p) {
   ArrayRef<int64_t> in = shapeOf(p.getInput());
-  SmallVector<int64_t> strides = rowMajorStrides(in);
+  SmallVector<int64_t> strides = contiguousStrides(in);
   std::string body = "    i64 j = 0;\n";
   for (size_t d = 0; d < in.size(); ++d) {
     std::string x = "x" + std::to_string(d), n = num(in[d]);
@@ -427,14 +427,14 @@ FailureOr<std::string> StructuredEmitter::emit() {
             at(b.getInput(), broadcastIndex(b.getInput(), shape, "i")));
       })
       .Case([&](TransposeOp t) {
-        SmallVector<int64_t> in = rowMajorStrides(shapeOf(t.getInput()));
+        SmallVector<int64_t> in = contiguousStrides(shapeOf(t.getInput()));
         SmallVector<int64_t> strides;
         for (int64_t d : t.getPermutation())
           strides.push_back(in[d]);
         return returnsExpr(at(t.getInput(), remap(shape, strides, 0, "i")));
       })
       .Case([&](SliceOp s) {
-        SmallVector<int64_t> in = rowMajorStrides(shapeOf(s.getInput()));
+        SmallVector<int64_t> in = contiguousStrides(shapeOf(s.getInput()));
         SmallVector<int64_t> strides;
         int64_t base = 0;
         for (size_t d = 0; d < in.size(); ++d) {
@@ -448,7 +448,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
         std::string body =
             "    const i64 c = " + coordinate(shape, axis, "i") + ";\n";
         for (Value input : c.getInputs()) {
-          SmallVector<int64_t> strides = rowMajorStrides(shapeOf(input));
+          SmallVector<int64_t> strides = contiguousStrides(shapeOf(input));
           int64_t size = shapeOf(input)[axis];
           std::string index =
               remap(shape, strides, -offset * strides[axis], "i");
@@ -484,7 +484,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
       })
       .Case([&](GatherElementsOp g) {
         ArrayRef<int64_t> data = shapeOf(g.getData());
-        SmallVector<int64_t> strides = rowMajorStrides(data);
+        SmallVector<int64_t> strides = contiguousStrides(data);
         int64_t axis = g.getAxis();
         int64_t along = strides[axis];
         strides[axis] = 0;
@@ -495,7 +495,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
       })
       .Case([&](InsertSliceOp s) {
         ArrayRef<int64_t> source = shapeOf(s.getSource());
-        SmallVector<int64_t> strides = rowMajorStrides(source);
+        SmallVector<int64_t> strides = contiguousStrides(source);
         std::string body = "    i64 j = 0;\n";
         for (size_t d = 0; d < source.size(); ++d) {
           std::string q = "q" + std::to_string(d);

@@ -97,7 +97,7 @@ static SmallVector<KernelPlan> scatterElements(ScatterElementsOp op) {
   ArrayRef<int64_t> data = shapeOf(op.getData()),
                     positions = shapeOf(op.getIndices());
   int64_t axis = op.getAxis();
-  SmallVector<int64_t> dataStrides = rowMajorStrides(data);
+  SmallVector<int64_t> dataStrides = contiguousStrides(data);
   // The addressed element of update e: e's coordinates in the indices'
   // shape, with the index in place of the one along `axis`.
   std::string target;
@@ -172,19 +172,20 @@ static SmallVector<KernelPlan> scatterElements(ScatterElementsOp op) {
   return {copy, scatter};
 }
 
-FailureOr<SmallVector<KernelPlan>> planTemplateKernels(Operation *op,
-                                                       bool exactAttention) {
+FailureOr<SmallVector<KernelPlan>>
+planTemplateKernels(Operation *op, bool exactAttention, StridesOf stridesOf) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     std::optional<KernelPlan> fast;
     if (!exactAttention)
-      fast = tensorCoreAttentionForward(attention);
-    return SmallVector<KernelPlan>{fast ? *fast : attentionForward(attention)};
+      fast = tensorCoreAttentionForward(attention, stridesOf);
+    return SmallVector<KernelPlan>{
+        fast ? *fast : attentionForward(attention, stridesOf)};
   }
   if (auto gradient = dyn_cast<AttentionGradOp>(op)) {
     std::optional<SmallVector<KernelPlan>> fast;
     if (!exactAttention)
-      fast = tensorCoreAttentionGradient(gradient);
-    return fast ? *fast : attentionGradient(gradient);
+      fast = tensorCoreAttentionGradient(gradient, stridesOf);
+    return fast ? *fast : attentionGradient(gradient, stridesOf);
   }
   if (auto gather = dyn_cast<GatherGradOp>(op))
     return gatherGradient(gather);

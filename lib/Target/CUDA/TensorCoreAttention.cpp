@@ -40,6 +40,7 @@ static const char *kPrologue = R"cuda(
   const int g = lane / 4, t = lane % 4;
   const float inf = 1.0f / 0.0f;
   $MASK_ARG
+  $ADDRESSING
   // Score x of query i against key j of head bh, after the mask.
   auto masked = [&](i64 bh, i64 i, i64 j, float x) -> float {
     const i64 row = bh * $TQ + i;
@@ -91,20 +92,21 @@ static const char *kPrologue = R"cuda(
     }
   };
   // Stores the warp's rows `rows` (those below `limit`) of acc (16 x D) at
-  // the row-major `base`, each element through `store`.
-  auto storeRows = [&](auto *base, const i64 *rows, i64 limit,
+  // `base`, rows `step` apart, each element through `store`.
+  auto storeRows = [&](auto *base, i64 step, const i64 *rows, i64 limit,
                        float (*acc)[4], auto store) {
     for (int r = 0; r < 2; ++r)
       for (int n = 0; rows[r] < limit && n < $D / 8; ++n)
         for (int c = 0; c < 2; ++c)
-          base[rows[r] * $D + n * 8 + 2 * t + c] = store(acc[n][2 * r + c]);
+          base[rows[r] * step + n * 8 + 2 * t + c] = store(acc[n][2 * r + c]);
   };
-  // Copies `rows` rows of D elements at `from` (zero from row `valid` on)
-  // to a row-major tile and to its transpose, either of which may be null.
-  auto stage = [&](const u16 *from, i64 rows, i64 valid, u16 *rowMajor,
-                   u16 *transposed) {
+  // Copies `rows` rows of D elements, `step` apart from `from` (zero from
+  // row `valid` on), to a row-major tile and to its transpose, either of
+  // which may be null.
+  auto stage = [&](const u16 *from, i64 step, i64 rows, i64 valid,
+                   u16 *rowMajor, u16 *transposed) {
     for (i64 e = threadIdx.x; e < rows * $D; e += blockDim.x) {
-      const u16 x = e / $D < valid ? from[e] : (u16)0;
+      const u16 x = e / $D < valid ? from[e / $D * step + e % $D] : (u16)0;
       if (rowMajor)
         rowMajor[e] = x;
       if (transposed)
@@ -115,15 +117,15 @@ static const char *kPrologue = R"cuda(
     for (int n = 0; n < $D / 8; ++n)
       acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
   };
-  // The A fragments of the warp's rows `rows` (g, g + 8) of a row-major
-  // matrix at `base`, zero past row `limit`.
-  auto rowFragments = [&](u32 (*a)[4], const u16 *base, const i64 *rows,
-                          i64 limit) {
+  // The A fragments of the warp's rows `rows` (g, g + 8) of a matrix at
+  // `base` with rows `step` apart, zero past row `limit`.
+  auto rowFragments = [&](u32 (*a)[4], const u16 *base, i64 step,
+                          const i64 *rows, i64 limit) {
     for (int kk = 0; kk < $D / 16; ++kk)
       for (int r = 0; r < 2; ++r)
         for (int half = 0; half < 2; ++half)
           a[kk][r + 2 * half] =
-              rows[r] < limit ? pair(base + rows[r] * $D + kk * 16 + 8 * half + 2 * t) : 0u;
+              rows[r] < limit ? pair(base + rows[r] * step + kk * 16 + 8 * half + 2 * t) : 0u;
   };
 )cuda";
 
@@ -141,7 +143,7 @@ static const char *kTensorCoreForward = R"cuda(
     // running maximum and sum, and the output.
     const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     u32 qa[$D / 16][4];
-    rowFragments(qa, q + bh * $TQ * $D, row, $TQ);
+    rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
     float maximum[2] = {-inf, -inf}, sum[2] = {0.0f, 0.0f};
     float o[$D / 8][4];
     zero(o);
@@ -149,8 +151,8 @@ static const char *kTensorCoreForward = R"cuda(
     const i64 keys = $CAUSAL && q0 + $BQ < $TK ? q0 + $BQ : $TK;
     for (i64 k0 = 0; k0 < keys; k0 += $BK) {
       __syncthreads();
-      stage(k + (kv * $TK + k0) * $D, $BK, $TK - k0, Ks, nullptr);
-      stage(v + (kv * $TK + k0) * $D, $BK, $TK - k0, nullptr, Vt);
+      stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, nullptr);
+      stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, nullptr, Vt);
       __syncthreads();
       // s = Q K^T * scale, masked, and each row's maximum over the tile.
       float s[$BK / 8][4];
@@ -206,7 +208,7 @@ static const char *kTensorCoreForward = R"cuda(
       if (t == 0 && row[r] < $TQ)
         lse[bh * $TQ + row[r]] = ($LT)(sum[r] == 0.0f ? -inf : maximum[r] + logf(sum[r]));
     }
-    storeRows(out + bh * $TQ * $D, row, $TQ, o, $STOREO);
+    storeRows(out + outAt(bh, 0), outStep, row, $TQ, o, $STOREO);
   }
 )cuda";
 
@@ -233,16 +235,17 @@ static const char *kTensorCoreQueryGradient = R"cuda(
     const i64 kv = b * $HKV + h / $GROUP;
     const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     u32 qa[$D / 16][4], da[$D / 16][4];
-    rowFragments(qa, q + bh * $TQ * $D, row, $TQ);
-    rowFragments(da, dout + bh * $TQ * $D, row, $TQ);
+    rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
+    rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
     // The four lanes of a group sum a quarter of the row's delta each.
     float logsumexp[2], deltas[2], acc[$D / 8][4];
     for (int r = 0; r < 2; ++r) {
       const bool inside = row[r] < $TQ;
-      const i64 at = (bh * $TQ + row[r]) * $D;
+      const u16 *dRow = dout + doutAt(bh, row[r]);
+      const $OT *oRow = o + oAt(bh, row[r]);
       float d = 0.0f;
       for (int c = t * ($D / 4); inside && c < (t + 1) * ($D / 4); ++c)
-        d += (float)$FROM16(dout[at + c]) * (float)$LOADO(o[at + c]);
+        d += (float)$FROM16(dRow[c]) * (float)$LOADO(oRow[c]);
       d += __shfl_xor_sync(0xffffffffu, d, 1);
       d += __shfl_xor_sync(0xffffffffu, d, 2);
       deltas[r] = d;
@@ -254,8 +257,8 @@ static const char *kTensorCoreQueryGradient = R"cuda(
     const i64 keys = $CAUSAL && q0 + $BQ < $TK ? q0 + $BQ : $TK;
     for (i64 k0 = 0; k0 < keys; k0 += $BK) {
       __syncthreads();
-      stage(k + (kv * $TK + k0) * $D, $BK, $TK - k0, Ks, Kt);
-      stage(v + (kv * $TK + k0) * $D, $BK, $TK - k0, Vs, nullptr);
+      stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, Kt);
+      stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
       __syncthreads();
       // ds = P (dP - delta) scale, in place of the scores.
       float ds[$BK / 8][4], dp[$BK / 8][4];
@@ -276,7 +279,7 @@ static const char *kTensorCoreQueryGradient = R"cuda(
         accumulate(acc, sa, Kt, $BK, kk);
       }
     }
-    storeRows(dq + bh * $TQ * $D, row, $TQ, acc, $STOREDQ);
+    storeRows(dq + dqAt(bh, 0), dqStep, row, $TQ, acc, $STOREDQ);
   }
 )cuda";
 
@@ -297,8 +300,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
     const i64 kv = work / tiles, k0 = work % tiles * $BK, b = kv / $HKV, group = kv % $HKV;
     const i64 key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
     u32 ka[$D / 16][4], va[$D / 16][4];
-    rowFragments(ka, k + kv * $TK * $D, key, $TK);
-    rowFragments(va, v + kv * $TK * $D, key, $TK);
+    rowFragments(ka, k + kAt(kv, 0), kStep, key, $TK);
+    rowFragments(va, v + vAt(kv, 0), vStep, key, $TK);
     float dkAcc[$D / 8][4], dvAcc[$D / 8][4];
     zero(dkAcc);
     zero(dvAcc);
@@ -308,8 +311,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
       for (i64 q0 = first; q0 < $TQ; q0 += $BQ) {
         const i64 bh = b * $H + h;
         __syncthreads();
-        stage(q + (bh * $TQ + q0) * $D, $BQ, $TQ - q0, Qs, Qt);
-        stage(dout + (bh * $TQ + q0) * $D, $BQ, $TQ - q0, Gs, Gt);
+        stage(q + qAt(bh, q0), qStep, $BQ, $TQ - q0, Qs, Qt);
+        stage(dout + doutAt(bh, q0), doutStep, $BQ, $TQ - q0, Gs, Gt);
         for (i64 r = threadIdx.x; r < $BQ; r += blockDim.x) {
           const bool inside = q0 + r < $TQ;
           Ls[r] = inside ? lse[bh * $TQ + q0 + r] : -inf;
@@ -336,8 +339,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
           accumulate(dkAcc, sa, Qt, $BQ, kk);
         }
       }
-    storeRows(dk + kv * $TK * $D, key, $TK, dkAcc, $STOREDK);
-    storeRows(dv + kv * $TK * $D, key, $TK, dvAcc, $STOREDV);
+    storeRows(dk + dkAt(kv, 0), dkStep, key, $TK, dkAcc, $STOREDK);
+    storeRows(dv + dvAt(kv, 0), dvStep, key, $TK, dvAcc, $STOREDV);
   }
 )cuda";
 
@@ -348,7 +351,8 @@ using Values = std::vector<std::pair<std::string, std::string>>;
 /// The substitutions both passes share, if `op` is one the tensor-core
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
 /// a multiple of 16 up to 128, no dropout, an f32 log-sum-exp.
-template <typename OpTy> std::optional<Values> tensorCoreValues(OpTy op) {
+template <typename OpTy>
+std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
   Type qt = elementTypeOf(op.getQuery());
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   int64_t d = qs[3];
@@ -378,6 +382,7 @@ template <typename OpTy> std::optional<Values> tensorCoreValues(OpTy op) {
   // Tiles of 64 rows (four warps of 16) on the side a block owns; the
   // streamed side's tiles keep shared memory within 32 KiB.
   return Values{{"PROLOGUE", kPrologue},
+                {"ADDRESSING", attentionAddressing(op, stridesOf)},
                 {"MASK_ARG", maskArg},
                 {"MASK", mask},
                 {"A", op.getMask() ? "4" : "3"},
@@ -414,8 +419,9 @@ void launchTiles(KernelPlan &plan, int64_t heads, int64_t rows) {
 
 } // namespace
 
-std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op) {
-  std::optional<Values> values = tensorCoreValues(op);
+std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
+                                                     StridesOf stridesOf) {
+  std::optional<Values> values = tensorCoreValues(op, stridesOf);
   if (!values)
     return std::nullopt;
   values->push_back({"LT", storageType(elementTypeOf(op.getLogsumexp()))});
@@ -435,8 +441,8 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op) {
 }
 
 std::optional<SmallVector<KernelPlan>>
-tensorCoreAttentionGradient(AttentionGradOp op) {
-  std::optional<Values> values = tensorCoreValues(op);
+tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
+  std::optional<Values> values = tensorCoreValues(op, stridesOf);
   if (!values ||
       elementTypeOf(op.getOutputGrad()) != elementTypeOf(op.getQuery()))
     return std::nullopt;

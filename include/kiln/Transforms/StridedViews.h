@@ -1,0 +1,50 @@
+//===- StridedViews.h - values that live inside another's buffer -*- C++
+//-*-===//
+//
+// Attention reads and writes its heads through strides, as FlashAttention's
+// kernels take a batch, a head and a row stride for each tensor. So the
+// head split of a packed projection (reshape, slice, transpose) need not be
+// copied before attention reads it, nor attention's output be copied into
+// the token-major layout the next product reads: those values become
+// strided views of the buffer around them. The memory plan gives them no
+// buffer of their own, and targets address them through their strides.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TRANSFORMS_STRIDEDVIEWS_H
+#define KILN_TRANSFORMS_STRIDEDVIEWS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace kiln {
+
+/// Where a value's elements lie in the buffer of `storage`: element
+/// `[i0, i1, ...]` at element `offset + i0 * strides[0] + i1 * strides[1] ...`.
+struct StridedView {
+  mlir::Value storage;
+  int64_t offset = 0;
+  llvm::SmallVector<int64_t> strides;
+  /// Whether the view's defining op fills the storage (attention writing
+  /// its output in place); otherwise the view only reads what the storage's
+  /// definer wrote.
+  bool writes = false;
+};
+
+/// The values of `step` (a single-block function) that are strided views:
+///   - a fusion result that reshapes, slices and transposes one operand, read
+///     only as attention's query, key, value, output or output gradient;
+///   - attention's output, when its only other reader is a fusion that
+///     reshapes and transposes it into a value of the same elements (which
+///     then holds it, and computes nothing).
+/// Every view's innermost stride is 1.
+llvm::DenseMap<mlir::Value, StridedView>
+findStridedViews(mlir::func::FuncOp step);
+
+/// The strides of a row-major tensor of `shape`.
+llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
+
+} // namespace kiln
+
+#endif // KILN_TRANSFORMS_STRIDEDVIEWS_H

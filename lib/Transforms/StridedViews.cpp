@@ -1,0 +1,238 @@
+//===- StridedViews.cpp - values that live inside another's buffer --------===//
+//
+// A layout (offset, shape, strides) follows a value through reshapes,
+// slices and transposes the way NumPy's views do; a reshape that would
+// need a copy (merging dimensions that are not adjacent in memory) ends
+// the chain.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/StridedViews.h"
+
+#include "kiln/Autodiff/TrainingStep.h"
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace kiln {
+
+SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+namespace {
+
+struct Layout {
+  int64_t offset = 0;
+  SmallVector<int64_t> shape, strides;
+};
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+Layout contiguous(ArrayRef<int64_t> shape) {
+  return {0, SmallVector<int64_t>(shape), contiguousStrides(shape)};
+}
+
+/// `layout` seen under `shape` (same element count), if strides can
+/// express it: each run of old dimensions that new dimensions split or
+/// merge must be contiguous in memory.
+std::optional<Layout> reshaped(const Layout &layout, ArrayRef<int64_t> shape) {
+  // Dimensions of size 1 take no part in addressing.
+  SmallVector<int64_t> sizes, strides;
+  for (auto [size, stride] : llvm::zip(layout.shape, layout.strides))
+    if (size != 1) {
+      sizes.push_back(size);
+      strides.push_back(stride);
+    }
+  Layout result{layout.offset, SmallVector<int64_t>(shape),
+                SmallVector<int64_t>(shape.size(), 0)};
+  size_t i = 0, j = 0;
+  while (i < sizes.size() && j < shape.size()) {
+    if (shape[j] == 1) {
+      ++j;
+      continue;
+    }
+    // The smallest runs [i, oldEnd) and [j, newEnd) of equal element count.
+    size_t oldEnd = i + 1, newEnd = j + 1;
+    int64_t oldCount = sizes[i], newCount = shape[j];
+    while (oldCount != newCount) {
+      if (oldCount < newCount)
+        oldCount *= sizes[oldEnd++];
+      else
+        newCount *= shape[newEnd++];
+    }
+    for (size_t k = i; k + 1 < oldEnd; ++k)
+      if (strides[k] != strides[k + 1] * sizes[k + 1])
+        return std::nullopt;
+    int64_t stride = strides[oldEnd - 1];
+    for (size_t k = newEnd; k-- > j;) {
+      result.strides[k] = stride;
+      stride *= shape[k];
+    }
+    i = oldEnd;
+    j = newEnd;
+  }
+  return result;
+}
+
+Layout transposed(const Layout &layout, ArrayRef<int64_t> permutation) {
+  Layout result{layout.offset, {}, {}};
+  for (int64_t from : permutation) {
+    result.shape.push_back(layout.shape[from]);
+    result.strides.push_back(layout.strides[from]);
+  }
+  return result;
+}
+
+Layout sliced(const Layout &layout, SliceOp slice) {
+  Layout result{layout.offset, SmallVector<int64_t>(shapeOf(slice)), {}};
+  for (auto [start, step, stride] :
+       llvm::zip(slice.getStart(), slice.getStride(), layout.strides)) {
+    result.offset += start * stride;
+    result.strides.push_back(step * stride);
+  }
+  return result;
+}
+
+/// `value`'s layout in the buffer of the block argument that reshapes,
+/// slices and transposes alone compute it from.
+std::optional<std::pair<BlockArgument, Layout>> viewChain(Value value) {
+  if (auto argument = dyn_cast<BlockArgument>(value))
+    return std::make_pair(argument, contiguous(shapeOf(argument)));
+  Operation *op = value.getDefiningOp();
+  if (!isa<ReshapeOp, TransposeOp, SliceOp>(op))
+    return std::nullopt;
+  auto chain = viewChain(op->getOperand(0));
+  if (!chain)
+    return std::nullopt;
+  Layout &layout = chain->second;
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    layout = transposed(layout, transpose.getPermutation());
+  } else if (auto slice = dyn_cast<SliceOp>(op)) {
+    layout = sliced(layout, slice);
+  } else if (auto view = reshaped(layout, shapeOf(value))) {
+    layout = *view;
+  } else {
+    return std::nullopt;
+  }
+  return chain;
+}
+
+/// The layout, in the buffer of `value`, of the block argument that
+/// reshapes and transposes alone compute `value` from: each step undone,
+/// from `value` back.
+std::optional<Layout> inverseViewChain(Value value) {
+  Layout layout = contiguous(shapeOf(value));
+  while (!isa<BlockArgument>(value)) {
+    Operation *op = value.getDefiningOp();
+    if (!isa<ReshapeOp, TransposeOp>(op))
+      return std::nullopt;
+    Value input = op->getOperand(0);
+    if (auto transpose = dyn_cast<TransposeOp>(op)) {
+      ArrayRef<int64_t> permutation = transpose.getPermutation();
+      SmallVector<int64_t> inverse(permutation.size());
+      for (auto [to, from] : llvm::enumerate(permutation))
+        inverse[from] = to;
+      layout = transposed(layout, inverse);
+    } else if (auto view = reshaped(layout, shapeOf(input))) {
+      layout = *view;
+    } else {
+      return std::nullopt;
+    }
+    value = input;
+  }
+  return layout;
+}
+
+/// Whether `use` is an attention operand its kernels address by strides.
+bool readsStrided(OpOperand &use) {
+  Operation *owner = use.getOwner();
+  unsigned n = use.getOperandNumber();
+  if (auto attention = dyn_cast<AttentionOp>(owner))
+    return n == attention.getQueryMutable().getOperandNumber() ||
+           n == attention.getKeyMutable().getOperandNumber() ||
+           n == attention.getValueMutable().getOperandNumber();
+  if (auto gradient = dyn_cast<AttentionGradOp>(owner))
+    return n == gradient.getQueryMutable().getOperandNumber() ||
+           n == gradient.getKeyMutable().getOperandNumber() ||
+           n == gradient.getValueMutable().getOperandNumber() ||
+           n == gradient.getOutputMutable().getOperandNumber() ||
+           n == gradient.getOutputGradMutable().getOperandNumber();
+  return false;
+}
+
+bool innermostContiguous(const Layout &layout) {
+  return !layout.strides.empty() && layout.strides.back() == 1;
+}
+
+/// A buffer the step computes (not a parameter, a constant or an updated
+/// value, which other rules place).
+bool plainStorage(Value value, func::FuncOp step) {
+  if (isa<BlockArgument>(value))
+    return true;
+  if (isa<ParameterOp, ConstantOp>(value.getDefiningOp()))
+    return false;
+  for (OpOperand &use : value.getUses())
+    if (isa<func::ReturnOp>(use.getOwner()) &&
+        (step.getResultAttr(use.getOperandNumber(), kUpdateOfAttr) ||
+         step.getResultAttr(use.getOperandNumber(), kStateOfAttr)))
+      return false;
+  return true;
+}
+
+Value yielded(FusionOp fusion, unsigned result) {
+  return fusion.getRegion().front().getTerminator()->getOperand(result);
+}
+
+} // namespace
+
+DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
+  DenseMap<Value, StridedView> views;
+  Block &body = step.getBody().front();
+  // Fusion results that attention reads through strides.
+  for (auto fusion : body.getOps<FusionOp>())
+    for (OpResult result : fusion->getResults()) {
+      if (result.use_empty() || !llvm::all_of(result.getUses(), readsStrided))
+        continue;
+      auto chain = viewChain(yielded(fusion, result.getResultNumber()));
+      if (!chain || !innermostContiguous(chain->second))
+        continue;
+      Value storage = fusion.getOperand(chain->first.getArgNumber());
+      if (plainStorage(storage, step))
+        views[result] = {storage, chain->second.offset, chain->second.strides};
+    }
+  // Attention outputs that the one fusion rearranging them holds.
+  for (auto attention : body.getOps<AttentionOp>()) {
+    Value output = attention.getOutput();
+    FusionOp holder;
+    for (OpOperand &use : output.getUses()) {
+      auto fusion = dyn_cast<FusionOp>(use.getOwner());
+      if (fusion && !holder && fusion->getNumOperands() == 1 &&
+          fusion->getNumResults() == 1) {
+        holder = fusion;
+        continue;
+      }
+      if (!isa<AttentionGradOp>(use.getOwner()) || !readsStrided(use)) {
+        holder = nullptr;
+        break;
+      }
+    }
+    if (!holder || views.count(holder->getResult(0)) ||
+        !plainStorage(holder->getResult(0), step))
+      continue;
+    std::optional<Layout> layout = inverseViewChain(yielded(holder, 0));
+    if (layout && innermostContiguous(*layout))
+      views[output] = {holder->getResult(0), layout->offset, layout->strides,
+                       /*writes=*/true};
+  }
+  return views;
+}
+
+} // namespace kiln

@@ -1,0 +1,83 @@
+// RUN: kiln-opt %s --split-input-file --kiln-plan-memory | FileCheck %s
+
+// Attention reads its heads where the packed projection stored them: q, k
+// and v are strided views of the projection's buffer, 64 bf16 elements
+// (128 bytes) apart, and the fusion that split them copies nothing. Its
+// output lives where the token-major fusion that reads it puts it, and the
+// output gradient is read in place from the token-major gradient.
+// CHECK-LABEL: func @heads_in_place
+// CHECK: kiln.exp %arg0 {kiln.offsets = array<i64: [[#P:]]>}
+// CHECK: kiln.fusion {{.*}}{kiln.offsets = array<i64: [[#P]], [[#P+128]], [[#P+256]]>}
+// CHECK: kiln.attention {{.*}}kiln.offsets = array<i64: [[#O:]], {{[0-9]+}}>
+// CHECK: kiln.fusion %output {kiln.offsets = array<i64: [[#O]]>}
+// CHECK: kiln.neg %arg1 {kiln.offsets = array<i64: [[#G:]]>}
+// CHECK: kiln.fusion {{.*}}{kiln.offsets = array<i64: [[#G]]>}
+func.func @heads_in_place(%x: tensor<16x192xbf16>, %g: tensor<16x64xbf16>)
+    -> (tensor<16x64xbf16>, tensor<2x4x8x16xbf16>) {
+  %p = kiln.exp %x : tensor<16x192xbf16>
+  %q, %k, %v = kiln.fusion %p : (tensor<16x192xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) {
+  ^bb0(%a: tensor<16x192xbf16>):
+    %r = kiln.reshape %a : tensor<16x192xbf16> to tensor<2x8x192xbf16>
+    %s0 = kiln.slice %r {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : tensor<2x8x192xbf16> to tensor<2x8x64xbf16>
+    %s1 = kiln.slice %r {start = array<i64: 0, 0, 64>, stride = array<i64: 1, 1, 1>} : tensor<2x8x192xbf16> to tensor<2x8x64xbf16>
+    %s2 = kiln.slice %r {start = array<i64: 0, 0, 128>, stride = array<i64: 1, 1, 1>} : tensor<2x8x192xbf16> to tensor<2x8x64xbf16>
+    %h0 = kiln.reshape %s0 : tensor<2x8x64xbf16> to tensor<2x8x4x16xbf16>
+    %h1 = kiln.reshape %s1 : tensor<2x8x64xbf16> to tensor<2x8x4x16xbf16>
+    %h2 = kiln.reshape %s2 : tensor<2x8x64xbf16> to tensor<2x8x4x16xbf16>
+    %t0 = kiln.transpose %h0 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x16xbf16>) -> tensor<2x4x8x16xbf16>
+    %t1 = kiln.transpose %h1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x16xbf16>) -> tensor<2x4x8x16xbf16>
+    %t2 = kiln.transpose %h2 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x16xbf16>) -> tensor<2x4x8x16xbf16>
+    kiln.yield %t0, %t1, %t2 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+  }
+  %o, %lse = kiln.attention %q, %k, %v {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>)
+  %y = kiln.fusion %o : (tensor<2x4x8x16xbf16>) -> tensor<16x64xbf16> {
+  ^bb0(%a: tensor<2x4x8x16xbf16>):
+    %t = kiln.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<16x64xbf16>
+    kiln.yield %r : tensor<16x64xbf16>
+  }
+  %dy = kiln.neg %g : tensor<16x64xbf16>
+  %do = kiln.fusion %dy : (tensor<16x64xbf16>) -> tensor<2x4x8x16xbf16> {
+  ^bb0(%a: tensor<16x64xbf16>):
+    %r = kiln.reshape %a : tensor<16x64xbf16> to tensor<2x8x4x16xbf16>
+    %t = kiln.transpose %r {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x16xbf16>) -> tensor<2x4x8x16xbf16>
+    kiln.yield %t : tensor<2x4x8x16xbf16>
+  }
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o, %lse, %do {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  return %y, %dq : tensor<16x64xbf16>, tensor<2x4x8x16xbf16>
+}
+
+// -----
+
+// Copies stay where strides cannot express the value or attention is not
+// its only reader: %q is also read by an exp, %k merges dimensions that are
+// not adjacent in memory, %v's rows are not contiguous (its last dimension
+// is a transposed one), and the output is also a result of the function.
+// Each copy has a buffer of its own (views would share 2048 and 10240).
+// CHECK-LABEL: func @copies_kept
+// CHECK: kiln.exp %arg0 {kiln.offsets = array<i64: 2048>}
+// CHECK: kiln.fusion {{.*}}{kiln.offsets = array<i64: 4096, 6144, 8192>}
+// CHECK: kiln.attention {{.*}}kiln.offsets = array<i64: 10240, 12288>
+// CHECK: kiln.fusion %output {kiln.offsets = array<i64: 4096>}
+func.func @copies_kept(%x: tensor<2x4x8x16xbf16>)
+    -> (tensor<2x8x64xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) {
+  %p = kiln.exp %x : tensor<2x4x8x16xbf16>
+  %q, %k, %v = kiln.fusion %p : (tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) {
+  ^bb0(%a: tensor<2x4x8x16xbf16>):
+    %t = kiln.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %m = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<2x32x16xbf16>
+    %k0 = kiln.reshape %m : tensor<2x32x16xbf16> to tensor<2x4x8x16xbf16>
+    %v0 = kiln.transpose %a {permutation = array<i64: 0, 1, 3, 2>} : (tensor<2x4x8x16xbf16>) -> tensor<2x4x16x8xbf16>
+    %v1 = kiln.reshape %v0 : tensor<2x4x16x8xbf16> to tensor<2x4x8x16xbf16>
+    kiln.yield %a, %k0, %v1 : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+  }
+  %e = kiln.exp %q : tensor<2x4x8x16xbf16>
+  %o, %lse = kiln.attention %q, %k, %v {scale = 0.25 : f64} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>)
+  %y = kiln.fusion %o : (tensor<2x4x8x16xbf16>) -> tensor<2x8x64xbf16> {
+  ^bb0(%a: tensor<2x4x8x16xbf16>):
+    %t = kiln.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    kiln.yield %r : tensor<2x8x64xbf16>
+  }
+  return %y, %o, %e : tensor<2x8x64xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+}
