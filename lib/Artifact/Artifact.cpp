@@ -25,6 +25,15 @@ int64_t elementBytes(ElementType type) {
   }
 }
 
+bool readsBias(Epilogue epilogue) {
+  return epilogue == Epilogue::Bias || epilogue == Epilogue::GeluBias ||
+         epilogue == Epilogue::GeluAuxBias;
+}
+
+bool usesAux(Epilogue epilogue) {
+  return epilogue == Epilogue::DGelu || epilogue == Epilogue::GeluAuxBias;
+}
+
 int64_t elementCount(const flatbuffers::Vector<int64_t> *shape) {
   int64_t count = 1;
   if (shape)
@@ -122,8 +131,8 @@ private:
     if (!inArena(g.a(), span(g.stride_a(), g.m() * g.k()) * in) ||
         !inArena(g.b(), span(g.stride_b(), g.k() * g.n()) * in) ||
         !inArena(g.d(), span(g.stride_d(), g.m() * g.n()) * out) ||
-        (g.epilogue() == Epilogue::Bias && !inArena(g.bias(), g.n() * out)) ||
-        (g.epilogue() == Epilogue::DGelu &&
+        (readsBias(g.epilogue()) && !inArena(g.bias(), g.n() * out)) ||
+        (usesAux(g.epilogue()) &&
          !inArena(g.aux(), span(g.stride_d(), g.m() * g.n()) * out)))
       return fail("a GEMM operand lies outside the arena");
     return true;

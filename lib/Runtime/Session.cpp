@@ -88,6 +88,23 @@ static bool chooseImage(const artifact::Artifact &model, int major, int minor,
   return false;
 }
 
+/// cuBLASLt's name for an artifact's epilogue (not None).
+static cublasLtEpilogue_t cublasEpilogue(artifact::Epilogue epilogue) {
+  switch (epilogue) {
+  case artifact::Epilogue::Bias:
+    return CUBLASLT_EPILOGUE_BIAS;
+  case artifact::Epilogue::DGelu:
+    return CUBLASLT_EPILOGUE_DGELU;
+  case artifact::Epilogue::GeluBias:
+    return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case artifact::Epilogue::GeluAuxBias:
+    return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  case artifact::Epilogue::None:
+    break;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
 bool Session::initialize(const SessionOptions &options, std::string &error) {
   State &s = *state;
   int count = 0;
@@ -245,14 +262,23 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                  layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                  sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
     }
-    if (ok && g->epilogue() == artifact::Epilogue::DGelu) {
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DGELU;
+    if (ok && g->epilogue() != artifact::Epilogue::None) {
+      cublasLtEpilogue_t epilogue = cublasEpilogue(g->epilogue());
+      ok = cublasLtMatmulDescSetAttribute(
+               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS;
+    }
+    // Bias and aux have D's type, cuBLASLt's default; aux is laid out as D.
+    if (ok && artifact::readsBias(g->epilogue())) {
+      const void *bias = s.arena + g->bias();
+      ok = cublasLtMatmulDescSetAttribute(
+               plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+               sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
+    }
+    if (ok && artifact::usesAux(g->epilogue())) {
       const void *aux = s.arena + g->aux();
       int64_t leading = g->n(), stride = g->stride_d();
       ok = cublasLtMatmulDescSetAttribute(
-               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatmulDescSetAttribute(
                plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
                sizeof(aux)) == CUBLAS_STATUS_SUCCESS &&
            cublasLtMatmulDescSetAttribute(
@@ -261,16 +287,6 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
            cublasLtMatmulDescSetAttribute(
                plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
                &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
-    }
-    if (ok && g->epilogue() == artifact::Epilogue::Bias) {
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      const void *bias = s.arena + g->bias();
-      ok = cublasLtMatmulDescSetAttribute(
-               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatmulDescSetAttribute(
-               plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-               sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
     }
     cublasLtMatmulPreference_t preference = nullptr;
     cublasLtMatmulHeuristicResult_t heuristics[kTunedCandidates]{};

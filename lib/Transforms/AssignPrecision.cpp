@@ -173,7 +173,7 @@ public:
   void narrowProductOperands(func::FuncOp function);
   void narrowAttentionOperands(func::FuncOp function);
   void narrowNorms(func::FuncOp function);
-  void storeProductsNarrow(func::FuncOp function);
+  void storeProductsNarrow(func::FuncOp function, bool geluEpilogue);
 
 private:
   /// The 16-bit copy of `value` rounded before `user`, made if needed.
@@ -182,7 +182,11 @@ private:
   Value copyBefore(Value value, Operation *user);
   /// Rounds `stored` to the narrow type where it is computed; its readers
   /// read the rounded value (views of it, widened where they compute).
-  void roundWhereComputed(Value stored);
+  /// Returns the rounded value.
+  Value roundWhereComputed(Value stored);
+  /// Makes the tanh GELUs that read `rounded` (maybe through reshapes)
+  /// widened read `sum`, the value it rounds, instead.
+  void geluReadsUnrounded(Value rounded, Value sum);
 
   OpBuilder builder;
   Type narrowElement, f32;
@@ -276,13 +280,37 @@ void PrecisionAssignment::narrowNorms(func::FuncOp function) {
   }
 }
 
-void PrecisionAssignment::roundWhereComputed(Value stored) {
+Value PrecisionAssignment::roundWhereComputed(Value stored) {
   auto type = cast<RankedTensorType>(stored.getType());
   builder.setInsertionPointAfterValue(stored);
   auto rounded = builder.create<CastOp>(stored.getLoc(),
                                         type.clone(narrowElement), stored);
   stored.replaceAllUsesExcept(rounded, rounded);
   readNarrowed(rounded, type);
+  return rounded;
+}
+
+void PrecisionAssignment::geluReadsUnrounded(Value rounded, Value sum) {
+  for (OpOperand &use : llvm::make_early_inc_range(rounded.getUses())) {
+    Operation *user = use.getOwner();
+    if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+      builder.setInsertionPointAfter(reshape);
+      auto wide = builder.create<ReshapeOp>(reshape.getLoc(),
+                                            reshape.getType().clone(f32), sum);
+      geluReadsUnrounded(reshape.getResult(), wide);
+      if (wide->use_empty())
+        wide->erase();
+      continue;
+    }
+    auto widen = dyn_cast<CastOp>(user);
+    if (!widen || widen.getType() != sum.getType() || !widen->hasOneUse())
+      continue;
+    auto gelu = dyn_cast<GeluOp>(*widen->user_begin());
+    if (gelu && gelu.getApproximation() == GeluApproximation::Tanh) {
+      widen.replaceAllUsesWith(sum);
+      widen.erase();
+    }
+  }
 }
 
 /// Stores products in the narrow type, as autocast stores a linear layer's
@@ -290,10 +318,14 @@ void PrecisionAssignment::roundWhereComputed(Value stored) {
 /// cuBLASLt applies as it stores (a bias along the rows, which is read
 /// narrow, as autocast reads it; backward, GELU's derivative). Readers that
 /// compute in f32 (softmax, norms, the residual stream, the loss) read the
-/// rounded value widened. Activations, their gradients and the logits halve;
-/// weight gradients stay f32, and so do products whose readers would need
-/// the widened copy stored.
-void PrecisionAssignment::storeProductsNarrow(func::FuncOp function) {
+/// rounded value widened, except, with `geluEpilogue`, a tanh GELU of a
+/// biased product: cuBLASLt's GELU_AUX epilogue computes it from the f32 sum
+/// and stores both, rounded once each (autocast would round the sum
+/// first). Activations, their
+/// gradients and the logits halve; weight gradients stay f32, and so do
+/// products whose readers would need the widened copy stored.
+void PrecisionAssignment::storeProductsNarrow(func::FuncOp function,
+                                              bool geluEpilogue) {
   SmallVector<MatmulOp> products;
   DenseMap<Value, bool> results;
   function.walk([&](MatmulOp op) {
@@ -312,7 +344,9 @@ void PrecisionAssignment::storeProductsNarrow(func::FuncOp function) {
       builder.setInsertionPoint(add);
       bias->set(
           builder.create<CastOp>(add.getLoc(), bias->get().getType(), copy));
-      roundWhereComputed(add.getResult());
+      Value rounded = roundWhereComputed(add.getResult());
+      if (geluEpilogue)
+        geluReadsUnrounded(rounded, add.getResult());
     } else if (GeluGradOp gelu = geluGradScaling(op)) {
       if (readableNarrowed(gelu.getResult()))
         roundWhereComputed(gelu.getResult());
@@ -341,7 +375,7 @@ void PrecisionAssignment::storeProductsNarrow(func::FuncOp function) {
 }
 
 void assignPrecision(func::FuncOp function, Precision precision,
-                     bool narrowNorms) {
+                     bool narrowNorms, bool geluEpilogue) {
   Type narrowElement = narrowType(precision, function.getContext());
   if (!narrowElement)
     return;
@@ -353,7 +387,7 @@ void assignPrecision(func::FuncOp function, Precision precision,
   if (narrowNorms && storesNarrow)
     assignment.narrowNorms(function);
   if (storesNarrow)
-    assignment.storeProductsNarrow(function);
+    assignment.storeProductsNarrow(function, geluEpilogue);
   // Fold casts that undo each other (bf16 -> f32 -> bf16).
   RewritePatternSet patterns(function.getContext());
   CastOp::getCanonicalizationPatterns(patterns, function.getContext());
@@ -375,7 +409,7 @@ struct AssignPrecisionPass
       return signalPassFailure();
     }
     getOperation().walk([&](func::FuncOp function) {
-      kiln::assignPrecision(function, *parsed, narrowNorms);
+      kiln::assignPrecision(function, *parsed, narrowNorms, geluEpilogue);
     });
   }
 };

@@ -198,8 +198,8 @@ static SmallVector<Operation *> dgeluEpilogue(MatmulOp product) {
 }
 
 /// The ops of a bias epilogue of `product`: the add of a row bias, then
-/// either the rounding of the sum to 16 bits or, maybe behind reshapes
-/// (views), a tanh GELU of the sum (the sum stays a result where the
+/// the rounding of the sum to 16 bits, or, maybe behind reshapes (views), a
+/// tanh GELU of the sum (the sum, or its rounding, stays a result where the
 /// backward pass reads it: GELU_AUX) and a cast of the GELU (the output
 /// type); or none.
 static SmallVector<Operation *> biasEpilogue(MatmulOp product) {
@@ -215,6 +215,14 @@ static SmallVector<Operation *> biasEpilogue(MatmulOp product) {
     epilogue.push_back(round);
     return epilogue;
   }
+  // The sum stored in 16 bits for GELU's gradient, beside the GELU.
+  Operation *round = nullptr;
+  for (Operation *user : add->getUsers())
+    if (auto cast = dyn_cast<CastOp>(user);
+        cast && isHalf(cast.getType().getElementType()))
+      round = cast;
+  if (round)
+    epilogue.push_back(round);
   auto isTanhGelu = [](Operation *user) {
     auto gelu = dyn_cast<GeluOp>(user);
     return gelu && gelu.getApproximation() == GeluApproximation::Tanh;
@@ -239,6 +247,16 @@ static SmallVector<Operation *> biasEpilogue(MatmulOp product) {
     epilogue.push_back(last = *last->user_begin());
   if (last->hasOneUse() && isa<CastOp>(*last->user_begin()))
     epilogue.push_back(*last->user_begin());
+  // Views of the stored sum that only the backward pass reads follow the
+  // fusion (the model reshaped the sum once for GELU and its gradient).
+  last = epilogue.back();
+  if (round)
+    for (Operation *view : llvm::make_early_inc_range(round->getUsers()))
+      if (isa<ReshapeOp>(view) && view->isBeforeInBlock(last) &&
+          llvm::all_of(view->getUsers(), [&](Operation *user) {
+            return last->isBeforeInBlock(user);
+          }))
+        view->moveAfter(last);
   // Keep only as much as the fusion, placed at its last op, can hold.
   DenseSet<Operation *> members(epilogue.begin(), epilogue.end());
   while (epilogue.back() != add &&

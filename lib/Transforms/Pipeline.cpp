@@ -37,10 +37,12 @@ void buildTrainingPipeline(OpPassManager &manager,
                           config.autodiff.train, config.autodiff.freeze}));
   manager.addPass(
       createKilnBuildTrainingStep(config.function, config.optimizer));
+  bool recomputes = config.recompute || config.recomputeProducts;
   manager.addPass(createKilnAssignPrecision(KilnAssignPrecisionOptions{
-      precisionName(config.precision).str(), config.narrowNorms}));
+      precisionName(config.precision).str(), config.narrowNorms,
+      config.geluEpilogue && !recomputes}));
   manager.addNestedPass<func::FuncOp>(createKilnFuse());
-  if (config.recompute || config.recomputeProducts)
+  if (recomputes)
     manager.addNestedPass<func::FuncOp>(
         createKilnRecompute(KilnRecomputeOptions{
             config.recomputeProducts, config.maxRecomputedProducts}));
@@ -85,6 +87,11 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
   Option<bool> narrowNorms{*this, "narrow-norms",
                            llvm::cl::desc("Norms read and write 16 bits"),
                            llvm::cl::init(false)};
+  Option<bool> geluEpilogue{
+      *this, "gelu-epilogue",
+      llvm::cl::desc("A tanh GELU of a biased product computes on the f32 "
+                     "sum, as the GEMM's epilogue (off when recomputing)"),
+      llvm::cl::init(true)};
   Option<bool> rewriteAttention{*this, "rewrite-attention",
                          llvm::cl::desc("Rewrite attention into kiln.attention"),
                          llvm::cl::init(true)};
@@ -134,6 +141,7 @@ void registerTrainingPipeline() {
         config.optimizer.microBatches = options.microBatches;
         config.precision = *precision;
         config.narrowNorms = options.narrowNorms;
+        config.geluEpilogue = options.geluEpilogue;
         config.optimizer.lossScaling.enabled = needsLossScaling(*precision);
         config.rewriteAttention = options.rewriteAttention;
         config.padMaxOverhead = options.padMaxOverhead;

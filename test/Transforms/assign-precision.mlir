@@ -2,6 +2,7 @@
 // RUN: kiln-opt %s -split-input-file --kiln-assign-precision="precision=fp32" | FileCheck %s --check-prefix=FP32
 // RUN: kiln-opt %s -split-input-file --kiln-assign-precision="precision=tf32" | FileCheck %s --check-prefix=TF32
 // RUN: not kiln-opt %s --kiln-assign-precision="precision=fp8" -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: kiln-opt %s -split-input-file --kiln-assign-precision="gelu-epilogue=false" | FileCheck %s --check-prefix=STORED-SUM
 
 // Tests that products read bf16 operands, accumulate in f32 and store
 // their result rounded once to bf16, which readers computing in f32 (tanh,
@@ -112,10 +113,12 @@ func.func @reshaped_copy(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %dy: tensor
 
 // Tests a linear layer's epilogue: the bias is read in bf16 (one copy), the
 // biased sum is rounded once where it is computed, and its readers read the
-// rounded value, reshaped in bf16 and widened where they compute (GELU
-// forward, its derivative backward). The product scaled by GELU's
-// derivative is rounded after the scaling (cuBLASLt's DGELU), and the
-// weight gradient, which the optimizer reads, stays f32.
+// rounded value, reshaped in bf16 and widened where they compute (GELU's
+// derivative backward), except the tanh GELU, which reads the f32 sum as
+// cuBLASLt's GELU_AUX epilogue computes it (with gelu-epilogue=false, the
+// rounded sum too). The product scaled by GELU's derivative is rounded
+// after the scaling (cuBLASLt's DGELU), and the weight gradient, which the
+// optimizer reads, stays f32.
 // CHECK-LABEL: func @linear_epilogues
 // CHECK: %[[H:.*]] = kiln.matmul {{.*}} {accumulate = f32} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
 // CHECK: %[[BB:.*]] = kiln.cast %{{.*}} : tensor<8xf32> to tensor<8xbf16>
@@ -123,8 +126,14 @@ func.func @reshaped_copy(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %dy: tensor
 // CHECK: %[[SUM:.*]] = kiln.add %[[H]], %[[BW]] : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
 // CHECK: %[[PRE:.*]] = kiln.cast %[[SUM]] : tensor<4x8xf32> to tensor<4x8xbf16>
 // CHECK: %[[R:.*]] = kiln.reshape %[[PRE]] : tensor<4x8xbf16> to tensor<2x2x8xbf16>
-// CHECK: %[[RW:.*]] = kiln.cast %[[R]] : tensor<2x2x8xbf16> to tensor<2x2x8xf32>
-// CHECK: kiln.gelu %[[RW]]
+// CHECK: %[[RF:.*]] = kiln.reshape %[[SUM]] : tensor<4x8xf32> to tensor<2x2x8xf32>
+// CHECK: kiln.gelu %[[RF]]
+// STORED-SUM-LABEL: func @linear_epilogues
+// STORED-SUM: %[[SUM:.*]] = kiln.add
+// STORED-SUM: %[[PRE:.*]] = kiln.cast %[[SUM]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// STORED-SUM: %[[R:.*]] = kiln.reshape %[[PRE]] : tensor<4x8xbf16> to tensor<2x2x8xbf16>
+// STORED-SUM: %[[RW:.*]] = kiln.cast %[[R]] : tensor<2x2x8xbf16> to tensor<2x2x8xf32>
+// STORED-SUM: kiln.gelu %[[RW]]
 // CHECK: %[[G:.*]] = kiln.matmul {{.*}} {accumulate = f32, transpose_rhs} : {{.*}} -> tensor<4x8xf32>
 // CHECK: %[[GR:.*]] = kiln.reshape %[[G]] : tensor<4x8xf32> to tensor<2x2x8xf32>
 // CHECK: %[[RW2:.*]] = kiln.cast %[[R]] : tensor<2x2x8xbf16> to tensor<2x2x8xf32>

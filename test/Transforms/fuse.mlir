@@ -44,6 +44,40 @@ func.func @bias_gelu_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tens
 
 // -----
 
+// Tests the same epilogue in bf16 as precision assignment leaves it: the
+// sum is stored rounded (GELU_AUX's aux output) and the GELU reads the f32
+// sum behind a reshape; the model's reshape of the rounded sum, which only
+// the backward pass reads, moves after the fusion.
+// CHECK-LABEL: func @bias_gelu_aux_bf16
+// CHECK: %[[E:.*]]:2 = kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xbf16>, tensor<8x8xbf16>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>) {
+// CHECK: kiln.matmul
+// CHECK-NEXT: %[[BW:.*]] = kiln.cast
+// CHECK-NEXT: %[[S:.*]] = kiln.add %{{.*}}, %[[BW]]
+// CHECK-NEXT: %[[A:.*]] = kiln.cast %[[S]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %[[S]]
+// CHECK-NEXT: %[[G:.*]] = kiln.gelu %[[R]] approximation = tanh
+// CHECK-NEXT: %[[F:.*]] = kiln.reshape %[[G]]
+// CHECK-NEXT: %[[C:.*]] = kiln.cast %[[F]]
+// CHECK-NEXT: kiln.yield %[[A]], %[[C]]
+// CHECK: kiln.fusion %[[E]]#0 : (tensor<4x8xbf16>) -> tensor<2x2x8xbf16>
+// CHECK: kiln.reshape
+// CHECK-NEXT: kiln.neg
+func.func @bias_gelu_aux_bf16(%x: tensor<4x8xbf16>, %w: tensor<8x8xbf16>, %b: tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<2x2x8xbf16>) {
+  %h = kiln.matmul %x, %w {accumulate = f32} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+  %bw = kiln.cast %b : tensor<8xbf16> to tensor<8xf32>
+  %s = kiln.add %h, %bw : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %a = kiln.cast %s : tensor<4x8xf32> to tensor<4x8xbf16>
+  %v = kiln.reshape %a : tensor<4x8xbf16> to tensor<2x2x8xbf16>
+  %r = kiln.reshape %s : tensor<4x8xf32> to tensor<2x2x8xf32>
+  %g = kiln.gelu %r approximation = tanh : tensor<2x2x8xf32>
+  %f = kiln.reshape %g : tensor<2x2x8xf32> to tensor<4x8xf32>
+  %c = kiln.cast %f : tensor<4x8xf32> to tensor<4x8xbf16>
+  %n = kiln.neg %v : tensor<2x2x8xbf16>
+  return %c, %n : tensor<4x8xbf16>, tensor<2x2x8xbf16>
+}
+
+// -----
+
 // Tests that the erf GELU, which cuBLASLt does not apply, stays out of the
 // bias epilogue and fuses with what follows it.
 // CHECK-LABEL: func @bias_epilogue_erf_gelu

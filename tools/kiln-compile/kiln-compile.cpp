@@ -266,18 +266,22 @@ static int compileForCuda(PlannedStep &planned) {
   std::string error;
   if (!kiln::artifact::write(**artifact, outputPath, error))
     return fail(error);
-  size_t gemms = 0, bias = 0, dgelu = 0;
+  using kiln::artifact::Epilogue;
+  size_t gemms = 0, bias = 0, gelu = 0, dgelu = 0;
   for (auto &op : (*artifact)->operations)
     if (op->gemm) {
+      Epilogue epilogue = op->gemm->epilogue;
       ++gemms;
-      bias += op->gemm->epilogue == kiln::artifact::Epilogue::Bias;
-      dgelu += op->gemm->epilogue == kiln::artifact::Epilogue::DGelu;
+      bias += epilogue == Epilogue::Bias;
+      gelu +=
+          epilogue == Epilogue::GeluBias || epilogue == Epilogue::GeluAuxBias;
+      dgelu += epilogue == Epilogue::DGelu;
     }
   outs() << formatv(
       "wrote {0}: {1} operations ({2} GEMMs: {3} with a bias "
-      "epilogue, {4} with DGELU; {5} kernel launches of {6} "
-      "distinct kernels), arena {7}, cubins for {8}\n",
-      outputPath, (*artifact)->operations.size(), gemms, bias, dgelu,
+      "epilogue, {4} with bias and GELU, {5} with DGELU; {6} kernel launches "
+      "of {7} distinct kernels), arena {8}, cubins for {9}\n",
+      outputPath, (*artifact)->operations.size(), gemms, bias, gelu, dgelu,
       (*artifact)->operations.size() - gemms, (*artifact)->kernel_names.size(),
       size((*artifact)->arena_bytes), llvm::join(targetOptions.archs, ", "));
   return 0;

@@ -118,7 +118,12 @@ static Tensor slice(const std::vector<uint8_t> &arena, int64_t offset,
   return decodeTensor(arena.data() + offset, type, {count});
 }
 
-/// The derivative of the tanh GELU, as kiln.gelu_grad defines it.
+/// The tanh GELU and its derivative, as kiln.gelu and kiln.gelu_grad
+/// define them.
+static double geluTanh(double x) {
+  double k = 0.7978845608028654;
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
 static double geluTanhDerivative(double x) {
   double k = 0.7978845608028654, c = 0.044715,
          t = std::tanh(k * (x + c * x * x * x));
@@ -133,11 +138,14 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
   Tensor a = slice(arena, g.a, g.input_type, span(g.stride_a, g.m * g.k));
   Tensor b = slice(arena, g.b, g.input_type, span(g.stride_b, g.k * g.n));
   Tensor d(dtypeOf(g.output_type), {span(g.stride_d, g.m * g.n)});
-  Tensor bias = g.epilogue == artifact::Epilogue::Bias
+  using artifact::Epilogue;
+  Tensor bias = artifact::readsBias(g.epilogue)
                     ? slice(arena, g.bias, g.output_type, g.n)
                     : Tensor();
+  bool gelu =
+      g.epilogue == Epilogue::GeluBias || g.epilogue == Epilogue::GeluAuxBias;
   Tensor aux =
-      g.epilogue == artifact::Epilogue::DGelu
+      artifact::usesAux(g.epilogue)
           ? slice(arena, g.aux, g.output_type, span(g.stride_d, g.m * g.n))
           : Tensor();
   for (int64_t batch = 0; batch < g.batch; ++batch)
@@ -153,19 +161,28 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
         // type; with an epilogue, the product and the epilogue's result to
         // f32 (the accumulation type), then that to the output type.
         int64_t at = batch * g.stride_d + m * g.n + n;
-        if (g.epilogue == artifact::Epilogue::Bias)
+        if (artifact::readsBias(g.epilogue))
           acc = static_cast<float>(static_cast<float>(acc) + bias.floats()[n]);
-        if (g.epilogue == artifact::Epilogue::DGelu)
+        if (g.epilogue == Epilogue::GeluAuxBias)
+          aux.setFromDouble(at, acc);
+        if (gelu)
+          acc = static_cast<float>(geluTanh(acc));
+        if (g.epilogue == Epilogue::DGelu)
           acc = static_cast<float>(static_cast<float>(acc) *
                                    geluTanhDerivative(aux.floats()[at]));
         d.setFromDouble(at, acc);
       }
-  std::vector<uint8_t> bytes = encodeTensor(d, g.output_type);
   // Only the matrices: a batch stride may leave gaps that hold other values.
   int64_t width = artifact::elementBytes(g.output_type);
-  for (int64_t batch = 0; batch < g.batch; ++batch)
-    std::memcpy(arena.data() + g.d + batch * g.stride_d * width,
-                bytes.data() + batch * g.stride_d * width, g.m * g.n * width);
+  auto store = [&](const Tensor &matrices, int64_t offset) {
+    std::vector<uint8_t> bytes = encodeTensor(matrices, g.output_type);
+    for (int64_t batch = 0; batch < g.batch; ++batch)
+      std::memcpy(arena.data() + offset + batch * g.stride_d * width,
+                  bytes.data() + batch * g.stride_d * width, g.m * g.n * width);
+  };
+  store(d, g.d);
+  if (g.epilogue == Epilogue::GeluAuxBias)
+    store(aux, g.aux);
 }
 
 std::string CudaEmulation::indexError() {

@@ -37,6 +37,8 @@ struct KernelCase {
   /// tensor cores, whose results agree to `tolerance`.
   bool exactAttention = true;
   double tolerance = 2e-6;
+  /// The GEMMs' epilogues in order, where the case is about them.
+  std::vector<artifact::Epilogue> epilogues = {};
 };
 
 class KernelTest : public ::testing::TestWithParam<KernelCase> {};
@@ -80,6 +82,13 @@ TEST_P(KernelTest, MatchesInterpreter) {
   options.exactAttention = c.exactAttention;
   auto compiled = cuda::compileFunction(function, options);
   ASSERT_TRUE(mlir::succeeded(compiled));
+  if (!c.epilogues.empty()) {
+    std::vector<artifact::Epilogue> epilogues;
+    for (const auto &operation : (*compiled)->operations)
+      if (operation->gemm)
+        epilogues.push_back(operation->gemm->epilogue);
+    EXPECT_EQ(epilogues, c.epilogues);
+  }
   std::string error;
   auto executor = kiln::testing::makeExecutor(**compiled, error);
   ASSERT_TRUE(executor) << error;
@@ -488,7 +497,8 @@ const KernelCase kCases[] = {
         return %x, %y, %z : tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x4xf32>
       })",
      true},
-    {"GemmEpilogues", R"(
+    {"GemmEpilogues",
+     R"(
       func.func @main(%x: tensor<6x4xbf16>, %w: tensor<4x8xbf16>, %b: tensor<8xf32>,
                       %g: tensor<6x4xf32>, %u: tensor<8x4xf32>, %a: tensor<2x3x8xf32>)
           -> (tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>, tensor<6x8xf32>) {
@@ -522,7 +532,60 @@ const KernelCase kCases[] = {
         }
         return %f#0, %f#1, %d, %e : tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>, tensor<6x8xf32>
       })",
-     true},
+     true,
+     true,
+     2e-6,
+     {artifact::Epilogue::Bias, artifact::Epilogue::DGelu,
+      artifact::Epilogue::None}},
+    {"GeluEpilogues",
+     R"(
+      func.func @main(%x: tensor<6x4xbf16>, %w: tensor<4x8xbf16>, %b: tensor<8xbf16>,
+                      %y: tensor<6x4xf32>, %v: tensor<4x8xf32>, %c: tensor<8xf32>)
+          -> (tensor<6x8xbf16>, tensor<2x3x8xbf16>, tensor<6x8xf32>, tensor<2x3x8xf32>,
+              tensor<6x8xf32>) {
+        // GELU_AUX_BIAS in bf16: the GELU of the f32 sum (behind reshapes)
+        // and the sum, each rounded once.
+        %f:2 = kiln.fusion %x, %w, %b : (tensor<6x4xbf16>, tensor<4x8xbf16>, tensor<8xbf16>)
+            -> (tensor<6x8xbf16>, tensor<6x8xbf16>) {
+        ^bb0(%x0: tensor<6x4xbf16>, %w0: tensor<4x8xbf16>, %b0: tensor<8xbf16>):
+          %p = kiln.matmul %x0, %w0 {accumulate = f32} : (tensor<6x4xbf16>, tensor<4x8xbf16>) -> tensor<6x8xf32>
+          %bw = kiln.cast %b0 : tensor<8xbf16> to tensor<8xf32>
+          %s = kiln.add %p, %bw : (tensor<6x8xf32>, tensor<8xf32>) -> tensor<6x8xf32>
+          %a = kiln.cast %s : tensor<6x8xf32> to tensor<6x8xbf16>
+          %r = kiln.reshape %s : tensor<6x8xf32> to tensor<2x3x8xf32>
+          %g = kiln.gelu %r approximation = tanh : tensor<2x3x8xf32>
+          %o = kiln.reshape %g : tensor<2x3x8xf32> to tensor<6x8xf32>
+          %ob = kiln.cast %o : tensor<6x8xf32> to tensor<6x8xbf16>
+          kiln.yield %ob, %a : tensor<6x8xbf16>, tensor<6x8xbf16>
+        }
+        %av = kiln.reshape %f#1 : tensor<6x8xbf16> to tensor<2x3x8xbf16>
+        // In f32, the sum stored as a view of it; and GELU_BIAS, when
+        // nothing reads the sum.
+        %e:2 = kiln.fusion %y, %v, %c : (tensor<6x4xf32>, tensor<4x8xf32>, tensor<8xf32>)
+            -> (tensor<6x8xf32>, tensor<2x3x8xf32>) {
+        ^bb0(%y0: tensor<6x4xf32>, %v0: tensor<4x8xf32>, %c0: tensor<8xf32>):
+          %p = kiln.matmul %y0, %v0 : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+          %s = kiln.add %p, %c0 : (tensor<6x8xf32>, tensor<8xf32>) -> tensor<6x8xf32>
+          %r = kiln.reshape %s : tensor<6x8xf32> to tensor<2x3x8xf32>
+          %g = kiln.gelu %s approximation = tanh : tensor<6x8xf32>
+          kiln.yield %g, %r : tensor<6x8xf32>, tensor<2x3x8xf32>
+        }
+        %n = kiln.fusion %y, %v, %c : (tensor<6x4xf32>, tensor<4x8xf32>, tensor<8xf32>)
+            -> tensor<6x8xf32> {
+        ^bb0(%y1: tensor<6x4xf32>, %v1: tensor<4x8xf32>, %c1: tensor<8xf32>):
+          %p = kiln.matmul %y1, %v1 : (tensor<6x4xf32>, tensor<4x8xf32>) -> tensor<6x8xf32>
+          %s = kiln.add %c1, %p : (tensor<8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+          %g = kiln.gelu %s approximation = tanh : tensor<6x8xf32>
+          kiln.yield %g : tensor<6x8xf32>
+        }
+        return %f#0, %av, %e#0, %e#1, %n : tensor<6x8xbf16>, tensor<2x3x8xbf16>, tensor<6x8xf32>,
+            tensor<2x3x8xf32>, tensor<6x8xf32>
+      })",
+     true,
+     true,
+     2e-6,
+     {artifact::Epilogue::GeluAuxBias, artifact::Epilogue::GeluAuxBias,
+      artifact::Epilogue::GeluBias}},
     {"AttentionCausalGroupedDropout", R"(
       func.func @main(%q: tensor<2x4x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: tensor<2x2x7x6xf32>,
                       %o: tensor<i64>, %g: tensor<2x4x5x6xf32>)

@@ -165,12 +165,12 @@ protected:
   }
 
   /// Expects the compared step to store products in 16 bits after each of
-  /// cuBLASLt's epilogues (a 16-bit bias, a 16-bit GELU input for DGELU),
-  /// so that the comparison covers them.
+  /// cuBLASLt's epilogues (a 16-bit bias, a GELU and its 16-bit input, a
+  /// 16-bit GELU input for DGELU), so that the comparison covers them.
   void expectNarrowEpilogues() {
     for (artifact::Epilogue epilogue :
          {artifact::Epilogue::None, artifact::Epilogue::Bias,
-          artifact::Epilogue::DGelu})
+          artifact::Epilogue::GeluAuxBias, artifact::Epilogue::DGelu})
       EXPECT_GT(narrowGemms[epilogue], 0)
           << artifact::EnumNameEpilogue(epilogue);
   }

@@ -48,6 +48,8 @@ void createTrainer(TrainedModel &model, bool recompute,
   spec.pipeline.optimizer = torchDefaults(OptimizerKind::AdamW);
   spec.pipeline.precision = Precision::BF16;
   spec.pipeline.recompute = recompute;
+  // As recomputing steps read GELU's input: the stored 16-bit sum.
+  spec.pipeline.geluEpilogue = false;
   spec.pipeline.recomputeProducts = what.products;
   spec.pipeline.maxRecomputedProducts = what.maxProducts;
   spec.totalSteps = 2;

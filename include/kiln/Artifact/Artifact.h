@@ -20,12 +20,16 @@ namespace kiln::artifact {
 
 /// Bumped whenever the meaning of a field changes: a runtime refuses any
 /// other version.
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 
 /// Bytes of one element of `type`.
 int64_t elementBytes(ElementType type);
 /// Elements of a shape.
 int64_t elementCount(const flatbuffers::Vector<int64_t> *shape);
+/// Whether a GEMM with `epilogue` reads its bias vector, and whether it
+/// reads or writes its aux matrix.
+bool readsBias(Epilogue epilogue);
+bool usesAux(Epilogue epilogue);
 
 /// Checks that `bytes` hold a well-formed artifact of this format version
 /// whose every offset lies inside its arena. On failure `error` says why.

@@ -37,9 +37,12 @@ inline bool needsLossScaling(Precision precision) {
 /// `narrowNorms` (bf16 and fp16), layer and RMS norms read their input
 /// rounded to 16 bits, which their gradients read too, and store their
 /// output in 16 bits; statistics, parameters and gradients stay f32. Casts
-/// that undo each other are removed.
+/// that undo each other are removed. With `geluEpilogue` (bf16 and fp16), a
+/// tanh GELU of a biased product reads the f32 sum, as cuBLASLt's GELU
+/// epilogue computes it, rather than the stored 16-bit sum; without it,
+/// recomputation can recompute the GELU alone from the stored sum.
 void assignPrecision(mlir::func::FuncOp function, Precision precision,
-                     bool narrowNorms = false);
+                     bool narrowNorms = false, bool geluEpilogue = true);
 
 } // namespace kiln
 

@@ -132,14 +132,21 @@ def KilnAssignPrecision : Pass<"kiln-assign-precision", "mlir::ModuleOp"> {
     other ops, the parameters and the optimizer state stay f32. With
     `narrow-norms=true` (bf16, fp16), kiln.layer_norm and kiln.rms_norm read
     their input cast to 16 bits (the copy their gradients read) and store
-    their output in 16 bits; statistics and gradients stay f32. Run it on a
-    training step, after autodiff (fp16's loss scaling is the step's).
+    their output in 16 bits; statistics and gradients stay f32. A tanh GELU
+    of a biased product reads the f32 sum, which the GEMM's GELU epilogue
+    computes, and the sum is stored rounded for the GELU's gradient;
+    `gelu-epilogue=false` reads the stored sum instead (what recomputation
+    needs to recompute the GELU alone). Run it on a training step, after
+    autodiff (fp16's loss scaling is the step's).
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"bf16\"",
            "fp32, tf32, bf16 or fp16">,
     Option<"narrowNorms", "narrow-norms", "bool", "false",
            "Norms read and write 16 bits (bf16 and fp16)">,
+    Option<"geluEpilogue", "gelu-epilogue", "bool", "true",
+           "A tanh GELU of a biased product reads the f32 sum, as the "
+           "GEMM's GELU epilogue computes it (bf16 and fp16)">,
   ];
   let dependentDialects = ["kiln::KilnDialect"];
 }

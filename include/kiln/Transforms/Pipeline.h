@@ -26,6 +26,11 @@ struct TrainingPipelineConfig {
   Precision precision = Precision::FP32;
   /// Norms read and write 16 bits (bf16 and fp16; statistics stay f32).
   bool narrowNorms = false;
+  /// A tanh GELU of a biased product computes on the f32 sum, as the GEMM's
+  /// GELU epilogue does (bf16 and fp16), instead of on the stored 16-bit
+  /// sum. Off whenever the pipeline recomputes: only a GELU of the stored
+  /// sum can be recomputed alone, bit for bit.
+  bool geluEpilogue = true;
   /// Replace spelled-out attention with kiln.attention (FlashAttention).
   bool rewriteAttention = true;
   /// Pad weights to tensor-core friendly GEMM sizes (vocabulary 50304),

@@ -120,12 +120,23 @@ private:
   struct GemmEpilogue {
     Value result;
     artifact::Epilogue kind = artifact::Epilogue::None;
-    /// Arena offsets of the bias vector or the GELU input (-1: none).
+    /// Arena offsets of the bias vector and of the GELU input that DGELU
+    /// reads or GELU_AUX writes (-1: none).
     int64_t bias = -1, aux = -1;
+    /// The value of the fusion GELU_AUX writes as aux.
+    Value auxResult;
   };
   /// The epilogue cuBLASLt can apply after `matmul` in a fusion, whose
-  /// block arguments `outer` maps to the fusion's operands.
-  GemmEpilogue matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer);
+  /// block arguments `outer` maps to the fusion's operands and whose
+  /// yielded values `resultOffset` maps to where they are stored (-1: not
+  /// yielded).
+  GemmEpilogue matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer,
+                             function_ref<int64_t(Value)> resultOffset);
+  /// The GELU epilogue (GELU_BIAS or GELU_AUX_BIAS) after `sum`, a
+  /// product plus `bias` (as stored), if one applies.
+  std::optional<GemmEpilogue>
+  matchGeluEpilogue(Value sum, Value bias,
+                    function_ref<int64_t(Value)> resultOffset);
   /// A GEMM for `matmul` writing to `d`, or failure if its batch dimensions
   /// broadcast in a way one strided batch cannot express.
   LogicalResult emitGemm(MatmulOp matmul, Value lhs, Value rhs, int64_t d,
@@ -364,8 +375,82 @@ Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
   return emitKernels(origin, ordered, resultOffset);
 }
 
+/// An epilogue's result as D holds it: rounded to 16 bits if a cast does
+/// that next.
+static Value asStored(Value result) {
+  if (result.hasOneUse())
+    if (auto cast = dyn_cast<CastOp>(*result.user_begin());
+        cast && (elementTypeOf(cast.getResult()).isBF16() ||
+                 elementTypeOf(cast.getResult()).isF16()))
+      return cast.getResult();
+  return result;
+}
+
+/// The tanh GELU of `sum` (maybe behind reshapes) that a GELU epilogue
+/// computes, if all else that reads `sum` or its reshapes is one store of
+/// it: `aux` is then the value stored (a cast of the sum, or a reshape the
+/// fusion yields), or null.
+static GeluOp geluOfSum(Value sum, Value &aux) {
+  GeluOp gelu;
+  aux = Value();
+  SmallVector<Value> views = {sum};
+  while (!views.empty()) {
+    Value value = views.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<ReshapeOp>(user)) {
+        views.push_back(user->getResult(0));
+        continue;
+      }
+      if (auto reader = dyn_cast<GeluOp>(user);
+          reader && !gelu &&
+          reader.getApproximation() == GeluApproximation::Tanh) {
+        gelu = reader;
+        continue;
+      }
+      Value stored = isa<CastOp>(user)    ? user->getResult(0)
+                     : isa<YieldOp>(user) ? value
+                                          : Value();
+      if (!stored || (aux && aux != stored))
+        return {};
+      aux = stored;
+    }
+  }
+  return gelu;
+}
+
+std::optional<Lowering::GemmEpilogue>
+Lowering::matchGeluEpilogue(Value sum, Value bias,
+                            function_ref<int64_t(Value)> resultOffset) {
+  Value aux;
+  GeluOp gelu = geluOfSum(sum, aux);
+  if (!gelu)
+    return std::nullopt;
+  // The GELU's result, maybe reshaped, then rounded, is D; the bias and
+  // the stored sum have D's type, and the sum's leading dimension is a
+  // multiple of 8 (as cuBLASLt needs it for aux).
+  Value result = gelu.getResult();
+  while (result.hasOneUse())
+    if (auto reshape = dyn_cast<ReshapeOp>(*result.getUsers().begin()))
+      result = reshape.getResult();
+    else
+      break;
+  result = asStored(result);
+  Type type = elementTypeOf(result);
+  if (elementTypeOf(bias) != type || shapeOf(sum).back() % 8 != 0)
+    return std::nullopt;
+  if (!aux)
+    return GemmEpilogue{result, artifact::Epilogue::GeluBias, offsetOf(bias)};
+  int64_t auxOffset = resultOffset(aux);
+  if (auxOffset < 0 || elementTypeOf(aux) != type)
+    return std::nullopt;
+  return GemmEpilogue{result, artifact::Epilogue::GeluAuxBias, offsetOf(bias),
+                      auxOffset, aux};
+}
+
 Lowering::GemmEpilogue
-Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer) {
+Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer,
+                        function_ref<int64_t(Value)> resultOffset) {
   Value product = matmul.getResult();
   GemmEpilogue none{product};
   if (!product.hasOneUse())
@@ -377,27 +462,22 @@ Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer) {
       inner = cast.getInput();
     return outer(inner);
   };
-  // The epilogue's result as D holds it: rounded to 16 bits if a cast does
-  // that next.
-  auto asStored = [](Value result) -> Value {
-    if (result.hasOneUse())
-      if (auto cast = dyn_cast<CastOp>(*result.user_begin());
-          cast && (elementTypeOf(cast.getResult()).isBF16() ||
-                   elementTypeOf(cast.getResult()).isF16()))
-        return cast.getResult();
-    return result;
-  };
   Operation *user = *product.getUsers().begin();
   // A bias along the product's columns, of D's type.
   if (auto add = dyn_cast<AddOp>(user)) {
     Value bias = stored(add.getLhs() == product ? add.getRhs() : add.getLhs());
-    Value result = asStored(add.getResult());
-    if (bias && shapeOf(bias).size() == 1 &&
-        shapeOf(bias)[0] == shapeOf(product).back() &&
-        elementTypeOf(bias) == elementTypeOf(result) &&
-        add.getType() == product.getType() && offsetOf(bias) >= 0)
-      return {result, artifact::Epilogue::Bias, offsetOf(bias)};
-    return none;
+    if (!bias || shapeOf(bias).size() != 1 ||
+        shapeOf(bias)[0] != shapeOf(product).back() ||
+        add.getType() != product.getType() || offsetOf(bias) < 0)
+      return none;
+    Value sum = add.getResult();
+    if (std::optional<GemmEpilogue> gelu =
+            matchGeluEpilogue(sum, bias, resultOffset))
+      return *gelu;
+    Value result = asStored(sum);
+    if (elementTypeOf(bias) != elementTypeOf(result))
+      return none;
+    return {result, artifact::Epilogue::Bias, offsetOf(bias)};
   }
   // The tanh GELU's gradient at a saved input: cuBLASLt's DGELU, whose
   // input matrix has D's type and a leading dimension that is a multiple
@@ -473,9 +553,8 @@ LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs,
   operation->bytes =
       ((*strideA ? batch : 1) * m * k + (*strideB ? batch : 1) * k * n) *
           inBytes +
-      batch * m * n * outBytes *
-          (epilogue.kind == artifact::Epilogue::DGelu ? 2 : 1) +
-      (epilogue.kind == artifact::Epilogue::Bias ? n * outBytes : 0);
+      batch * m * n * outBytes * (artifact::usesAux(epilogue.kind) ? 2 : 1) +
+      (artifact::readsBias(epilogue.kind) ? n * outBytes : 0);
   operation->flops = 2 * batch * m * n * k;
   operation->gemm = std::move(gemm);
   operation->origin = describe(matmul);
@@ -510,7 +589,10 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
   Value lhs = matmul ? outer(matmul.getLhs()) : Value();
   Value rhs = matmul ? outer(matmul.getRhs()) : Value();
   if (lhs && rhs) {
-    GemmEpilogue epilogue = matchEpilogue(matmul, outer);
+    GemmEpilogue epilogue = matchEpilogue(matmul, outer, [&](Value inner) {
+      auto it = yieldedAt.find(inner);
+      return it == yieldedAt.end() ? int64_t(-1) : it->second;
+    });
     // The value and its views (reshapes) hold the same bytes.
     SmallVector<Value> views = {epilogue.result};
     while (views.back().hasOneUse())
@@ -532,6 +614,10 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
       for (Value view : views)
         if (!inScratch)
           llvm::erase(results, view);
+      if (Value aux = epilogue.auxResult) {
+        materialized.push_back(aux);
+        llvm::erase(results, aux);
+      }
     }
   }
   if (results.empty())
