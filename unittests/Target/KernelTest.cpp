@@ -404,6 +404,35 @@ const KernelCase kCases[] = {
         }
         return %a#0, %a#1, %b#0, %b#1 : tensor<40xf32>, tensor<4x150x40xbf16>, tensor<32xf32>, tensor<32x32xbf16>
       })"},
+    // A norm's gradient and its scale and bias gradients in one pass over
+    // the rows: each of 512 blocks adds up its rows' column sums (1030
+    // rows: some blocks take three), a second kernel combines them; rows
+    // in 16-byte pieces (40 columns) and element by element (37). And a
+    // softmax's rows beside the maxima of their columns.
+    {"NormGradientColumnSums", R"(
+      func.func @main(%x: tensor<1030x40xf32>, %s: tensor<40xf32>, %dy: tensor<1030x40xbf16>,
+                      %w: tensor<1030x37xf32>, %t: tensor<37xf32>, %dw: tensor<1030x37xf32>)
+          -> (tensor<1030x40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<1030x37xf32>, tensor<37xf32>,
+              tensor<1030x37xf32>, tensor<37xf32>) {
+        %p:2 = kiln.fusion %dw : (tensor<1030x37xf32>) -> (tensor<1030x37xf32>, tensor<37xf32>) {
+        ^bb0(%a: tensor<1030x37xf32>):
+          %e = kiln.softmax %a {axis = 1 : i64} : tensor<1030x37xf32>
+          %c = kiln.reduce_max %a {axes = array<i64: 0>} : (tensor<1030x37xf32>) -> tensor<37xf32>
+          kiln.yield %e, %c : tensor<1030x37xf32>, tensor<37xf32>
+        }
+        %y, %m, %r = kiln.layer_norm %x scale %s {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+            : (tensor<1030x40xf32>, tensor<40xf32>) -> (tensor<1030x40xf32>, tensor<1030x1xf32>, tensor<1030x1xf32>)
+        %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 1 : i64}
+            : (tensor<1030x40xf32>, tensor<1030x1xf32>, tensor<1030x1xf32>, tensor<1030x40xbf16>, tensor<40xf32>)
+            -> (tensor<1030x40xf32>, tensor<40xf32>, tensor<40xf32>)
+        %z, %q = kiln.rms_norm %w scale %t {axis = 1 : i64, epsilon = 1.0e-6 : f64}
+            : (tensor<1030x37xf32>, tensor<37xf32>) -> (tensor<1030x37xf32>, tensor<1030x1xf32>)
+        %dz, %dt = kiln.rms_norm_grad %w, %q, %dw scale %t {axis = 1 : i64}
+            : (tensor<1030x37xf32>, tensor<1030x1xf32>, tensor<1030x37xf32>, tensor<37xf32>)
+            -> (tensor<1030x37xf32>, tensor<37xf32>)
+        return %dx, %ds, %db, %dz, %dt, %p#0, %p#1 : tensor<1030x40xf32>, tensor<40xf32>,
+            tensor<40xf32>, tensor<1030x37xf32>, tensor<37xf32>, tensor<1030x37xf32>, tensor<37xf32>
+      })"},
     // Rows longer than a block, with statistics its threads share: norms,
     // softmax and a cross-entropy gradient over a padded vocabulary whose
     // padded classes return before reading the row's log-sum-exp; sums of

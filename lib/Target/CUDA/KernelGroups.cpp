@@ -27,6 +27,11 @@ static constexpr int64_t kSplitBlocks = 256;
 /// GPU) share them.
 static constexpr int64_t kColumnBlocks = 1024;
 static constexpr int64_t kColumnPartRows = 128;
+/// A block per row adds up column sums of its rows in registers, for rows
+/// up to kRowColumns long, over kRowBlocks blocks (four per SM of a large
+/// GPU), whose partials a second kernel combines.
+static constexpr int64_t kRowColumns = 4096;
+static constexpr int64_t kRowBlocks = 512;
 
 FailureOr<SmallVector<KernelPlan>>
 planElementKernels(ArrayRef<Value> results,
@@ -162,6 +167,42 @@ planElementKernels(ArrayRef<Value> results,
     kernels.push_back(std::move(whole.plan));
     return kernels;
   };
+  // Rows with statistics and the column sums over the same rows (a norm's
+  // input gradient and its scale and bias gradients): the block-per-row
+  // kernel adds up each block's share of the column sums as it reads its
+  // rows, and a second kernel combines the shares; the rows are read once.
+  // None if a column sum does not go that way (or the rows' statistics are
+  // not shared).
+  auto rowsWithColumnSums =
+      [&](const Group &rows,
+          const Group &columns) -> FailureOr<SmallVector<KernelPlan>> {
+    int64_t blocks = std::min(rows.count / columns.count, kRowBlocks);
+    KernelWriter writer(external, materialized, Schedule::BlockPerRow,
+                        SplitPhase::Partials, blocks);
+    writer.planSharing(rows.results);
+    for (Value value : rows.results)
+      if (failed(writer.lambda(value, false)))
+        return failure();
+    unsigned unshared = writer.unsharedReductions();
+    writer.sumColumnsInRows();
+    for (Value value : columns.results)
+      if (failed(writer.lambda(value, false)))
+        return failure();
+    if (!writer.sharesStatistics() || writer.columnSumsInRows() == 0 ||
+        writer.unsharedReductions() != unshared)
+      return SmallVector<KernelPlan>();
+    KernelPlan rowKernel = writer.finish(rows.results);
+    auto combine =
+        write(columns, Schedule::BlockPerColumns, SplitPhase::Combine, blocks);
+    if (failed(combine))
+      return failure();
+    // Both kernels count the same sums, in the order the columns' lambdas
+    // define them.
+    if (combine->plan.partialBytes != rowKernel.partialBytes)
+      return SmallVector<KernelPlan>();
+    return SmallVector<KernelPlan>{std::move(rowKernel),
+                                   std::move(combine->plan)};
+  };
   // One kernel for results of two granularities where one's schedule
   // computes the other's on the way: a block per row stores its row's
   // statistics (a norm's mean and inverse deviation) after its elements, a
@@ -173,7 +214,27 @@ planElementKernels(ArrayRef<Value> results,
   llvm::DenseSet<size_t> storedAside;
   for (auto [index, host] : llvm::enumerate(groups)) {
     ArrayRef<int64_t> shape = shapeOf(host.results.front());
-    if (shape.empty() || host.count == 1 || storedAside.contains(index))
+    if (host.cooperative || shape.empty() || shape.back() > kRowColumns)
+      continue;
+    auto columns = llvm::find_if(groups, [&](const Group &g) {
+      return g.cluster == host.cluster && g.cooperative &&
+             g.count == shape.back() && host.count > g.count;
+    });
+    size_t columnsIndex = columns - groups.begin();
+    if (columns == groups.end() || withSideResults.count(columnsIndex))
+      continue;
+    auto kernels = rowsWithColumnSums(host, *columns);
+    if (failed(kernels))
+      return failure();
+    if (kernels->empty())
+      continue;
+    withSideResults[index] = std::move(*kernels);
+    storedAside.insert(columnsIndex);
+  }
+  for (auto [index, host] : llvm::enumerate(groups)) {
+    ArrayRef<int64_t> shape = shapeOf(host.results.front());
+    if (shape.empty() || host.count == 1 || storedAside.contains(index) ||
+        withSideResults.count(index))
       continue;
     auto side = llvm::find_if(groups, [&](const Group &g) {
       if (g.cluster != host.cluster || g.cooperative == host.cooperative)

@@ -276,6 +276,16 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     return known->second;
   std::string name = "v" + std::to_string(counter++);
   known->second = name;
+  if (columnsInRows && !nested && !r.contiguous &&
+      r.extent * rowLength == resultCount) {
+    // Added up in the row loop; the combining kernel has the whole sum.
+    std::string term = "column_term" + std::to_string(rowColumnSums.size());
+    rowColumnSums.push_back({r.combiner, r.init, term});
+    code += "  auto " + term + " = [&](i64 k, i64 o) -> double { return " +
+            "(double)(" + r.term + "); };\n  auto " + name + " = [&](i64) -> " +
+            type + " { return 0; };\n";
+    return name;
+  }
   std::string extent = std::to_string(r.extent) + "ll";
   std::string combine = "        acc = " + std::string(r.combiner) +
                         "()(acc, (double)(" + r.term + "));\n";
@@ -319,7 +329,10 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
                 "; ++part)\n        acc = " + r.combiner +
                 "()(acc, partials[" + at + "]);\n";
     }
-  } else if (split.phase == SplitPhase::None || r.withinBlock) {
+  } else if (split.phase == SplitPhase::None || r.withinBlock ||
+             schedule == Schedule::BlockPerRow) {
+    // A block per row splits only the column sums it adds up, not its
+    // rows' statistics.
     loop += r.uniform
                 ? "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine
                 : "      for (i64 k = threadIdx.x; k < " + extent +
@@ -600,7 +613,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   bool pieceSchedule =
       (schedule == Schedule::Thread && !rowMemo) ||
       (schedule == Schedule::BlockPerRow && rowLength % vector == 0);
-  bool vectorized = pieceSchedule && split.phase == SplitPhase::None &&
+  bool vectorized = pieceSchedule &&
+                    (split.phase == SplitPhase::None || columnsInRows) &&
                     vector > 1 && count % vector == 0;
   std::string aligned = "0", chunks;
   for (auto [n, operand] : llvm::enumerate(plan.operands)) {
@@ -633,10 +647,12 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.results.resize(results.size());
   size_t trailing = next + plan.results.size();
   if (split.phase != SplitPhase::None) {
-    int64_t perBlock =
-        schedule == Schedule::BlockPerColumns ? resultCount : 1;
-    plan.partialBytes = static_cast<int64_t>(split.reductions.size()) *
-                        split.blocks * perBlock * 8;
+    int64_t sums =
+        columnsInRows ? rowColumnSums.size() : split.reductions.size();
+    int64_t perBlock = schedule == Schedule::BlockPerColumns ? resultCount
+                       : columnsInRows                       ? rowLength
+                                                             : 1;
+    plan.partialBytes = sums * split.blocks * perBlock * 8;
     plan.combinesPartials = split.phase == SplitPhase::Combine;
     prologue += "  double *partials = (double *)args[" +
                 std::to_string(trailing++) + "];\n";
@@ -665,7 +681,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.body = prologue + code + body + "  }\n";
     return std::move(plan);
   }
-  if (split.phase == SplitPhase::Partials) {
+  if (split.phase == SplitPhase::Partials && !columnsInRows) {
     std::string calls;
     for (const std::string &name : split.reductions)
       calls += "  (void)" + name + "(0);\n";
@@ -711,14 +727,15 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                 ";\n";
   }
   std::string n = std::to_string(count) + "ll";
-  // The elements of piece c: loaded, computed, stored.
+  // The elements of piece c: loaded, computed (then `extra`), stored.
   std::string v = std::to_string(vector);
-  std::string piece = "    if (aligned) {\n      first = c * " + v + ";\n" +
-                      chunks + "    }\n" + buffers +
-                      "    for (int v = 0; v < " + v +
-                      "; ++v) {\n    const i64 i = c * " + v + " + v;\n" +
-                      compute + buffered + "    }\n    if (aligned) {\n" +
-                      vectorStore + "    } else {\n" + elementStore + "    }\n";
+  auto piece = [&](const std::string &extra) {
+    return "    if (aligned) {\n      first = c * " + v + ";\n" + chunks +
+           "    }\n" + buffers + "    for (int v = 0; v < " + v +
+           "; ++v) {\n    const i64 i = c * " + v + " + v;\n" + compute +
+           extra + buffered + "    }\n    if (aligned) {\n" + vectorStore +
+           "    } else {\n" + elementStore + "    }\n";
+  };
   std::string alignment =
       vectorized ? "  const bool aligned = ((" + aligned + ") & 15) == 0;\n"
                  : "";
@@ -726,7 +743,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   if (vectorized && schedule == Schedule::Thread) {
     loop = alignment + "  for (i64 c = global_thread(); c < " +
            std::to_string(count / vector) + "ll; c += thread_count()) {\n" +
-           piece + "  }\n";
+           piece("") + "  }\n";
     plan.grid = std::clamp<int64_t>((count / vector + kThreads - 1) / kThreads,
                                     1, kMaxBlocks);
   } else if (schedule == Schedule::BlockPerRow) {
@@ -735,21 +752,53 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     // of its 16-byte pieces).
     int64_t rows = count / rowLength;
     int64_t perRow = vectorized ? rowLength / vector : rowLength;
+    plan.grid =
+        columnsInRows ? split.blocks : std::clamp<int64_t>(rows, 1, kMaxBlocks);
+    plan.block = std::clamp<int64_t>(llvm::PowerOf2Ceil(perRow), 32, kThreads);
     std::string len = std::to_string(rowLength) + "ll";
-    loop = alignment + "  for (i64 row = blockIdx.x; row < " +
+    // Column sums added up on the way: each thread holds those of the
+    // columns it takes (its elements, or pieces, of every row), then
+    // stores them as its block's partials.
+    int64_t held =
+        (perRow + plan.block - 1) / plan.block * (vectorized ? vector : 1);
+    std::string slot = "((i - i0) / " + v + " - threadIdx.x) / blockDim.x * " +
+                       v + " + (i - i0) % " + v;
+    if (!vectorized)
+      slot = "(i - i0 - threadIdx.x) / blockDim.x";
+    std::string hold, add, flush;
+    for (auto [j, sum] : llvm::enumerate(rowColumnSums)) {
+      std::string sums = "column_sums" + std::to_string(j);
+      std::string at = sums + "[" + slot + "]";
+      hold += "  double " + sums + "[" + std::to_string(held) + "];\n  for " +
+              "(double &s : " + sums + ") s = " + sum.init + ";\n";
+      add += "    " + at + " = " + sum.combiner + "()(" + at + ", " + sum.term +
+             "(row, i - i0));\n";
+      flush += "      partials[(" + std::to_string(j) + " * " +
+               std::to_string(split.blocks) + "ll + blockIdx.x) * " + len +
+               " + o] = " + sums + "[h];\n";
+    }
+    if (!flush.empty()) {
+      std::string column = vectorized
+                               ? "(threadIdx.x + h / " + v +
+                                     " * blockDim.x) * " + v + " + h % " + v
+                               : "threadIdx.x + h * blockDim.x";
+      flush = "  for (i64 h = 0; h < " + std::to_string(held) +
+              "; ++h) {\n    const i64 o = " + column + ";\n    if (o < " +
+              len + ") {\n" + flush + "    }\n  }\n";
+    }
+    loop = alignment + hold + "  for (i64 row = blockIdx.x; row < " +
            std::to_string(rows) +
            "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
       loop += "    (void)" + name + "(" + start + ");\n";
     if (vectorized)
       loop += "    for (i64 c = i0 / " + v + " + threadIdx.x; c < (i0 + " +
-              len + ") / " + v + "; c += blockDim.x) {\n" + piece + "    }\n";
+              len + ") / " + v + "; c += blockDim.x) {\n" + piece(add) +
+              "    }\n";
     else
       loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
-              "; i += blockDim.x) {\n" + compute + store + "    }\n";
-    loop += rowStore + "  }\n";
-    plan.grid = std::clamp<int64_t>(rows, 1, kMaxBlocks);
-    plan.block = std::clamp<int64_t>(llvm::PowerOf2Ceil(perRow), 32, kThreads);
+              "; i += blockDim.x) {\n" + compute + add + store + "    }\n";
+    loop += rowStore + "  }\n" + flush;
   } else if (schedule == Schedule::BlockPerColumns) {
     // Thread t takes result c0 + t % 32 (the last one past the end), with
     // the threads of its lane in the other warps; one warp stores.

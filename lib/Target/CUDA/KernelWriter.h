@@ -214,6 +214,16 @@ public:
   /// How many reductions a thread computes alone (outside its block).
   unsigned unsharedReductions() const { return unshared; }
 
+  /// In a block-per-row kernel with partials (SplitPhase::Partials): the
+  /// sums over the kernel's rows, column by column, that lambdas define
+  /// from now on (a norm's scale and bias gradients) are not computed
+  /// whole: the row loop adds each element's term into its block's partial
+  /// sums, which a block-per-columns kernel combines (SplitPhase::Combine,
+  /// as many blocks). The rows are then read once for both.
+  void sumColumnsInRows() { columnsInRows = true; }
+  /// How many column sums the row loop adds up.
+  size_t columnSumsInRows() const { return rowColumnSums.size(); }
+
   /// The kernel's plan, with the loop over `results` (and the side results
   /// planSharing was given) appended to the body.
   KernelPlan finish(llvm::ArrayRef<mlir::Value> results);
@@ -244,6 +254,14 @@ private:
   llvm::SmallVector<mlir::Value> sideResults;
   bool sideStores = false;
   unsigned unshared = 0;
+  bool columnsInRows = false;
+  /// Each column sum the row loop adds up: its combiner, its initial value
+  /// and its term, a lambda of the row `k` and the column `o`.
+  struct RowColumnSum {
+    const char *combiner;
+    std::string init, term;
+  };
+  llvm::SmallVector<RowColumnSum> rowColumnSums;
   /// A reduction keeps its last result per thread: threads should walk
   /// rows in order.
   bool rowMemo = false;

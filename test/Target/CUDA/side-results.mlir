@@ -3,9 +3,9 @@
 // (a layer norm's statistics beside its output), one thread per row, after
 // the row's elements; a block per 32 columns stores the elements its column
 // sums read (the bf16 copy of a gradient beside its bias gradient). What
-// both read is then read by one kernel. Results that one schedule would
-// compute a thread at a time (sums of columns beside a softmax's rows) keep
-// kernels of their own.
+// both read is then read by one kernel. Sums of columns over the rows of a
+// block-per-row kernel (beside a softmax's rows) are added up by the row
+// loop into each block's partials, which a second kernel combines.
 
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 
@@ -65,14 +65,20 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK-NEXT:    if (threadIdx.x == 0)
 // CHECK-NEXT:      side_out1[row] = (float)(q1);
 
-// The softmax: a block per row; the column sums, though as many as the
-// softmax's rows, in a block per 32 columns.
+// The softmax: a block per row (32 blocks, a row each), whose threads add
+// the column sums' terms of the elements they take into their own sums
+// (4 columns of a 16-byte piece), stored as the block's partials; one
+// block per 32 columns combines the 32 parts.
 // CHECK-LABEL: kiln_kernel_1(void *const *args)
 // CHECK-NOT:   side_out
-// CHECK:       for (i64 row = blockIdx.x; row < 32ll; row += gridDim.x) {
+// CHECK:       double column_sums0[4];
+// CHECK-NEXT:  for (double &s : column_sums0) s = 0.0;
+// CHECK-NEXT:  for (i64 row = blockIdx.x; row < 32ll; row += gridDim.x) {
+// CHECK:         column_sums0[[[AT:.*]]] = Sum()(column_sums0[[[AT]]], column_term0(row, i - i0));
+// CHECK:       partials[(0 * 32ll + blockIdx.x) * 32ll + o] = column_sums0[h];
 // CHECK-LABEL: kiln_kernel_2(void *const *args)
-// CHECK-NOT:   side_out
-// CHECK:       acc = column_reduce(acc, Sum());
+// CHECK:       for (i64 part = 0; part < 32ll; ++part)
+// CHECK-NEXT:    acc = Sum()(acc, partials[(0 * 32ll + part) * 32ll + o]);
 
 // The gradient, its bias gradient and its bf16 copy: one block per 32
 // columns, whose column sum stores each element it reads, in both types.
