@@ -97,9 +97,10 @@ static FusionOp outline(ArrayRef<Operation *> group) {
   SmallVector<Type> resultTypes;
   for (Value output : outputs)
     resultTypes.push_back(output.getType());
-  // Named after its reduction, the op whose kernel it is (a norm's, not the
-  // cast after it), in profiles and errors; or after its last op.
-  auto named = llvm::find_if(group, isFusedReduction);
+  // Named after its first reduction, the op whose kernel it is (a norm's or
+  // its gradient's, not the cast or the bias gradient after it), in
+  // profiles and errors; or after its last op.
+  auto named = llvm::find_if(group, reduces);
   Location loc = (named != group.end() ? *named : group.back())->getLoc();
   auto fusion = builder.create<FusionOp>(loc, resultTypes,
                                          inputs.getArrayRef());
@@ -145,6 +146,16 @@ static bool isNormalizedRow(Value value) {
   return false;
 }
 
+/// Whether `op` reduces every dimension but the last (a bias gradient): a
+/// block-per-row kernel adds it up over the rows it computes.
+static bool sumsColumns(Operation *op) {
+  if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op))
+    return false;
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+  int64_t rank = cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
+  return rank >= 2 && llvm::equal(axes, llvm::seq<int64_t>(0, rank - 1));
+}
+
 /// Whether `op` reads `operand`, a normalized row, element for element: it
 /// is then computed in the norm's kernel, where each row's statistics are
 /// at hand (the 16-bit cast of a norm's output for the next product, which
@@ -154,6 +165,14 @@ static bool readsNormalizedRow(Operation *op, Value operand) {
          (isElementwise(op) || isa<ReshapeOp>(op)) &&
          cast<RankedTensorType>(op->getResult(0).getType()).getNumElements() ==
              cast<RankedTensorType>(operand.getType()).getNumElements();
+}
+
+/// Whether `op` is computed in the kernel of `operand`, a normalized row: it
+/// reads it element for element, or sums its columns (which the kernel
+/// adds up as it goes).
+static bool joinsNormalizedRow(Operation *op, Value operand) {
+  return readsNormalizedRow(op, operand) ||
+         (sumsColumns(op) && isNormalizedRow(operand));
 }
 
 /// Whether `type` is a 16-bit float, the type products are stored in.
@@ -395,7 +414,7 @@ int fuseElementwise(func::FuncOp function) {
                                    : op.getOperands())
       if (std::optional<unsigned> group = groupProducing(operand))
         if (!reduces(operand.getDefiningOp()) ||
-            readsNormalizedRow(&op, operand))
+            joinsNormalizedRow(&op, operand))
           if (!llvm::is_contained(candidates, *group))
             candidates.push_back(*group);
     // An elementwise reader of what a reduction reduces joins its group
@@ -416,13 +435,14 @@ int fuseElementwise(func::FuncOp function) {
         }
     llvm::erase_if(candidates, [&](unsigned candidate) {
       if (rowwise.contains(candidate) &&
-          (reduction || (isIndexMap(&op) && !isa<ReshapeOp>(op))))
+          ((reduction && !sumsColumns(&op)) ||
+           (isIndexMap(&op) && !isa<ReshapeOp>(op))))
         return true;
       return closed.contains(candidate) &&
              llvm::any_of(op.getOperands(), [&](Value operand) {
                return groupProducing(operand) == candidate &&
                       reduces(operand.getDefiningOp()) &&
-                      !readsNormalizedRow(&op, operand);
+                      !joinsNormalizedRow(&op, operand);
              });
     });
     DenseSet<Operation *> members{&op};

@@ -327,20 +327,18 @@ func.func @sibling_of_reduction(%g: tensor<4x8xf32>) -> (tensor<8xf32>, tensor<4
 
 // Tests that a norm's gradient takes the elementwise readers of its input
 // gradient (the residual gradient added to it), computed where each row's
-// statistics are at hand; that a reshape of the sum that only ops outside
-// read stays a view of the stored sum rather than a second copy; and that
-// the bias gradient of the sum and its bf16 copy, alone in their kernel,
-// read it once.
+// statistics are at hand, and the sum of the result over its rows (the
+// bias gradient of the next product back, which the block-per-row kernel
+// adds up as it goes) with the bf16 copy beside it: the rows are read
+// once.
 // CHECK-LABEL: func @norm_gradient_residual
-// CHECK: %[[G:.*]]:3 = kiln.fusion %arg0, %arg1, %arg2, %arg3, %arg4, %arg5 : {{.*}} -> (tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) {
+// CHECK: kiln.fusion %arg0, %arg1, %arg2, %arg3, %arg4, %arg5 : {{.*}} -> (tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8x8xbf16>) {
 // CHECK: kiln.layer_norm_grad
 // CHECK-NEXT: kiln.add
-// CHECK-NEXT: kiln.yield
-// CHECK: %[[V:.*]] = kiln.reshape %[[G]]#2 : tensor<2x4x8xf32> to tensor<8x8xf32>
-// CHECK: kiln.fusion %[[V]] : (tensor<8x8xf32>) -> (tensor<8xf32>, tensor<8x8xbf16>) {
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: kiln.reduce_sum
+// CHECK-NEXT: kiln.reshape
+// CHECK-NEXT: kiln.reduce_sum {{.*}} {axes = array<i64: 0>}
 // CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.yield
 func.func @norm_gradient_residual(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: tensor<2x4x1xf32>, %dy: tensor<2x4x8xf32>, %s: tensor<8xf32>, %dres: tensor<2x4x8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8x8xbf16>) {
   %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
   %sum = kiln.add %dres, %dx : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
@@ -348,6 +346,43 @@ func.func @norm_gradient_residual(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, 
   %bias = kiln.reduce_sum %flat {axes = array<i64: 0>} : (tensor<8x8xf32>) -> tensor<8xf32>
   %copy = kiln.cast %flat : tensor<8x8xf32> to tensor<8x8xbf16>
   return %ds, %db, %sum, %bias, %copy : tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8x8xbf16>
+}
+
+// -----
+
+// Tests the same sums over rows where they read the norm's input gradient
+// itself (BERT's post-norm layers): the bias gradient and the bf16 copy
+// join the norm gradient's kernel.
+// CHECK-LABEL: func @norm_gradient_bias_sum
+// CHECK: kiln.fusion %arg0, %arg1, %arg2, %arg3, %arg4 : {{.*}} -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>) {
+// CHECK: kiln.layer_norm_grad
+// CHECK-NEXT: kiln.reduce_sum {{.*}} {axes = array<i64: 0, 1>}
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.yield
+func.func @norm_gradient_bias_sum(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: tensor<2x4x1xf32>, %dy: tensor<2x4x8xf32>, %s: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>) {
+  %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %bias = kiln.reduce_sum %dx {axes = array<i64: 0, 1>} : (tensor<2x4x8xf32>) -> tensor<8xf32>
+  %copy = kiln.cast %dx : tensor<2x4x8xf32> to tensor<2x4x8xbf16>
+  return %ds, %db, %bias, %copy : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>
+}
+
+// -----
+
+// Tests that a reshape of a norm gradient's stored result that only ops
+// outside read (a product) stays a view of it rather than a second copy.
+// CHECK-LABEL: func @norm_gradient_view
+// CHECK: %[[G:.*]]:3 = kiln.fusion %arg0, %arg1, %arg2, %arg3, %arg4, %arg5 : {{.*}} -> (tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) {
+// CHECK: kiln.layer_norm_grad
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[V:.*]] = kiln.reshape %[[G]]#2 : tensor<2x4x8xf32> to tensor<8x8xf32>
+// CHECK: kiln.matmul %[[V]], %arg6
+func.func @norm_gradient_view(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: tensor<2x4x1xf32>, %dy: tensor<2x4x8xf32>, %s: tensor<8xf32>, %dres: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<8x8xf32>) {
+  %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %sum = kiln.add %dres, %dx : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %flat = kiln.reshape %sum : tensor<2x4x8xf32> to tensor<8x8xf32>
+  %p = kiln.matmul %flat, %w : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %ds, %db, %sum, %p : tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<8x8xf32>
 }
 
 // -----

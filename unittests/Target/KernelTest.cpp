@@ -405,8 +405,8 @@ const KernelCase kCases[] = {
         return %a#0, %a#1, %b#0, %b#1 : tensor<40xf32>, tensor<4x150x40xbf16>, tensor<32xf32>, tensor<32x32xbf16>
       })"},
     // A norm's gradient and its scale and bias gradients in one pass over
-    // the rows: each of 512 blocks adds up its rows' column sums (1030
-    // rows: some blocks take three), a second kernel combines them; rows
+    // the rows: each of 256 blocks adds up its rows' column sums (1030
+    // rows: some blocks take five), a second kernel combines them; rows
     // in 16-byte pieces (40 columns) and element by element (37). And a
     // softmax's rows beside the maxima of their columns.
     {"NormGradientColumnSums", R"(

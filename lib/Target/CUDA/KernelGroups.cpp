@@ -28,10 +28,11 @@ static constexpr int64_t kSplitBlocks = 256;
 static constexpr int64_t kColumnBlocks = 1024;
 static constexpr int64_t kColumnPartRows = 128;
 /// A block per row adds up column sums of its rows in registers, for rows
-/// up to kRowColumns long, over kRowBlocks blocks (four per SM of a large
-/// GPU), whose partials a second kernel combines.
+/// up to kRowColumns long, over kRowBlocks blocks (two of 256 threads per
+/// SM of a large GPU; every block stores a partial per column and sum, 6
+/// MB for GPT-2's norm gradients), which a second kernel combines.
 static constexpr int64_t kRowColumns = 4096;
-static constexpr int64_t kRowBlocks = 512;
+static constexpr int64_t kRowBlocks = 256;
 
 FailureOr<SmallVector<KernelPlan>>
 planElementKernels(ArrayRef<Value> results,

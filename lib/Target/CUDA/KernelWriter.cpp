@@ -401,8 +401,9 @@ std::string KernelWriter::storeSideResults(const Reduction &r) {
 FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
   contextPtr = value.getContext();
   // Only kernels whose blocks share reductions compute values differently
-  // inside and outside them.
-  nested &= schedule != Schedule::Thread;
+  // inside and outside them; the row loop evaluates the terms of the column
+  // sums it adds up where it computes its results, outside any reduction.
+  nested &= schedule != Schedule::Thread && !columnsInRows;
   // A fusion's block argument is the fusion's operand.
   if (auto argument = dyn_cast<BlockArgument>(value))
     if (auto fusion = dyn_cast<FusionOp>(argument.getOwner()->getParentOp()))
