@@ -408,12 +408,23 @@ const KernelCase kCases[] = {
     // the rows: each of 256 blocks adds up its rows' column sums (1030
     // rows: some blocks take five), a second kernel combines them; rows
     // in 16-byte pieces (40 columns) and element by element (37). And a
-    // softmax's rows beside the maxima of their columns.
+    // softmax's rows beside the maxima of their columns, and beside the
+    // variances of their columns, which read the columns' means (sums the
+    // row loop cannot add up: they keep kernels of their own).
     {"NormGradientColumnSums", R"(
       func.func @main(%x: tensor<1030x40xf32>, %s: tensor<40xf32>, %dy: tensor<1030x40xbf16>,
                       %w: tensor<1030x37xf32>, %t: tensor<37xf32>, %dw: tensor<1030x37xf32>)
           -> (tensor<1030x40xf32>, tensor<40xf32>, tensor<40xf32>, tensor<1030x37xf32>, tensor<37xf32>,
-              tensor<1030x37xf32>, tensor<37xf32>) {
+              tensor<1030x37xf32>, tensor<37xf32>, tensor<1030x37xf32>, tensor<37xf32>, tensor<37xf32>) {
+        %v:3 = kiln.fusion %w : (tensor<1030x37xf32>) -> (tensor<1030x37xf32>, tensor<37xf32>, tensor<37xf32>) {
+        ^bb0(%a: tensor<1030x37xf32>):
+          %e = kiln.softmax %a {axis = 1 : i64} : tensor<1030x37xf32>
+          %mean = kiln.reduce_mean %a {axes = array<i64: 0>} : (tensor<1030x37xf32>) -> tensor<37xf32>
+          %d = kiln.sub %a, %mean : (tensor<1030x37xf32>, tensor<37xf32>) -> tensor<1030x37xf32>
+          %d2 = kiln.mul %d, %d : (tensor<1030x37xf32>, tensor<1030x37xf32>) -> tensor<1030x37xf32>
+          %var = kiln.reduce_mean %d2 {axes = array<i64: 0>} : (tensor<1030x37xf32>) -> tensor<37xf32>
+          kiln.yield %e, %mean, %var : tensor<1030x37xf32>, tensor<37xf32>, tensor<37xf32>
+        }
         %p:2 = kiln.fusion %dw : (tensor<1030x37xf32>) -> (tensor<1030x37xf32>, tensor<37xf32>) {
         ^bb0(%a: tensor<1030x37xf32>):
           %e = kiln.softmax %a {axis = 1 : i64} : tensor<1030x37xf32>
@@ -430,8 +441,9 @@ const KernelCase kCases[] = {
         %dz, %dt = kiln.rms_norm_grad %w, %q, %dw scale %t {axis = 1 : i64}
             : (tensor<1030x37xf32>, tensor<1030x1xf32>, tensor<1030x37xf32>, tensor<37xf32>)
             -> (tensor<1030x37xf32>, tensor<37xf32>)
-        return %dx, %ds, %db, %dz, %dt, %p#0, %p#1 : tensor<1030x40xf32>, tensor<40xf32>,
-            tensor<40xf32>, tensor<1030x37xf32>, tensor<37xf32>, tensor<1030x37xf32>, tensor<37xf32>
+        return %dx, %ds, %db, %dz, %dt, %p#0, %p#1, %v#0, %v#1, %v#2 : tensor<1030x40xf32>,
+            tensor<40xf32>, tensor<40xf32>, tensor<1030x37xf32>, tensor<37xf32>, tensor<1030x37xf32>,
+            tensor<37xf32>, tensor<1030x37xf32>, tensor<37xf32>, tensor<37xf32>
       })"},
     // Rows longer than a block, with statistics its threads share: norms,
     // softmax and a cross-entropy gradient over a padded vocabulary whose

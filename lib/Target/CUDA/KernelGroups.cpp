@@ -185,6 +185,10 @@ planElementKernels(ArrayRef<Value> results,
       if (failed(writer.lambda(value, false)))
         return failure();
     unsigned unshared = writer.unsharedReductions();
+    if (llvm::any_of(columns.results, [&](Value value) {
+          return writer.readsSumAcrossRows(value);
+        }))
+      return SmallVector<KernelPlan>();
     writer.sumColumnsInRows();
     for (Value value : columns.results)
       if (failed(writer.lambda(value, false)))

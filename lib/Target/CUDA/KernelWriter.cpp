@@ -491,6 +491,21 @@ static ReductionKind reductionKind(Value value) {
   return ReductionKind::None;
 }
 
+bool KernelWriter::readsSumAcrossRows(Value value) {
+  llvm::DenseSet<Value> seen;
+  std::function<bool(Value)> reads = [&](Value v) -> bool {
+    if (!seen.insert(v).second || materialized.contains(v) || external(v))
+      return false;
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return false;
+    if (v != value && reductionKind(v) == ReductionKind::Strided)
+      return true;
+    return llvm::any_of(op->getOperands(), reads);
+  };
+  return reads(value);
+}
+
 bool KernelWriter::atReductionGranularity(Value value) {
   // A block per result element when its threads can share a row's
   // contiguous elements, or when a thread per result would leave the GPU

@@ -221,6 +221,10 @@ public:
   /// sums, which a block-per-columns kernel combines (SplitPhase::Combine,
   /// as many blocks). The rows are then read once for both.
   void sumColumnsInRows() { columnsInRows = true; }
+  /// Whether computing `value` reads a sum across rows other than its own
+  /// (a variance of columns reads their means): the row loop cannot add up
+  /// such a sum, whose terms need the whole inner sum first.
+  bool readsSumAcrossRows(mlir::Value value);
   /// How many column sums the row loop adds up.
   size_t columnSumsInRows() const { return rowColumnSums.size(); }
 
