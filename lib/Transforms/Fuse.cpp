@@ -17,6 +17,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
@@ -304,6 +305,18 @@ int fuseGemmEpilogues(func::FuncOp function) {
 }
 
 void fuse(func::FuncOp function) {
+  // A transpose of a product, which a kernel would read column by column
+  // (the tied embedding's gradient from the output projection's), becomes
+  // the product of the swapped operands, stored in the transposed order:
+  // the transposes' canonicalization, applied to them alone.
+  SmallVector<Operation *> transposes;
+  function.walk([&](TransposeOp op) { transposes.push_back(op); });
+  MLIRContext *context = function.getContext();
+  RewritePatternSet patterns(context);
+  TransposeOp::getCanonicalizationPatterns(patterns, context);
+  GreedyRewriteConfig config;
+  config.strictMode = GreedyRewriteStrictness::ExistingOps;
+  (void)applyOpPatternsAndFold(transposes, std::move(patterns), config);
   fuseGemmEpilogues(function);
   fuseElementwise(function);
   fuseOptimizerUpdates(function);

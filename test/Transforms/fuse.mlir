@@ -465,3 +465,18 @@ func.func @views_and_reductions(%logits: tensor<2x2x8xf32>, %a: tensor<4x8xf32>,
   %gc = kiln.cast %g : tensor<4x8xf32> to tensor<4x8xbf16>
   return %s, %flat, %db, %gc : tensor<f32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xbf16>
 }
+
+// -----
+
+// Tests that fusion first turns a transpose of a product into the product
+// of the swapped operands (the tied embedding's gradient from the output
+// projection's), so that the add reads it element for element.
+// CHECK-LABEL: func @transposed_product
+// CHECK: %[[P:.*]] = kiln.matmul %arg1, %arg0 {transpose_lhs} : (tensor<8x6xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+// CHECK-NEXT: kiln.add %[[P]], %arg2
+func.func @transposed_product(%h: tensor<8x4xf32>, %dy: tensor<8x6xf32>, %g: tensor<6x4xf32>) -> tensor<6x4xf32> {
+  %p = kiln.matmul %h, %dy {transpose_lhs} : (tensor<8x4xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %t = kiln.transpose %p {permutation = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %s = kiln.add %t, %g : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+  return %s : tensor<6x4xf32>
+}

@@ -39,6 +39,32 @@ func.func @transposes(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
 
 // -----
 
+// Tests that the transpose of a product's last two dimensions is the
+// product of the swapped operands, with their transposes swapped (batched
+// and mixed-precision too); a product read elsewhere, or a transpose of
+// other dimensions, stays.
+// CHECK-LABEL: func @transposed_products
+// CHECK-NEXT: %[[A:.*]] = kiln.matmul %arg1, %arg0 {transpose_lhs} : (tensor<8x6xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+// CHECK-NEXT: %[[B:.*]] = kiln.matmul %arg3, %arg2 {accumulate = f32, transpose_rhs} : (tensor<2x5x3xbf16>, tensor<2x4x3xbf16>) -> tensor<2x5x4xf32>
+// CHECK-NEXT: %[[P:.*]] = kiln.matmul %arg0, %arg1 {transpose_lhs}
+// CHECK-NEXT: %[[T:.*]] = kiln.transpose %[[P]]
+// CHECK-NEXT: %[[Q:.*]] = kiln.matmul %arg2, %arg3
+// CHECK-NEXT: kiln.transpose %[[Q]] {permutation = array<i64: 1, 0, 2>}
+func.func @transposed_products(%a: tensor<8x4xf32>, %b: tensor<8x6xf32>, %c: tensor<2x4x3xbf16>, %d: tensor<2x5x3xbf16>)
+    -> (tensor<6x4xf32>, tensor<2x5x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<4x2x5xf32>) {
+  %p = kiln.matmul %a, %b {transpose_lhs} : (tensor<8x4xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %pt = kiln.transpose %p {permutation = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %q = kiln.matmul %c, %d {transpose_rhs, accumulate = f32} : (tensor<2x4x3xbf16>, tensor<2x5x3xbf16>) -> tensor<2x4x5xf32>
+  %qt = kiln.transpose %q {permutation = array<i64: 0, 2, 1>} : (tensor<2x4x5xf32>) -> tensor<2x5x4xf32>
+  %r = kiln.matmul %a, %b {transpose_lhs} : (tensor<8x4xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %rt = kiln.transpose %r {permutation = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %s = kiln.matmul %c, %d {transpose_rhs, accumulate = f32} : (tensor<2x4x3xbf16>, tensor<2x5x3xbf16>) -> tensor<2x4x5xf32>
+  %st = kiln.transpose %s {permutation = array<i64: 1, 0, 2>} : (tensor<2x4x5xf32>) -> tensor<4x2x5xf32>
+  return %pt, %qt, %rt, %r, %st : tensor<6x4xf32>, tensor<2x5x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<4x2x5xf32>
+}
+
+// -----
+
 // Tests that multiplying or dividing by one folds when the shape is kept,
 // and that adding float zero does not (it would turn -0.0 into +0.0).
 // CHECK-LABEL: func @identities

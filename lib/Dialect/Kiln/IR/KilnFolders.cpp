@@ -109,11 +109,34 @@ struct ComposeTransposes : OpRewritePattern<TransposeOp> {
     return success();
   }
 };
+/// transpose(matmul(a, b)) over the last two dimensions -> matmul(b, a) with
+/// the operands' transposes swapped: (op(A) op(B))^T = op(B)^T op(A)^T, the
+/// same sums, stored in the order the transpose reads them.
+struct TransposedProduct : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto product = op.getInput().getDefiningOp<MatmulOp>();
+    if (!product || !product->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "input is not a product alone");
+    ArrayRef<int64_t> permutation = op.getPermutation();
+    int64_t rank = permutation.size();
+    for (int64_t i = 0; i < rank; ++i)
+      if (permutation[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
+        return rewriter.notifyMatchFailure(op, "not the last two dimensions");
+    rewriter.replaceOpWithNewOp<MatmulOp>(
+        op, op.getType(), product.getRhs(), product.getLhs(),
+        !product.getTransposeRhs(), !product.getTransposeLhs(),
+        product.getAccumulateAttr());
+    rewriter.eraseOp(product);
+    return success();
+  }
+};
 } // namespace
 
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
-  patterns.add<ComposeTransposes>(context);
+  patterns.add<ComposeTransposes, TransposedProduct>(context);
 }
 
 OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
