@@ -69,6 +69,12 @@ static cl::opt<bool>
     printCuda("print-cuda",
               cl::desc("Print the generated CUDA C++ of --target=cuda"),
               cl::cat(category));
+static cl::opt<bool> reportTraffic(
+    "report-traffic",
+    cl::desc("--target=cuda: print the bytes the step's kernels and GEMMs "
+             "move at least and the products' floating-point operations, "
+             "by op"),
+    cl::cat(category));
 static cl::opt<bool> exactAttention(
     "exact-attention",
     cl::desc("--target=cuda: attention by kernels that round exactly as the "
@@ -238,13 +244,55 @@ static void report(PlannedStep &planned) {
   }
 }
 
+/// `value` with a decimal prefix (k, M, G, T) before `unit`, as bandwidths
+/// and throughputs are quoted.
+static std::string decimal(double value, StringRef unit) {
+  const char *prefixes[] = {"", "k", "M", "G", "T"};
+  int prefix = 0;
+  while (prefix < 4 && value >= 1000) {
+    value /= 1000;
+    ++prefix;
+  }
+  return formatv("{0:f1} {1}{2}", value, prefixes[prefix], unit).str();
+}
+
+/// The memory traffic the artifact's operations record (each operand and
+/// result of a launch or GEMM once: a floor, which caches can only lower by
+/// what one kernel rereads), in total and by the kind of op they come from.
+static void printTraffic(const kiln::artifact::ArtifactT &artifact) {
+  struct Kind {
+    int64_t bytes = 0, flops = 0, operations = 0;
+  };
+  llvm::StringMap<Kind> kinds;
+  Kind total;
+  for (const auto &operation : artifact.operations) {
+    StringRef origin = StringRef(operation->origin).split(" at ").first;
+    for (Kind *kind : {&kinds[origin], &total}) {
+      kind->bytes += operation->bytes;
+      kind->flops += operation->flops;
+      ++kind->operations;
+    }
+  }
+  std::vector<std::pair<StringRef, Kind>> sorted;
+  for (auto &entry : kinds)
+    sorted.emplace_back(entry.getKey(), entry.getValue());
+  llvm::sort(sorted,
+             [](auto &a, auto &b) { return a.second.bytes > b.second.bytes; });
+  outs() << "traffic: " << decimal(total.bytes, "B") << " moved at least, "
+         << decimal(total.flops, "FLOP") << " in products, " << total.operations
+         << " operations\n";
+  for (auto &[name, kind] : sorted)
+    outs() << formatv("  {0,10} {1,12} {2,5}  {3}\n", decimal(kind.bytes, "B"),
+                      decimal(kind.flops, "FLOP"), kind.operations, name);
+}
+
 /// Writes the artifact of `planned` (--target=cuda).
 static int compileForCuda(PlannedStep &planned) {
   kiln::cuda::TargetOptions targetOptions;
   if (!archs.empty())
     targetOptions.archs.assign(archs.begin(), archs.end());
   if (outputPath.empty())
-    targetOptions.archs.clear(); // --print-cuda alone: nothing to compile
+    targetOptions.archs.clear(); // nothing to write: nothing to compile
   auto modelBytes = MemoryBuffer::getFile(modelPath);
   targetOptions.modelHash =
       kiln::digest(modelBytes ? (*modelBytes)->getBuffer() : StringRef());
@@ -261,6 +309,8 @@ static int compileForCuda(PlannedStep &planned) {
   (*artifact)->vocabulary = planned.vocabulary;
   if (printCuda)
     outs() << (*artifact)->source;
+  if (reportTraffic)
+    printTraffic(**artifact);
   if (outputPath.empty())
     return 0;
   std::string error;
@@ -300,13 +350,17 @@ int main(int argc, char **argv) {
       kiln::pipelineConfigFromOptions();
   if (!config)
     return fail(toString(config.takeError()));
+  if ((printCuda || reportTraffic) && target.empty())
+    return fail(std::string(printCuda ? "--print-cuda" : "--report-traffic") +
+                " needs --target=cuda");
   if (!reportMemory && maxMemory.empty() && target.empty())
     return fail("nothing to do: give --report-memory, --max-memory or "
                 "--target=cuda");
   if (!target.empty() && target != "cuda")
     return fail("unknown --target '" + target + "' (the one target is cuda)");
-  if (!target.empty() && outputPath.empty() && !printCuda)
-    return fail("--target=cuda needs -o MODEL.kiln (or --print-cuda)");
+  if (!target.empty() && outputPath.empty() && !printCuda && !reportTraffic)
+    return fail("--target=cuda needs -o MODEL.kiln (or --print-cuda, "
+                "--report-traffic)");
   for (const std::string &arch : archs)
     if (!StringRef(arch).starts_with("sm_") || arch.size() < 5 ||
         !isdigit(static_cast<unsigned char>(arch[3])))
