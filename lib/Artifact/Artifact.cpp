@@ -133,7 +133,9 @@ private:
         !inArena(g.d(), span(g.stride_d(), g.m() * g.n()) * out) ||
         (readsBias(g.epilogue()) && !inArena(g.bias(), g.n() * out)) ||
         (usesAux(g.epilogue()) &&
-         !inArena(g.aux(), span(g.stride_d(), g.m() * g.n()) * out)))
+         !inArena(g.aux(), span(g.stride_d(), g.m() * g.n()) * out)) ||
+        (g.c() >= 0 &&
+         !inArena(g.c(), span(g.stride_d(), g.m() * g.n()) * out)))
       return fail("a GEMM operand lies outside the arena");
     return true;
   }

@@ -392,12 +392,17 @@ static cublasStatus_t runGemm(cublasLtHandle_t blas, const GemmPlan &plan,
   float one = 1.0f, zero = 0.0f;
   double oneD = 1.0, zeroD = 0.0;
   bool f64 = g->input_type() == ElementType::F64;
+  // D = P + C where the artifact names a C (of D's layout), else D = P.
+  bool addsC = g->c() >= 0;
+  const void *alpha = f64 ? static_cast<const void *>(&oneD) : &one;
+  const void *beta = addsC ? alpha
+                     : f64 ? static_cast<const void *>(&zeroD)
+                           : &zero;
   char *d = arena + g->d();
-  return cublasLtMatmul(
-      blas, plan.operation, f64 ? static_cast<const void *>(&oneD) : &one,
-      arena + g->b(), plan.a, arena + g->a(), plan.b,
-      f64 ? static_cast<const void *>(&zeroD) : &zero, d, plan.d, d, plan.d,
-      &algorithm, workspace, kWorkspaceBytes, stream);
+  char *c = addsC ? arena + g->c() : d;
+  return cublasLtMatmul(blas, plan.operation, alpha, arena + g->b(), plan.a,
+                        arena + g->a(), plan.b, beta, c, plan.d, d, plan.d,
+                        &algorithm, workspace, kWorkspaceBytes, stream);
 }
 
 bool Session::tuneGemms(std::string &error) {

@@ -287,6 +287,21 @@ static SmallVector<Operation *> biasEpilogue(MatmulOp product) {
   return epilogue;
 }
 
+/// The ops of a matrix added to `product` as cuBLASLt's C (an f32 product
+/// and a matrix of its type: the tied embedding's two gradients, a gradient
+/// accumulated over micro-batches), when the sum is stored anyway (a reader
+/// that is not elementwise, such as an optimizer's update, reads it), or
+/// none: elementwise readers would rather compute the add in their kernel.
+static SmallVector<Operation *> matrixAddEpilogue(MatmulOp product) {
+  auto add = dyn_cast<AddOp>(*product->user_begin());
+  if (!add || !product.getType().getElementType().isF32() ||
+      add.getLhs().getType() != add.getRhs().getType() ||
+      add.getLhs() == add.getRhs() ||
+      llvm::all_of(add->getUsers(), isElementwise))
+    return {};
+  return {product, add};
+}
+
 int fuseGemmEpilogues(func::FuncOp function) {
   SmallVector<SmallVector<Operation *>> epilogues;
   for (Operation &op : function.getBody().front()) {
@@ -296,6 +311,8 @@ int fuseGemmEpilogues(func::FuncOp function) {
     SmallVector<Operation *> epilogue = dgeluEpilogue(product);
     if (epilogue.empty())
       epilogue = biasEpilogue(product);
+    if (epilogue.empty())
+      epilogue = matrixAddEpilogue(product);
     if (!epilogue.empty())
       epilogues.push_back(std::move(epilogue));
   }

@@ -97,18 +97,31 @@ func.func @bias_epilogue_erf_gelu(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: 
 
 // -----
 
-// Tests what is not a bias epilogue: a product also read elsewhere, and an
-// add of a full matrix.
+// Tests what is not an epilogue: a product also read elsewhere, and an add
+// of a full matrix whose sum only elementwise ops read (they add it in
+// their own kernel). An f32 matrix added to a product whose sum is stored
+// anyway (returned here; an optimizer's gradient) is cuBLASLt's C.
 // CHECK-LABEL: func @no_epilogue
-// CHECK: %[[P:.*]] = kiln.matmul
-// CHECK: %[[Q:.*]] = kiln.matmul
-// CHECK-NOT: kiln.matmul
-func.func @no_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %r: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %arg1
+// CHECK-NEXT: kiln.add %[[P]], %arg2
+// CHECK-NEXT: kiln.fusion %arg0, %arg1, %arg3
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[Q:.*]] = kiln.matmul %arg0, %arg1
+// CHECK-NEXT: kiln.fusion %[[Q]], %arg3
+// CHECK: kiln.add
+// CHECK-NEXT: kiln.exp
+func.func @no_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %r: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %h = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %s = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %k = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %t = kiln.add %k, %r : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  return %s, %h, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  %l = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %u = kiln.add %l, %r : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %e = kiln.exp %u : tensor<4x8xf32>
+  return %s, %h, %t, %e : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
 
 // -----
@@ -470,10 +483,11 @@ func.func @views_and_reductions(%logits: tensor<2x2x8xf32>, %a: tensor<4x8xf32>,
 
 // Tests that fusion first turns a transpose of a product into the product
 // of the swapped operands (the tied embedding's gradient from the output
-// projection's), so that the add reads it element for element.
+// projection's), which then adds the other gradient as cuBLASLt's C.
 // CHECK-LABEL: func @transposed_product
-// CHECK: %[[P:.*]] = kiln.matmul %arg1, %arg0 {transpose_lhs} : (tensor<8x6xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
-// CHECK-NEXT: kiln.add %[[P]], %arg2
+// CHECK: kiln.fusion %arg1, %arg0, %arg2
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<8x6xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+// CHECK-NEXT: kiln.add
 func.func @transposed_product(%h: tensor<8x4xf32>, %dy: tensor<8x6xf32>, %g: tensor<6x4xf32>) -> tensor<6x4xf32> {
   %p = kiln.matmul %h, %dy {transpose_lhs} : (tensor<8x4xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
   %t = kiln.transpose %p {permutation = array<i64: 1, 0>} : (tensor<4x6xf32>) -> tensor<6x4xf32>

@@ -100,6 +100,11 @@ TEST(ArtifactTest, RefusesOffsetsOutsideTheArena) {
   ArtifactT c = sample();
   c.operations[0]->kernel->kernel = 3;
   EXPECT_EQ(verify(pack(c), error), nullptr);
+
+  ArtifactT added = sample();
+  added.operations[1]->gemm->c = 4000; // C, laid out as D, does not fit
+  EXPECT_EQ(verify(pack(added), error), nullptr);
+  EXPECT_NE(error.find("GEMM operand"), std::string::npos) << error;
 }
 
 } // namespace

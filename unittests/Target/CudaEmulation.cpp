@@ -148,6 +148,9 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
       artifact::usesAux(g.epilogue)
           ? slice(arena, g.aux, g.output_type, span(g.stride_d, g.m * g.n))
           : Tensor();
+  Tensor c = g.c >= 0
+                 ? slice(arena, g.c, g.output_type, span(g.stride_d, g.m * g.n))
+                 : Tensor();
   for (int64_t batch = 0; batch < g.batch; ++batch)
     for (int64_t m = 0; m < g.m; ++m)
       for (int64_t n = 0; n < g.n; ++n) {
@@ -161,6 +164,8 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
         // type; with an epilogue, the product and the epilogue's result to
         // f32 (the accumulation type), then that to the output type.
         int64_t at = batch * g.stride_d + m * g.n + n;
+        if (g.c >= 0) // an f32 product plus C, as the interpreter's add
+          acc = static_cast<float>(static_cast<float>(acc) + c.floats()[at]);
         if (artifact::readsBias(g.epilogue))
           acc = static_cast<float>(static_cast<float>(acc) + bias.floats()[n]);
         if (g.epilogue == Epilogue::GeluAuxBias)

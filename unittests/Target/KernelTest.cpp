@@ -37,8 +37,10 @@ struct KernelCase {
   /// tensor cores, whose results agree to `tolerance`.
   bool exactAttention = true;
   double tolerance = 2e-6;
-  /// The GEMMs' epilogues in order, where the case is about them.
+  /// The GEMMs' epilogues in order, where the case is about them, and
+  /// whether each adds a C matrix.
   std::vector<artifact::Epilogue> epilogues = {};
+  std::vector<bool> addsC = {};
 };
 
 class KernelTest : public ::testing::TestWithParam<KernelCase> {};
@@ -84,10 +86,14 @@ TEST_P(KernelTest, MatchesInterpreter) {
   ASSERT_TRUE(mlir::succeeded(compiled));
   if (!c.epilogues.empty()) {
     std::vector<artifact::Epilogue> epilogues;
+    std::vector<bool> addsC;
     for (const auto &operation : (*compiled)->operations)
-      if (operation->gemm)
+      if (operation->gemm) {
         epilogues.push_back(operation->gemm->epilogue);
+        addsC.push_back(operation->gemm->c >= 0);
+      }
     EXPECT_EQ(epilogues, c.epilogues);
+    EXPECT_EQ(addsC, c.addsC);
   }
   std::string error;
   auto executor = kiln::testing::makeExecutor(**compiled, error);
@@ -541,8 +547,10 @@ const KernelCase kCases[] = {
     {"GemmEpilogues",
      R"(
       func.func @main(%x: tensor<6x4xbf16>, %w: tensor<4x8xbf16>, %b: tensor<8xf32>,
-                      %g: tensor<6x4xf32>, %u: tensor<8x4xf32>, %a: tensor<2x3x8xf32>)
-          -> (tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>, tensor<6x8xf32>) {
+                      %g: tensor<6x4xf32>, %u: tensor<8x4xf32>, %a: tensor<2x3x8xf32>,
+                      %acc: tensor<6x8xf32>)
+          -> (tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>, tensor<6x8xf32>,
+              tensor<6x8xf32>) {
         // Bias in the GEMM; its result yielded as a view; GELU and the cast
         // in one kernel after it.
         %f:2 = kiln.fusion %x, %w, %b : (tensor<6x4xbf16>, tensor<4x8xbf16>, tensor<8xf32>)
@@ -564,6 +572,13 @@ const KernelCase kCases[] = {
           %q = kiln.gelu_grad %a0, %r approximation = tanh : tensor<2x3x8xf32>
           kiln.yield %q : tensor<2x3x8xf32>
         }
+        // A matrix added to the product: cuBLASLt's C.
+        %m = kiln.fusion %g, %u, %acc : (tensor<6x4xf32>, tensor<8x4xf32>, tensor<6x8xf32>) -> tensor<6x8xf32> {
+        ^bb0(%g2: tensor<6x4xf32>, %u2: tensor<8x4xf32>, %w2: tensor<6x8xf32>):
+          %p = kiln.matmul %g2, %u2 {transpose_rhs} : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32>
+          %s = kiln.add %w2, %p : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+          kiln.yield %s : tensor<6x8xf32>
+        }
         // A product no result holds: the GEMM writes scratch, a kernel the rest.
         %e = kiln.fusion %g, %u : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32> {
         ^bb0(%g1: tensor<6x4xf32>, %u1: tensor<8x4xf32>):
@@ -571,13 +586,15 @@ const KernelCase kCases[] = {
           %t = kiln.tanh %p : tensor<6x8xf32>
           kiln.yield %t : tensor<6x8xf32>
         }
-        return %f#0, %f#1, %d, %e : tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>, tensor<6x8xf32>
+        return %f#0, %f#1, %d, %m, %e : tensor<2x3x8xf32>, tensor<6x8xbf16>, tensor<2x3x8xf32>,
+            tensor<6x8xf32>, tensor<6x8xf32>
       })",
      true,
      true,
      2e-6,
      {artifact::Epilogue::Bias, artifact::Epilogue::DGelu,
-      artifact::Epilogue::None}},
+      artifact::Epilogue::None, artifact::Epilogue::None},
+     {false, false, true, false}},
     {"GeluEpilogues",
      R"(
       func.func @main(%x: tensor<6x4xbf16>, %w: tensor<4x8xbf16>, %b: tensor<8xbf16>,
@@ -626,7 +643,8 @@ const KernelCase kCases[] = {
      true,
      2e-6,
      {artifact::Epilogue::GeluAuxBias, artifact::Epilogue::GeluAuxBias,
-      artifact::Epilogue::GeluBias}},
+      artifact::Epilogue::GeluBias},
+     {false, false, false}},
     {"AttentionCausalGroupedDropout", R"(
       func.func @main(%q: tensor<2x4x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: tensor<2x2x7x6xf32>,
                       %o: tensor<i64>, %g: tensor<2x4x5x6xf32>)

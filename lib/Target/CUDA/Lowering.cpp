@@ -125,6 +125,8 @@ private:
     int64_t bias = -1, aux = -1;
     /// The value of the fusion GELU_AUX writes as aux.
     Value auxResult;
+    /// The arena offset of a matrix added to the product (C), or -1.
+    int64_t c = -1;
   };
   /// The epilogue cuBLASLt can apply after `matmul` in a fusion, whose
   /// block arguments `outer` maps to the fusion's operands and whose
@@ -463,6 +465,19 @@ Lowering::matchEpilogue(MatmulOp matmul, function_ref<Value(Value)> outer,
     return outer(inner);
   };
   Operation *user = *product.getUsers().begin();
+  // A matrix of the f32 product's type and shape added to it: cuBLASLt's C
+  // (beta = 1), with no epilogue after it.
+  if (auto add = dyn_cast<AddOp>(user)) {
+    Value other = add.getLhs() == product ? add.getRhs() : add.getLhs();
+    Value c = outer(other);
+    if (c && c != product && other.getType() == product.getType() &&
+        add.getType() == product.getType() && elementTypeOf(product).isF32() &&
+        offsetOf(c) >= 0) {
+      GemmEpilogue sum{add.getResult()};
+      sum.c = offsetOf(c);
+      return sum;
+    }
+  }
   // A bias along the product's columns, of D's type.
   if (auto add = dyn_cast<AddOp>(user)) {
     Value bias = stored(add.getLhs() == product ? add.getRhs() : add.getLhs());
@@ -547,13 +562,15 @@ LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs,
   gemm->epilogue = epilogue.kind;
   gemm->bias = std::max<int64_t>(epilogue.bias, 0);
   gemm->aux = std::max<int64_t>(epilogue.aux, 0);
+  gemm->c = epilogue.c;
   auto operation = std::make_unique<artifact::OperationT>();
   int64_t inBytes = elementBytes(inType);
   int64_t outBytes = elementBytes(outType);
   operation->bytes =
       ((*strideA ? batch : 1) * m * k + (*strideB ? batch : 1) * k * n) *
           inBytes +
-      batch * m * n * outBytes * (artifact::usesAux(epilogue.kind) ? 2 : 1) +
+      batch * m * n * outBytes *
+          (1 + artifact::usesAux(epilogue.kind) + (epilogue.c >= 0)) +
       (artifact::readsBias(epilogue.kind) ? n * outBytes : 0);
   operation->flops = 2 * batch * m * n * k;
   operation->gemm = std::move(gemm);
