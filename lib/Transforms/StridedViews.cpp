@@ -208,29 +208,44 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
       if (plainStorage(storage, step))
         views[result] = {storage, chain->second.offset, chain->second.strides};
     }
-  // Attention outputs that the one fusion rearranging them holds.
+  // Attention outputs that the first fusion rearranging them holds. Other
+  // fusions rearranging them the same way (recomputed for the backward
+  // pass) read the holder's result as it is.
   for (auto attention : body.getOps<AttentionOp>()) {
     Value output = attention.getOutput();
-    FusionOp holder;
+    SmallVector<FusionOp> holders;
+    bool others = false;
     for (OpOperand &use : output.getUses()) {
       auto fusion = dyn_cast<FusionOp>(use.getOwner());
-      if (fusion && !holder && fusion->getNumOperands() == 1 &&
-          fusion->getNumResults() == 1) {
-        holder = fusion;
-        continue;
-      }
-      if (!isa<AttentionGradOp>(use.getOwner()) || !readsStrided(use)) {
-        holder = nullptr;
-        break;
-      }
+      if (fusion && fusion->getNumOperands() == 1 &&
+          fusion->getNumResults() == 1)
+        holders.push_back(fusion);
+      else
+        others |= !isa<AttentionGradOp>(use.getOwner()) || !readsStrided(use);
     }
-    if (!holder || views.count(holder->getResult(0)) ||
-        !plainStorage(holder->getResult(0), step))
+    if (others || holders.empty())
       continue;
-    std::optional<Layout> layout = inverseViewChain(yielded(holder, 0));
-    if (layout && innermostContiguous(*layout))
-      views[output] = {holder->getResult(0), layout->offset, layout->strides,
-                       /*writes=*/true};
+    auto layoutIn = [&](FusionOp holder) -> std::optional<Layout> {
+      if (views.count(holder->getResult(0)) ||
+          !plainStorage(holder->getResult(0), step))
+        return std::nullopt;
+      return inverseViewChain(yielded(holder, 0));
+    };
+    std::optional<Layout> layout = layoutIn(holders.front());
+    if (!layout || !innermostContiguous(*layout) ||
+        !llvm::all_of(llvm::drop_begin(holders), [&](FusionOp other) {
+          std::optional<Layout> same = layoutIn(other);
+          return same && same->offset == layout->offset &&
+                 same->strides == layout->strides;
+        }))
+      continue;
+    Value storage = holders.front()->getResult(0);
+    views[output] = {storage, layout->offset, layout->strides,
+                     /*writes=*/true};
+    for (FusionOp other : llvm::drop_begin(holders)) {
+      Value copy = other->getResult(0);
+      views[copy] = {storage, 0, contiguousStrides(shapeOf(copy))};
+    }
   }
   return views;
 }

@@ -81,3 +81,32 @@ func.func @copies_kept(%x: tensor<2x4x8x16xbf16>)
   }
   return %y, %o, %e : tensor<2x8x64xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
 }
+
+// -----
+
+// Attention's output rearranged twice the same way (the second recomputed
+// for the backward pass): the first holds it, the second is that value.
+// CHECK-LABEL: func @rearranged_twice
+// CHECK: kiln.attention {{.*}}kiln.offsets = array<i64: [[#O:]], {{[0-9]+}}>
+// CHECK: kiln.fusion %output {kiln.offsets = array<i64: [[#O]]>}
+// CHECK: kiln.fusion %output {kiln.offsets = array<i64: [[#O]]>}
+func.func @rearranged_twice(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x4x8x16xbf16>, %v: tensor<2x4x8x16xbf16>, %do: tensor<2x4x8x16xbf16>, %w: tensor<64x64xbf16>)
+    -> (tensor<16x64xbf16>, tensor<64x64xbf16>, tensor<2x4x8x16xbf16>) {
+  %o, %lse = kiln.attention %q, %k, %v {scale = 0.25 : f64} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>)
+  %y = kiln.fusion %o : (tensor<2x4x8x16xbf16>) -> tensor<16x64xbf16> {
+  ^bb0(%a: tensor<2x4x8x16xbf16>):
+    %t = kiln.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<16x64xbf16>
+    kiln.yield %r : tensor<16x64xbf16>
+  }
+  %p = kiln.matmul %y, %w : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+  %y2 = kiln.fusion %o : (tensor<2x4x8x16xbf16>) -> tensor<16x64xbf16> {
+  ^bb0(%a: tensor<2x4x8x16xbf16>):
+    %t = kiln.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<16x64xbf16>
+    kiln.yield %r : tensor<16x64xbf16>
+  }
+  %dw = kiln.matmul %y2, %p {transpose_lhs} : (tensor<16x64xbf16>, tensor<16x64xbf16>) -> tensor<64x64xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o, %lse, %do {scale = 0.25 : f64} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  return %p, %dw, %dq : tensor<16x64xbf16>, tensor<64x64xbf16>, tensor<2x4x8x16xbf16>
+}

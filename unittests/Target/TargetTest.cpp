@@ -45,6 +45,13 @@ double relativeError(const Tensor &a, const Tensor &b) {
   return worst;
 }
 
+/// What a step compares beyond its precision: 16-bit norms,
+/// recomputation.
+struct StepOptions {
+  bool narrowNorms = false;
+  bool recompute = false;
+};
+
 class TargetTest : public ::testing::Test {
 protected:
   TargetTest() { registerKilnDialects(context); }
@@ -54,7 +61,8 @@ protected:
   void compareStep(const std::string &model,
                    const std::vector<std::string> &inputs, Precision precision,
                    double tolerance, const ImportOptions &import = {},
-                   bool narrowNorms = false) {
+                   StepOptions stepOptions = {}) {
+    bool narrowNorms = stepOptions.narrowNorms;
     llvm::SourceMgr sources;
     module = loadModel(model, &context, import, sources);
     ASSERT_TRUE(module);
@@ -63,6 +71,7 @@ protected:
     TrainingSpec spec;
     spec.pipeline.precision = precision;
     spec.pipeline.narrowNorms = narrowNorms;
+    spec.pipeline.recompute = stepOptions.recompute;
     spec.schedule.lr = 1e-2;
     auto trainer = Trainer::create(*module, *forward, spec);
     ASSERT_TRUE(mlir::succeeded(trainer));
@@ -246,7 +255,18 @@ TEST_F(TargetTest, NarrowNormsMatchInterpreter) {
   compareStep(source("examples/gpt2_tiny/model.onnx"),
               {source("examples/gpt2_tiny/input_ids.pb"),
                source("examples/gpt2_tiny/labels.pb")},
-              Precision::BF16, 2e-6, {}, /*narrowNorms=*/true);
+              Precision::BF16, 2e-6, {}, {/*narrowNorms=*/true});
+}
+
+// Recomputation in a whole step: what the backward pass recomputes reads
+// what the forward pass kept, attention's output where the output
+// projection's input holds it.
+TEST_F(TargetTest, RecomputedStepMatchesInterpreter) {
+  compareStep(source("examples/gpt2_tiny/model.onnx"),
+              {source("examples/gpt2_tiny/input_ids.pb"),
+               source("examples/gpt2_tiny/labels.pb")},
+              Precision::BF16, 2e-6, {},
+              {/*narrowNorms=*/false, /*recompute=*/true});
 }
 
 #ifdef KILN_FIXTURES_DIR

@@ -35,9 +35,10 @@ struct StridedView {
 /// The values of `step` (a single-block function) that are strided views:
 ///   - a fusion result that reshapes, slices and transposes one operand, read
 ///     only as attention's query, key, value, output or output gradient;
-///   - attention's output, when its only other reader is a fusion that
-///     reshapes and transposes it into a value of the same elements (which
-///     then holds it, and computes nothing).
+///   - attention's output, when its other readers are fusions that reshape
+///     and transpose it, all the same way, into values of the same
+///     elements: the first holds it and computes nothing, and the others
+///     (recomputed for the backward pass) are that value, contiguous.
 /// Every view's innermost stride is 1.
 llvm::DenseMap<mlir::Value, StridedView>
 findStridedViews(mlir::func::FuncOp step);
