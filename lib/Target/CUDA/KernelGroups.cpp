@@ -226,7 +226,8 @@ planElementKernels(ArrayRef<Value> results,
              g.count == shape.back() && host.count > g.count;
     });
     size_t columnsIndex = columns - groups.begin();
-    if (columns == groups.end() || withSideResults.count(columnsIndex))
+    if (columns == groups.end() || storedAside.contains(columnsIndex) ||
+        withSideResults.count(columnsIndex))
       continue;
     auto kernels = rowsWithColumnSums(host, *columns);
     if (failed(kernels))
