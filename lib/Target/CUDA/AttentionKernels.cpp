@@ -57,6 +57,35 @@ substitute(std::string text,
   return text;
 }
 
+std::string attentionAddressing(Operation *op, StridesOf stridesOf) {
+  SmallVector<std::pair<const char *, Value>> tensors;
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    tensors = {{"q", attention.getQuery()},
+               {"k", attention.getKey()},
+               {"v", attention.getValue()},
+               {"out", attention.getOutput()}};
+  } else {
+    auto gradient = cast<AttentionGradOp>(op);
+    tensors = {
+        {"q", gradient.getQuery()},         {"k", gradient.getKey()},
+        {"v", gradient.getValue()},         {"o", gradient.getOutput()},
+        {"dout", gradient.getOutputGrad()}, {"dq", gradient.getQueryGrad()},
+        {"dk", gradient.getKeyGrad()},      {"dv", gradient.getValueGrad()}};
+  }
+  std::string text;
+  for (auto [name, value] : tensors) {
+    SmallVector<int64_t> strides = stridesOf(value);
+    int64_t heads = shapeOf(value)[1];
+    text += "  [[maybe_unused]] auto " + std::string(name) +
+            "At = [](i64 head, i64 row) -> i64 { return head / " +
+            literal(heads) + " * " + literal(strides[0]) + " + head % " +
+            literal(heads) + " * " + literal(strides[1]) + " + row * " +
+            literal(strides[2]) + "; };\n  [[maybe_unused]] constexpr i64 " +
+            name + "Step = " + literal(strides[2]) + ";\n";
+  }
+  return text;
+}
+
 /// The score of query i against key j of head `bh`, from their rows in
 /// shared memory: `round(round(q . k) * scale)`, then the mask; -inf where
 /// the key takes no part. And the dropout factor of that probability.

@@ -1,0 +1,284 @@
+//===- KernelLoops.cpp - a kernel's body around its lambdas ---------------===//
+//
+// KernelWriter::finish: the arguments, and the loop over the results that
+// each schedule runs (a thread per element or 16-byte piece, a block per
+// row, per 32 columns or per element, the partials and combine kernels of
+// split reductions), with the stores of results and side results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace kiln::cuda {
+
+static constexpr int64_t kMaxBlocks = 4096;
+static constexpr int64_t kThreads = 256;
+
+KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
+  assert((sideResults.empty() || storesSideResults()) &&
+         "side results that the kernel does not store");
+  int64_t count = countOf(results.front());
+  plan.results.assign(results.begin(), results.end());
+  plan.results.append(sideResults.begin(), sideResults.end());
+  plan.block = kThreads;
+  // Arguments: operands, constants, results, then the partials of a split
+  // reduction and the status word of index checks.
+  std::string prologue;
+  auto pointer = [&](const std::string &qualifier, Type type,
+                     const std::string &name, size_t index) {
+    std::string t = qualifier + storageType(type) + " *";
+    prologue += "  " + t + name + " = (" + t + ")args[" +
+                std::to_string(index) + "];\n";
+  };
+  size_t next = 0;
+  for (auto [n, operand] : llvm::enumerate(plan.operands))
+    pointer("const ", elementTypeOf(operand), "in" + std::to_string(n), next++);
+  // 16 bytes of every result per thread and step, where the results' type
+  // allows and their count is a multiple: every thread computes that many
+  // elements, reading the operands it reads only at the results' index from
+  // 16-byte chunks it loaded, and stores 16-byte pieces, when every pointer
+  // involved is 16-byte aligned (arena tensors are; the loop falls back to
+  // element accesses otherwise).
+  int64_t smallest = 16;
+  for (Value result : results)
+    smallest = std::min<int64_t>(smallest, storageBytes(elementTypeOf(result)));
+  int64_t vector = 16 / smallest;
+  // A block per row takes 16-byte pieces of its row when rows are whole
+  // pieces, so that every piece is aligned as the row's start is.
+  bool pieceSchedule =
+      (schedule == Schedule::Thread && !rowMemo) ||
+      (schedule == Schedule::BlockPerRow && rowLength % vector == 0);
+  bool vectorized = pieceSchedule &&
+                    (split.phase == SplitPhase::None || columnsInRows) &&
+                    vector > 1 && count % vector == 0;
+  std::string aligned = "0", chunks;
+  for (auto [n, operand] : llvm::enumerate(plan.operands)) {
+    std::string in = "in" + std::to_string(n);
+    int64_t bytes = vector * storageBytes(elementTypeOf(operand));
+    if (vectorized && memoryAtResultIndex.lookup(operand) &&
+        countOf(operand) == count && bytes % 16 == 0) {
+      std::string t = storageType(elementTypeOf(operand));
+      prologue += "  alignas(16) " + t + " chunk_" + in + "[" +
+                  std::to_string(vector) + "];\n  auto read_" + in +
+                  " = [&](i64 i) { return (u64)(i - first) < " +
+                  std::to_string(vector) + "ull ? chunk_" + in +
+                  "[i - first] : " + in + "[i]; };\n";
+      aligned += " | (u64)" + in;
+      chunks += "      copy16(chunk_" + in + ", " + in + " + first, " +
+                std::to_string(bytes / 16) + ");\n";
+    } else {
+      prologue +=
+          "  auto read_" + in + " = [&](i64 i) { return " + in + "[i]; };\n";
+    }
+  }
+  if (vectorized)
+    prologue = "  i64 first = -(1ll << 62);\n" + prologue;
+  for (auto [n, constant] : llvm::enumerate(plan.constants))
+    pointer("const ", elementTypeOf(constant->getResult(0)),
+            "cst" + std::to_string(n), next++);
+  // A split kernel that combines partials stores no side results.
+  bool storesSide = split.phase != SplitPhase::Combine;
+  if (!storesSide)
+    plan.results.resize(results.size());
+  size_t trailing = next + plan.results.size();
+  if (split.phase != SplitPhase::None) {
+    int64_t sums =
+        columnsInRows ? rowColumnSums.size() : split.reductions.size();
+    int64_t perBlock = schedule == Schedule::BlockPerColumns ? resultCount
+                       : columnsInRows                       ? rowLength
+                                                             : 1;
+    plan.partialBytes = sums * split.blocks * perBlock * 8;
+    plan.combinesPartials = split.phase == SplitPhase::Combine;
+    prologue += "  double *partials = (double *)args[" +
+                std::to_string(trailing++) + "];\n";
+  }
+  if (checksIndices) {
+    plan.checksIndices = true;
+    prologue += "  unsigned *status = (unsigned *)args[" +
+                std::to_string(trailing) + "];\n";
+  }
+  if (split.phase == SplitPhase::Partials &&
+      schedule == Schedule::BlockPerColumns) {
+    // A block per tile and part: its column sums store partials (and the
+    // side results of their rows).
+    for (auto [n, side] : llvm::enumerate(sideResults))
+      pointer("", elementTypeOf(side), "side_out" + std::to_string(n),
+              next + results.size() + n);
+    std::string n32 = std::to_string(count) + "ll";
+    std::string body = "  {\n    const i64 c0 = blockIdx.x % " +
+                       std::to_string(columnTiles()) +
+                       "ll * 32ll;\n    const i64 lane = c0 + threadIdx.x % "
+                       "32;\n    const i64 i = lane < " +
+                       n32 + " ? lane : " + n32 + " - 1;\n";
+    for (auto &[name, start] : shared)
+      body += "    (void)" + name + "(" + start + ");\n";
+    plan.grid = columnTiles() * split.blocks;
+    plan.body = prologue + code + body + "  }\n";
+    return std::move(plan);
+  }
+  if (split.phase == SplitPhase::Partials && !columnsInRows) {
+    std::string calls;
+    for (const std::string &name : split.reductions)
+      calls += "  (void)" + name + "(0);\n";
+    plan.grid = split.blocks;
+    plan.body = prologue + code + calls;
+    return std::move(plan);
+  }
+  std::string compute, store, buffers, buffered, vectorStore, elementStore,
+      rowStore;
+  for (auto [n, result] : llvm::enumerate(results)) {
+    std::string r = std::to_string(n), out = "out" + r;
+    Type type = elementTypeOf(result);
+    pointer("", type, out, next++);
+    compute += "    " + computeType(type) + " r" + r + " = " +
+               names.lookup({result, false}) + "(i);\n";
+    store += "    " + out + "[i] = " + stored(type, "r" + r) + ";\n";
+    buffered += "    s" + r + "[v] = " + stored(type, "r" + r) + ";\n";
+    aligned += " | (u64)" + out;
+    buffers += "    alignas(16) " + storageType(type) + " s" + r + "[" +
+               std::to_string(vector) + "];\n";
+    vectorStore += "      copy16(" + out + " + c * " + std::to_string(vector) +
+                   ", s" + r + ", " +
+                   std::to_string(vector * storageBytes(type) / 16) + ");\n";
+    elementStore += "      for (int v = 0; v < " + std::to_string(vector) +
+                    "; ++v) " + out + "[c * " + std::to_string(vector) +
+                    " + v] = s" + r + "[v];\n";
+  }
+  for (auto [n, result] : llvm::enumerate(sideResults)) {
+    // A block per row: every thread asks (a block reduction needs them
+    // all), one stores; after the row's elements, so that no thread still
+    // reads what it overwrites. (A block per columns stores them in its
+    // column sum.)
+    if (!storesSide)
+      break;
+    std::string r = std::to_string(n), out = "side_out" + r;
+    Type type = elementTypeOf(result);
+    pointer("", type, out, next++);
+    if (schedule != Schedule::BlockPerRow)
+      continue;
+    rowStore += "    const " + computeType(type) + " q" + r + " = " +
+                names.lookup({result, false}) + "(row);\n    if (threadIdx.x " +
+                "== 0)\n      " + out + "[row] = " + stored(type, "q" + r) +
+                ";\n";
+  }
+  std::string n = std::to_string(count) + "ll";
+  // The elements of piece c: loaded, computed (then `extra`), stored.
+  std::string v = std::to_string(vector);
+  auto piece = [&](const std::string &extra) {
+    return "    if (aligned) {\n      first = c * " + v + ";\n" + chunks +
+           "    }\n" + buffers + "    for (int v = 0; v < " + v +
+           "; ++v) {\n    const i64 i = c * " + v + " + v;\n" + compute +
+           extra + buffered + "    }\n    if (aligned) {\n" + vectorStore +
+           "    } else {\n" + elementStore + "    }\n";
+  };
+  std::string alignment =
+      vectorized ? "  const bool aligned = ((" + aligned + ") & 15) == 0;\n"
+                 : "";
+  std::string loop;
+  if (vectorized && schedule == Schedule::Thread) {
+    loop = alignment + "  for (i64 c = global_thread(); c < " +
+           std::to_string(count / vector) + "ll; c += thread_count()) {\n" +
+           piece("") + "  }\n";
+    plan.grid = std::clamp<int64_t>((count / vector + kThreads - 1) / kThreads,
+                                    1, kMaxBlocks);
+  } else if (schedule == Schedule::BlockPerRow) {
+    // Every thread computes the row's statistics together, in the order
+    // they depend on each other, then its share of the row's elements (or
+    // of its 16-byte pieces).
+    int64_t rows = count / rowLength;
+    int64_t perRow = vectorized ? rowLength / vector : rowLength;
+    plan.grid =
+        columnsInRows ? split.blocks : std::clamp<int64_t>(rows, 1, kMaxBlocks);
+    plan.block = std::clamp<int64_t>(llvm::PowerOf2Ceil(perRow), 32, kThreads);
+    std::string len = std::to_string(rowLength) + "ll";
+    // Column sums added up on the way: each thread holds those of the
+    // columns it takes (its elements, or pieces, of every row), then
+    // stores them as its block's partials.
+    int64_t held =
+        (perRow + plan.block - 1) / plan.block * (vectorized ? vector : 1);
+    std::string slot = "((i - i0) / " + v + " - threadIdx.x) / blockDim.x * " +
+                       v + " + (i - i0) % " + v;
+    if (!vectorized)
+      slot = "(i - i0 - threadIdx.x) / blockDim.x";
+    std::string hold, add, flush;
+    for (auto [j, sum] : llvm::enumerate(rowColumnSums)) {
+      std::string sums = "column_sums" + std::to_string(j);
+      std::string at = sums + "[" + slot + "]";
+      hold += "  double " + sums + "[" + std::to_string(held) + "];\n  for " +
+              "(double &s : " + sums + ") s = " + sum.init + ";\n";
+      add += "    " + at + " = " + sum.combiner + "()(" + at + ", " + sum.term +
+             "(row, i - i0));\n";
+      flush += "      partials[(" + std::to_string(j) + " * " +
+               std::to_string(split.blocks) + "ll + blockIdx.x) * " + len +
+               " + o] = " + sums + "[h];\n";
+    }
+    if (!flush.empty()) {
+      std::string column = vectorized
+                               ? "(threadIdx.x + h / " + v +
+                                     " * blockDim.x) * " + v + " + h % " + v
+                               : "threadIdx.x + h * blockDim.x";
+      flush = "  for (i64 h = 0; h < " + std::to_string(held) +
+              "; ++h) {\n    const i64 o = " + column + ";\n    if (o < " +
+              len + ") {\n" + flush + "    }\n  }\n";
+    }
+    loop = alignment + hold + "  for (i64 row = blockIdx.x; row < " +
+           std::to_string(rows) +
+           "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
+    for (auto &[name, start] : shared)
+      loop += "    (void)" + name + "(" + start + ");\n";
+    if (vectorized)
+      loop += "    for (i64 c = i0 / " + v + " + threadIdx.x; c < (i0 + " +
+              len + ") / " + v + "; c += blockDim.x) {\n" + piece(add) +
+              "    }\n";
+    else
+      loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
+              "; i += blockDim.x) {\n" + compute + add + store + "    }\n";
+    loop += rowStore + "  }\n" + flush;
+  } else if (schedule == Schedule::BlockPerColumns) {
+    // Thread t takes result c0 + t % 32 (the last one past the end), with
+    // the threads of its lane in the other warps; one warp stores.
+    std::string n32 = std::to_string(count) + "ll";
+    loop = "  for (i64 c0 = blockIdx.x * 32ll; c0 < " + n32 +
+           "; c0 += gridDim.x * 32ll) {\n    const i64 lane = c0 + threadIdx.x "
+           "% 32;\n    const i64 i = lane < " +
+           n32 + " ? lane : " + n32 + " - 1;\n";
+    for (auto &[name, start] : shared)
+      loop += "    (void)" + name + "(" + start + ");\n";
+    loop += compute + "    if (threadIdx.x < 32 && lane < " + n32 + ") {\n" +
+            store + "    }\n  }\n";
+    plan.grid = std::clamp<int64_t>((count + 31) / 32, 1, kMaxBlocks);
+  } else if (schedule == Schedule::BlockPerElement) {
+    // Every thread of the block computes element i; one stores it.
+    loop = "  for (i64 i = blockIdx.x; i < " + n + "; i += gridDim.x) {\n" +
+           compute + "    if (threadIdx.x == 0) {\n" + store + "    }\n  }\n";
+    plan.grid = std::clamp<int64_t>(count, 1, kMaxBlocks);
+  } else if (rowMemo) {
+    // Each thread walks whole rows, so that row statistics are computed
+    // once per row.
+    int64_t rowLength =
+        shapeOf(results.front()).empty() ? 1 : shapeOf(results.front()).back();
+    int64_t rows = (count + rowLength - 1) / rowLength;
+    std::string len = std::to_string(rowLength) + "ll";
+    loop = "  for (i64 row = global_thread(); row < " + std::to_string(rows) +
+           "ll; row += thread_count()) {\n    for (i64 i = row * " + len +
+           "; i < (row + 1) * " + len + " && i < " + n + "; ++i) {\n" +
+           compute + store + "    }\n  }\n";
+    plan.grid =
+        std::clamp<int64_t>((rows + kThreads - 1) / kThreads, 1, kMaxBlocks);
+  } else {
+    loop = "  for (i64 i = global_thread(); i < " + n +
+           "; i += thread_count()) {\n" + compute + store + "  }\n";
+    plan.grid =
+        std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks);
+  }
+  plan.body = prologue + code + loop;
+  return std::move(plan);
+}
+
+} // namespace kiln::cuda
