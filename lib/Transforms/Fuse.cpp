@@ -76,6 +76,25 @@ static bool reduces(Operation *op) {
   return isFusedReduction(op) || isa<LayerNormGradOp, RmsNormGradOp>(op);
 }
 
+/// A loss before `grad` over the rows of the logits it reads (or of them
+/// widened, which changes no value) with the same classes: the gradient's
+/// kernel, which computes each row's log-sum-exp, adds up the loss on the
+/// way.
+static CrossEntropyOp lossBeside(CrossEntropyGradOp grad) {
+  SmallVector<Value> logits = {grad.getInput()};
+  for (Operation *user : grad.getInput().getUsers())
+    if (auto cast = dyn_cast<CastOp>(user); cast && cast.widensExactly())
+      logits.push_back(cast);
+  for (Value value : logits)
+    for (Operation *user : value.getUsers())
+      if (auto loss = dyn_cast<CrossEntropyOp>(user);
+          loss && loss.getInput() == value && loss->isBeforeInBlock(grad) &&
+          loss.getReduction() != LossReduction::None &&
+          loss.getNumClasses() == grad.getNumClasses())
+        return loss;
+  return {};
+}
+
 /// Replaces `group` (in block order) by one kiln.fusion placed at its last
 /// op, which it returns.
 static FusionOp outline(ArrayRef<Operation *> group) {
@@ -421,6 +440,29 @@ int fuseElementwise(func::FuncOp function) {
       closed.insert(groups.size());
       rowwise.insert(groups.size());
       groups.push_back({&op});
+      continue;
+    }
+    // A cross-entropy's gradient joins the loss over the same logits: one
+    // kernel reads them once for both. Elementwise readers of the gradient
+    // may join it too.
+    if (auto grad = dyn_cast<CrossEntropyGradOp>(op)) {
+      CrossEntropyOp loss = lossBeside(grad);
+      if (!loss)
+        continue;
+      auto [it, alone] = groupOf.try_emplace(loss, groups.size());
+      if (alone) {
+        closed.insert(groups.size());
+        groups.push_back({loss});
+      }
+      unsigned target = it->second;
+      DenseSet<Operation *> members(groups[target].begin(),
+                                    groups[target].end());
+      members.insert(&op);
+      if (!usesFollow(groups[target], members, &op))
+        continue;
+      groups[target].push_back(&op);
+      groupOf[&op] = target;
+      rowwise.insert(target);
       continue;
     }
     bool reduction = isFusedReduction(&op);

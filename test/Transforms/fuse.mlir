@@ -202,6 +202,43 @@ func.func @reduction_consumers(%logits: tensor<4x8xbf16>, %labels: tensor<4xi64>
 
 // -----
 
+// Tests that a cross-entropy's gradient joins the loss over the same logits
+// (the loss reading them widened, which changes no value), with the cast
+// of the gradient that reads it: one kernel computes each row's
+// log-sum-exp for both. A loss with other classes, a loss per row and a
+// loss read before the gradient stay apart.
+// CHECK-LABEL: func @loss_with_its_gradient
+// CHECK: %[[F:.*]]:2 = kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xbf16>, tensor<4xi64>, tensor<f32>) -> (tensor<f32>, tensor<4x8xf32>) {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<4x8xbf16>, %[[Y:.*]]: tensor<4xi64>, %[[S:.*]]: tensor<f32>):
+// CHECK-NEXT: %[[W:.*]] = kiln.cast %[[X]]
+// CHECK-NEXT: %[[L:.*]] = kiln.cross_entropy %[[W]], %[[Y]] reduction = mean
+// CHECK-NEXT: %[[G:.*]] = kiln.cross_entropy_grad %[[X]], %[[Y]], %[[S]] reduction = mean
+// CHECK-NEXT: %[[C:.*]] = kiln.cast %[[G]]
+// CHECK-NEXT: kiln.yield %[[L]], %[[C]]
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @loss_with_its_gradient(%logits: tensor<4x8xbf16>, %labels: tensor<4xi64>, %seed: tensor<f32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %wide = kiln.cast %logits : tensor<4x8xbf16> to tensor<4x8xf32>
+  %loss = kiln.cross_entropy %wide, %labels reduction = mean : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  %grad = kiln.cross_entropy_grad %logits, %labels, %seed reduction = mean : (tensor<4x8xbf16>, tensor<4xi64>, tensor<f32>) -> tensor<4x8xbf16>
+  %g = kiln.cast %grad : tensor<4x8xbf16> to tensor<4x8xf32>
+  return %loss, %g : tensor<f32>, tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func @losses_apart
+// CHECK-NOT: kiln.fusion
+// CHECK: return
+func.func @losses_apart(%logits: tensor<4x8xf32>, %labels: tensor<4xi64>, %seed: tensor<f32>, %rows: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>, tensor<4x8xf32>, tensor<f32>, tensor<4x8xf32>) {
+  %other = kiln.cross_entropy %logits, %labels reduction = sum {num_classes = 6 : i64} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  %each = kiln.cross_entropy %logits, %labels reduction = none : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<4xf32>
+  %grad = kiln.cross_entropy_grad %logits, %labels, %rows reduction = none : (tensor<4x8xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x8xf32>
+  %loss = kiln.cross_entropy %logits, %labels reduction = mean : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  %scaled = kiln.mul %loss, %seed : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %late = kiln.cross_entropy_grad %logits, %labels, %scaled reduction = mean : (tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x8xf32>
+  return %other, %each, %grad, %scaled, %late : tensor<f32>, tensor<4xf32>, tensor<4x8xf32>, tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
 // Tests that a norm alone takes the elementwise readers of its output, but
 // that the group then takes no reduction (its sum would recompute the norm
 // per term) and no reindexing (a transpose reads other rows), and that a

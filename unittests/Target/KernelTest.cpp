@@ -510,6 +510,41 @@ const KernelCase kCases[] = {
         %b = kiln.cross_entropy %x, %y reduction = none : (tensor<8200x3xf32>, tensor<8200xi64>) -> tensor<8200xf32>
         return %a, %b : tensor<f32>, tensor<8200xf32>
       })"},
+    // A loss and its gradient in one region (as fusion joins them): one
+    // block-per-row kernel computes each row's log-sum-exp once for both,
+    // the loss reading the logits widened to f32 (a cast that changes no
+    // value); its row loop adds the rows' losses and weights into each
+    // block's partials (300 rows over 256 blocks: some take two), which a
+    // second kernel combines. bf16 logits with padding classes in 16-byte
+    // pieces; f32 logits with class weights, a sum, element by element.
+    {"LossWithItsGradient", R"(
+      func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64> {test.range = 45 : i64},
+                      %s: tensor<f32>, %z: tensor<300x37xf32>, %t: tensor<300xi64> {test.range = 37 : i64},
+                      %w: tensor<37xf32>)
+          -> (tensor<f32>, tensor<300x48xbf16>, tensor<f32>, tensor<300x37xf32>, tensor<f32>) {
+        %a:2 = kiln.fusion %x, %y, %s : (tensor<300x48xbf16>, tensor<300xi64>, tensor<f32>)
+            -> (tensor<f32>, tensor<300x48xbf16>) {
+        ^bb0(%lx: tensor<300x48xbf16>, %ly: tensor<300xi64>, %ls: tensor<f32>):
+          %wide = kiln.cast %lx : tensor<300x48xbf16> to tensor<300x48xf32>
+          %loss = kiln.cross_entropy %wide, %ly reduction = mean {ignore_index = 3 : i64, num_classes = 45 : i64}
+              : (tensor<300x48xf32>, tensor<300xi64>) -> tensor<f32>
+          %grad = kiln.cross_entropy_grad %lx, %ly, %ls reduction = mean {ignore_index = 3 : i64, num_classes = 45 : i64}
+              : (tensor<300x48xbf16>, tensor<300xi64>, tensor<f32>) -> tensor<300x48xbf16>
+          kiln.yield %loss, %grad : tensor<f32>, tensor<300x48xbf16>
+        }
+        %b:3 = kiln.fusion %z, %t, %s, %w : (tensor<300x37xf32>, tensor<300xi64>, tensor<f32>, tensor<37xf32>)
+            -> (tensor<f32>, tensor<300x37xf32>, tensor<f32>) {
+        ^bb0(%lz: tensor<300x37xf32>, %lt: tensor<300xi64>, %ls: tensor<f32>, %lw: tensor<37xf32>):
+          %mean = kiln.cross_entropy %lz, %lt weight %lw reduction = mean {ignore_index = 5 : i64}
+              : (tensor<300x37xf32>, tensor<300xi64>, tensor<37xf32>) -> tensor<f32>
+          %grad = kiln.cross_entropy_grad %lz, %lt, %ls weight %lw reduction = sum {ignore_index = 5 : i64}
+              : (tensor<300x37xf32>, tensor<300xi64>, tensor<f32>, tensor<37xf32>) -> tensor<300x37xf32>
+          %sum = kiln.cross_entropy %lz, %lt weight %lw reduction = sum {ignore_index = 5 : i64}
+              : (tensor<300x37xf32>, tensor<300xi64>, tensor<37xf32>) -> tensor<f32>
+          kiln.yield %mean, %grad, %sum : tensor<f32>, tensor<300x37xf32>, tensor<f32>
+        }
+        return %a#0, %a#1, %b#0, %b#1, %b#2 : tensor<f32>, tensor<300x48xbf16>, tensor<f32>, tensor<300x37xf32>, tensor<f32>
+      })"},
     {"Optimizers", R"(
       func.func @main(%p: tensor<5x3xf32>, %g: tensor<5x3xf32>, %m: tensor<5x3xf32>, %v: tensor<5x3xf32>,
                       %lr: tensor<f32>, %t: tensor<i64> {test.range = 3 : i64})

@@ -80,8 +80,8 @@ TEST_P(RecomputeTest, SameStepInLessMemory) {
     EXPECT_EQ(extra, 0);
   else if (what.maxProducts >= 0)
     EXPECT_EQ(extra, what.maxProducts);
-  else
-    EXPECT_GT(extra, 1);
+  else // which are late enough depends on how few ops fusion leaves
+    EXPECT_GE(extra, 1);
 
   auto tokenType = llvm::cast<mlir::RankedTensorType>(
       kept.trainer->stepFunction().getArgumentTypes()[0]);

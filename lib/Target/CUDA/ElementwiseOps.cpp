@@ -130,7 +130,16 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
         return e.binary(gelu(g.getApproximation(), "gelu_tanh_grad(a) * b",
                              "gelu_erf_grad(a) * b"));
       })
-      .Case([&](CastOp c) {
+      .Case([&](CastOp c) -> FailureOr<std::string> {
+        // Widening a float changes no value: the operand's lambda, so that
+        // statistics of both (the loss's log-sum-exps of widened logits,
+        // the gradient's of the logits) are computed once.
+        if (c.widensExactly()) {
+          FailureOr<std::string> x = writer.lambda(c.getInput(), nested);
+          if (failed(x))
+            return failure();
+          return writer.alias(value, nested, *x);
+        }
         return e.unary(castExpr(elementTypeOf(c.getInput()), e.type));
       })
       .Case([&](AddOp) { return e.binary("a + b"); })

@@ -27,10 +27,10 @@ static constexpr int64_t kSplitBlocks = 256;
 /// GPU) share them.
 static constexpr int64_t kColumnBlocks = 1024;
 static constexpr int64_t kColumnPartRows = 128;
-/// A block per row adds up column sums of its rows in registers, for rows
-/// up to kRowColumns long, over kRowBlocks blocks (two of 256 threads per
-/// SM of a large GPU; every block stores a partial per column and sum, 6
-/// MB for GPT-2's norm gradients), which a second kernel combines.
+/// A block per row adds up sums over its rows in registers (column sums for
+/// rows up to kRowColumns long), over kRowBlocks blocks (two of 256 threads
+/// per SM of a large GPU; every block stores a partial per column and sum,
+/// 6 MB for GPT-2's norm gradients), which a second kernel combines.
 static constexpr int64_t kRowColumns = 4096;
 static constexpr int64_t kRowBlocks = 256;
 
@@ -168,16 +168,17 @@ planElementKernels(ArrayRef<Value> results,
     kernels.push_back(std::move(whole.plan));
     return kernels;
   };
-  // Rows with statistics and the column sums over the same rows (a norm's
-  // input gradient and its scale and bias gradients): the block-per-row
-  // kernel adds up each block's share of the column sums as it reads its
-  // rows, and a second kernel combines the shares; the rows are read once.
-  // None if a column sum does not go that way (or the rows' statistics are
-  // not shared).
-  auto rowsWithColumnSums =
-      [&](const Group &rows,
-          const Group &columns) -> FailureOr<SmallVector<KernelPlan>> {
-    int64_t blocks = std::min(rows.count / columns.count, kRowBlocks);
+  // Rows with statistics and sums over the same rows: column sums (a
+  // norm's input gradient and its scale and bias gradients), or sums of a
+  // term per row (a loss's gradient and the loss, whose log-sum-exps they
+  // share). The block-per-row kernel adds up each block's share of the sums
+  // as it reads its rows, and a second kernel combines the shares; the rows
+  // are read once. None if a sum does not go that way (or the rows'
+  // statistics are not shared).
+  auto rowsWithSums = [&](const Group &rows, const Group &sums,
+                          bool perRow) -> FailureOr<SmallVector<KernelPlan>> {
+    int64_t rowCount = rows.count / shapeOf(rows.results.front()).back();
+    int64_t blocks = std::min(rowCount, kRowBlocks);
     KernelWriter writer(external, materialized, Schedule::BlockPerRow,
                         SplitPhase::Partials, blocks);
     writer.planSharing(rows.results);
@@ -185,23 +186,25 @@ planElementKernels(ArrayRef<Value> results,
       if (failed(writer.lambda(value, false)))
         return failure();
     unsigned unshared = writer.unsharedReductions();
-    if (llvm::any_of(columns.results, [&](Value value) {
+    if (llvm::any_of(sums.results, [&](Value value) {
           return writer.readsSumAcrossRows(value);
         }))
       return SmallVector<KernelPlan>();
-    writer.sumColumnsInRows();
-    for (Value value : columns.results)
+    writer.addSumsInRows();
+    for (Value value : sums.results)
       if (failed(writer.lambda(value, false)))
         return failure();
-    if (!writer.sharesStatistics() || writer.columnSumsInRows() == 0 ||
+    if (!writer.sharesStatistics() || writer.sumsAddedInRows(perRow) == 0 ||
+        writer.sumsAddedInRows(!perRow) != 0 ||
         writer.unsharedReductions() != unshared)
       return SmallVector<KernelPlan>();
     KernelPlan rowKernel = writer.finish(rows.results);
-    auto combine =
-        write(columns, Schedule::BlockPerColumns, SplitPhase::Combine, blocks);
+    auto combine = write(
+        sums, perRow ? Schedule::BlockPerElement : Schedule::BlockPerColumns,
+        SplitPhase::Combine, blocks);
     if (failed(combine))
       return failure();
-    // Both kernels count the same sums, in the order the columns' lambdas
+    // Both kernels count the same sums, in the order the sums' lambdas
     // define them.
     if (combine->plan.partialBytes != rowKernel.partialBytes)
       return SmallVector<KernelPlan>();
@@ -219,23 +222,31 @@ planElementKernels(ArrayRef<Value> results,
   llvm::DenseSet<size_t> storedAside;
   for (auto [index, host] : llvm::enumerate(groups)) {
     ArrayRef<int64_t> shape = shapeOf(host.results.front());
-    if (host.cooperative || shape.empty() || shape.back() > kRowColumns)
+    if (host.cooperative || shape.empty())
       continue;
-    auto columns = llvm::find_if(groups, [&](const Group &g) {
+    // Column sums are held in registers: rows up to kRowColumns.
+    auto sumsOverRows = [&](const Group &g, bool perRow) {
       return g.cluster == host.cluster && g.cooperative &&
-             g.count == shape.back() && host.count > g.count;
-    });
-    size_t columnsIndex = columns - groups.begin();
-    if (columns == groups.end() || storedAside.contains(columnsIndex) ||
-        withSideResults.count(columnsIndex))
-      continue;
-    auto kernels = rowsWithColumnSums(host, *columns);
-    if (failed(kernels))
-      return failure();
-    if (kernels->empty())
-      continue;
-    withSideResults[index] = std::move(*kernels);
-    storedAside.insert(columnsIndex);
+             host.count > g.count &&
+             (perRow ? g.count == 1
+                     : g.count == shape.back() && shape.back() <= kRowColumns);
+    };
+    for (bool perRow : {false, true}) {
+      auto sums = llvm::find_if(
+          groups, [&](const Group &g) { return sumsOverRows(g, perRow); });
+      size_t sumsIndex = sums - groups.begin();
+      if (sums == groups.end() || storedAside.contains(sumsIndex) ||
+          withSideResults.count(sumsIndex))
+        continue;
+      auto kernels = rowsWithSums(host, *sums, perRow);
+      if (failed(kernels))
+        return failure();
+      if (kernels->empty())
+        continue;
+      withSideResults[index] = std::move(*kernels);
+      storedAside.insert(sumsIndex);
+      break;
+    }
   }
   for (auto [index, host] : llvm::enumerate(groups)) {
     ArrayRef<int64_t> shape = shapeOf(host.results.front());

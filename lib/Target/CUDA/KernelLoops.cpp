@@ -20,6 +20,12 @@ namespace kiln::cuda {
 static constexpr int64_t kMaxBlocks = 4096;
 static constexpr int64_t kThreads = 256;
 
+int64_t KernelWriter::partialsPerBlock() const {
+  if (schedule == Schedule::BlockPerColumns)
+    return resultCount;
+  return sumsAddedInRows(/*perRow=*/false) ? rowLength : 1;
+}
+
 KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   assert((sideResults.empty() || storesSideResults()) &&
          "side results that the kernel does not store");
@@ -55,7 +61,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
       (schedule == Schedule::Thread && !rowMemo) ||
       (schedule == Schedule::BlockPerRow && rowLength % vector == 0);
   bool vectorized = pieceSchedule &&
-                    (split.phase == SplitPhase::None || columnsInRows) &&
+                    (split.phase == SplitPhase::None || sumsInRows) &&
                     vector > 1 && count % vector == 0;
   std::string aligned = "0", chunks;
   for (auto [n, operand] : llvm::enumerate(plan.operands)) {
@@ -88,12 +94,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.results.resize(results.size());
   size_t trailing = next + plan.results.size();
   if (split.phase != SplitPhase::None) {
-    int64_t sums =
-        columnsInRows ? rowColumnSums.size() : split.reductions.size();
-    int64_t perBlock = schedule == Schedule::BlockPerColumns ? resultCount
-                       : columnsInRows                       ? rowLength
-                                                             : 1;
-    plan.partialBytes = sums * split.blocks * perBlock * 8;
+    int64_t sums = sumsInRows ? rowSums.size() : split.reductions.size();
+    plan.partialBytes = sums * split.blocks * partialsPerBlock() * 8;
     plan.combinesPartials = split.phase == SplitPhase::Combine;
     prologue += "  double *partials = (double *)args[" +
                 std::to_string(trailing++) + "];\n";
@@ -122,7 +124,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.body = prologue + code + body + "  }\n";
     return std::move(plan);
   }
-  if (split.phase == SplitPhase::Partials && !columnsInRows) {
+  if (split.phase == SplitPhase::Partials && !sumsInRows) {
     std::string calls;
     for (const std::string &name : split.reductions)
       calls += "  (void)" + name + "(0);\n";
@@ -194,7 +196,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     int64_t rows = count / rowLength;
     int64_t perRow = vectorized ? rowLength / vector : rowLength;
     plan.grid =
-        columnsInRows ? split.blocks : std::clamp<int64_t>(rows, 1, kMaxBlocks);
+        sumsInRows ? split.blocks : std::clamp<int64_t>(rows, 1, kMaxBlocks);
     plan.block = std::clamp<int64_t>(llvm::PowerOf2Ceil(perRow), 32, kThreads);
     std::string len = std::to_string(rowLength) + "ll";
     // Column sums added up on the way: each thread holds those of the
@@ -206,17 +208,29 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                        v + " + (i - i0) % " + v;
     if (!vectorized)
       slot = "(i - i0 - threadIdx.x) / blockDim.x";
-    std::string hold, add, flush;
-    for (auto [j, sum] : llvm::enumerate(rowColumnSums)) {
-      std::string sums = "column_sums" + std::to_string(j);
+    // Sums of a term per row: every thread adds the row's term (the same
+    // value, from the row's shared statistics), one stores the partial.
+    std::string hold, add, addRows, flush, flushRows;
+    for (auto [j, sum] : llvm::enumerate(rowSums)) {
+      std::string sums =
+          (sum.perRow ? "row_sum" : "column_sums") + std::to_string(j);
+      std::string part = "partials[(" + std::to_string(j) + " * " +
+                         std::to_string(split.blocks) + "ll + blockIdx.x) * " +
+                         std::to_string(partialsPerBlock()) + "ll";
+      if (sum.perRow) {
+        hold += "  double " + sums + " = " + sum.init + ";\n";
+        addRows += "    " + sums + " = " + sum.combiner + "()(" + sums + ", " +
+                   sum.term + "(row, 0));\n";
+        flushRows +=
+            "  if (threadIdx.x == 0)\n    " + part + "] = " + sums + ";\n";
+        continue;
+      }
       std::string at = sums + "[" + slot + "]";
       hold += "  double " + sums + "[" + std::to_string(held) + "];\n  for " +
               "(double &s : " + sums + ") s = " + sum.init + ";\n";
       add += "    " + at + " = " + sum.combiner + "()(" + at + ", " + sum.term +
              "(row, i - i0));\n";
-      flush += "      partials[(" + std::to_string(j) + " * " +
-               std::to_string(split.blocks) + "ll + blockIdx.x) * " + len +
-               " + o] = " + sums + "[h];\n";
+      flush += "      " + part + " + o] = " + sums + "[h];\n";
     }
     if (!flush.empty()) {
       std::string column = vectorized
@@ -239,7 +253,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     else
       loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
               "; i += blockDim.x) {\n" + compute + add + store + "    }\n";
-    loop += rowStore + "  }\n" + flush;
+    loop += addRows + rowStore + "  }\n" + flush + flushRows;
   } else if (schedule == Schedule::BlockPerColumns) {
     // Thread t takes result c0 + t % 32 (the last one past the end), with
     // the threads of its lane in the other warps; one warp stores.

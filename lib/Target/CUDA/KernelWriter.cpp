@@ -244,11 +244,14 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     return known->second;
   std::string name = "v" + std::to_string(counter++);
   known->second = name;
-  if (columnsInRows && !nested && !r.contiguous &&
+  // Added up in the row loop, a term per element of each row (a column
+  // sum) or one per row (a sum over rows that no row of the kernel reads);
+  // the combining kernel has the whole sum.
+  bool perRow = r.overRows && r.sharedAt.empty();
+  if (sumsInRows && !nested && (perRow || !r.contiguous) &&
       r.extent * rowLength == resultCount) {
-    // Added up in the row loop; the combining kernel has the whole sum.
-    std::string term = "column_term" + std::to_string(rowColumnSums.size());
-    rowColumnSums.push_back({r.combiner, r.init, term});
+    std::string term = "sum_term" + std::to_string(rowSums.size());
+    rowSums.push_back({r.combiner, r.init, term, perRow});
     code += "  auto " + term + " = [&](i64 k, i64 o) -> double { return " +
             "(double)(" + r.term + "); };\n  auto " + name + " = [&](i64) -> " +
             type + " { return 0; };\n";
@@ -371,7 +374,7 @@ FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
   // Only kernels whose blocks share reductions compute values differently
   // inside and outside them; the row loop evaluates the terms of the column
   // sums it adds up where it computes its results, outside any reduction.
-  nested &= schedule != Schedule::Thread && !columnsInRows;
+  nested &= schedule != Schedule::Thread && !sumsInRows;
   // A fusion's block argument is the fusion's operand.
   if (auto argument = dyn_cast<BlockArgument>(value))
     if (auto fusion = dyn_cast<FusionOp>(argument.getOwner()->getParentOp()))
@@ -381,6 +384,9 @@ FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
     return it->second;
   Value memory = materialized.contains(value) ? value : external(value);
   if (memory) {
+    // Memory reads the same inside reductions and out: one lambda.
+    if (auto other = names.find({value, !nested}); other != names.end())
+      return alias(value, nested, other->second);
     Type type = elementTypeOf(value);
     // Through the pointer's reader, which a vectorized loop serves from the
     // 16-byte chunks it loaded (finish()).
@@ -548,6 +554,13 @@ void KernelWriter::planSharing(ArrayRef<Value> results,
     auto [it, added] = memoryAtResultIndex.try_emplace(memory, true);
     it->second &= readAtResultIndex.contains(v);
   }
+}
+
+std::string KernelWriter::rowOfSum(int64_t rows, int64_t length,
+                                   const std::string &index) const {
+  return sumsInRows && length == rowLength && rows * length == resultCount
+             ? index
+             : "";
 }
 
 std::string KernelWriter::rowStart(Value value, int64_t period,

@@ -26,6 +26,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace kiln::cuda {
@@ -98,6 +99,10 @@ struct Reduction {
   /// elements), where a block per columns may store side results; empty
   /// for other terms.
   std::string element;
+  /// Whether k counts the rows of the reduced tensor, a term per row (a
+  /// loss over rows): a block-per-row kernel over the same rows may add it
+  /// up in its row loop (KernelWriter::addSumsInRows).
+  bool overRows = false;
   /// Reductions the term or the finish reads at the same index `o`: they
   /// are computed first, by every thread, so that a block reduction is
   /// never first reached from a loop only some threads run.
@@ -153,6 +158,11 @@ public:
 
   /// Defines `value` as a lambda with `body` (statements using `i`).
   std::string define(mlir::Value value, bool nested, const std::string &body);
+  /// Defines `value` as the existing lambda `name` (a cast that changes no
+  /// value), so that reductions over either are one.
+  std::string alias(mlir::Value value, bool nested, const std::string &name) {
+    return names[{value, nested}] = name;
+  }
   /// `index` (an index read from a tensor) in [0, size): negative values
   /// count from the end when `wrapNegative`; any other value outside the
   /// range flags the launch's status word and reads element 0 or size - 1,
@@ -215,18 +225,32 @@ public:
   unsigned unsharedReductions() const { return unshared; }
 
   /// In a block-per-row kernel with partials (SplitPhase::Partials): the
-  /// sums over the kernel's rows, column by column, that lambdas define
-  /// from now on (a norm's scale and bias gradients) are not computed
-  /// whole: the row loop adds each element's term into its block's partial
-  /// sums, which a block-per-columns kernel combines (SplitPhase::Combine,
-  /// as many blocks). The rows are then read once for both.
-  void sumColumnsInRows() { columnsInRows = true; }
+  /// sums over the kernel's rows that lambdas define from now on are not
+  /// computed whole: the row loop adds them up into its block's partial
+  /// sums, which a second kernel combines (SplitPhase::Combine, as many
+  /// blocks). Sums column by column (a norm's scale and bias gradients) add
+  /// each element's term, and a block-per-columns kernel combines them;
+  /// sums of a term per row (Reduction::overRows: a loss over the rows
+  /// whose log-sum-exps the kernel shares, and the rows' total weight) add
+  /// each row's, and a block-per-element kernel combines them. The rows
+  /// are then read once for both.
+  void addSumsInRows() { sumsInRows = true; }
   /// Whether computing `value` reads a sum across rows other than its own
   /// (a variance of columns reads their means): the row loop cannot add up
   /// such a sum, whose terms need the whole inner sum first.
   bool readsSumAcrossRows(mlir::Value value);
-  /// How many column sums the row loop adds up.
-  size_t columnSumsInRows() const { return rowColumnSums.size(); }
+  /// How many sums the row loop adds up, of a term per element (column
+  /// sums) or of a term per row.
+  size_t sumsAddedInRows(bool perRow) const {
+    return llvm::count_if(rowSums,
+                          [&](const RowSum &s) { return s.perRow == perRow; });
+  }
+  /// `index` (in terms of the row's first element `i0`) when the row loop
+  /// adds up sums and the kernel's rows are `rows` rows of `length`
+  /// elements, so that a sum over those rows may read their shared
+  /// statistics; empty otherwise.
+  std::string rowOfSum(int64_t rows, int64_t length,
+                       const std::string &index) const;
 
   /// The kernel's plan, with the loop over `results` (and the side results
   /// planSharing was given) appended to the body.
@@ -238,6 +262,10 @@ private:
   /// it is the one that stores them.
   std::string storeSideResults(const Reduction &r);
   std::string pointerTo(mlir::Value memory);
+  /// The partials each block of a split kernel stores per sum: one per
+  /// result of a block per columns, one per column of a row loop that adds
+  /// up column sums, one otherwise.
+  int64_t partialsPerBlock() const;
   std::string constantPointer(mlir::Operation *constant);
 
   llvm::function_ref<mlir::Value(mlir::Value)> external;
@@ -258,14 +286,16 @@ private:
   llvm::SmallVector<mlir::Value> sideResults;
   bool sideStores = false;
   unsigned unshared = 0;
-  bool columnsInRows = false;
-  /// Each column sum the row loop adds up: its combiner, its initial value
-  /// and its term, a lambda of the row `k` and the column `o`.
-  struct RowColumnSum {
+  bool sumsInRows = false;
+  /// Each sum the row loop adds up: its combiner, its initial value, its
+  /// term, a lambda of the row `k` and the column `o`, and whether it takes
+  /// one term per row (at column 0) rather than one per element.
+  struct RowSum {
     const char *combiner;
     std::string init, term;
+    bool perRow;
   };
-  llvm::SmallVector<RowColumnSum> rowColumnSums;
+  llvm::SmallVector<RowSum> rowSums;
   /// A reduction keeps its last result per thread: threads should walk
   /// rows in order.
   bool rowMemo = false;

@@ -266,16 +266,15 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   AxisSplit split(shapeOf(input), shapeOf(input).size() > 1 ? 1 : 0);
   int64_t valid = classes.value_or(split.extent);
   int64_t rows = countOf(labels);
-  // Lambdas of a row r (a position of `labels`): its class, its weight (0
-  // when ignored), its log-sum-exp (logits) and its weighted loss. The
-  // log-sum-exp is shared by a block when `start` is its index for the
-  // kernel's row (KernelWriter::rowStart), or `withinBlock` when every
-  // thread reads the same row (Reduction::uniform).
+  // Lambdas of a row r (a position of `labels`): its class and its weight
+  // (0 when ignored); with its loss, also its log-sum-exp (logits) and its
+  // weighted loss. The log-sum-exp is shared by a block when `start` is its
+  // index for the kernel's row (KernelWriter::rowStart), or `withinBlock`
+  // when every thread reads the same row (Reduction::uniform).
   struct Row {
     std::string label, weight, lse, loss;
   };
-  auto rowTerms = [&](bool inTerm, const std::string &start = "",
-                      bool withinBlock = false) {
+  auto rowClass = [&](bool inTerm) {
     Row row;
     // A label outside [0, classes) is an error, unless it is ignore_index.
     std::string label = at(labels, "i", inTerm);
@@ -287,6 +286,11 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     std::string wy = weight ? at(weight, row.label + "(i)", inTerm) : "1.0";
     row.weight =
         w.helper("double", "    return " + ignored + " ? 0.0 : " + wy + ";\n");
+    return row;
+  };
+  auto rowLoss = [&](bool inTerm, const std::string &start = "",
+                     bool withinBlock = false) {
+    Row row = rowClass(inTerm);
     std::string lse = "0.0";
     if (logits) {
       std::string x = at(input, split.at("o", "k"), true);
@@ -309,24 +313,31 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   };
   // Read at index 0 by every element.
   auto totalWeight = [&] {
-    Reduction total{"Sum", "0.0", rows, rowTerms(true).weight + "(k)"};
+    Reduction total{"Sum", "0.0", rows, rowClass(true).weight + "(k)"};
     total.sharedAt = w.rowStart(value, 0, "0");
+    total.overRows = true;
     return stat(total);
   };
   if (!grad) {
     if (reduction == LossReduction::None)
-      return returnsExpr(rowTerms(false).loss + "(i)");
-    // With logits, a block computes each row's log-sum-exp together.
-    Reduction total{"Sum", "0.0", rows,
-                    (logits ? rowTerms(false, "", true) : rowTerms(true)).loss +
-                        "(k)"};
+      return returnsExpr(rowLoss(false).loss + "(i)");
+    // With logits, a block computes each row's log-sum-exp together: all
+    // of them, or, in a row loop over the logits' rows (the gradient's
+    // kernel), that of its row, which the row's elements share.
+    std::string rowOfSum =
+        split.inner == 1 ? w.rowOfSum(rows, split.extent, split.row("i0")) : "";
+    Row terms = !logits            ? rowLoss(true)
+                : rowOfSum.empty() ? rowLoss(false, "", true)
+                                   : rowLoss(false, rowOfSum);
+    Reduction total{"Sum", "0.0", rows, terms.loss + "(k)"};
     total.uniform = logits;
+    total.overRows = true;
     if (reduction == LossReduction::Mean)
       total.finish = "acc / " + totalWeight() + "(o)";
     return reduces(total);
   }
   // The gradient at element i of the input, of row r and class c.
-  Row row = rowTerms(false, rowStart(split));
+  Row row = rowLoss(false, rowStart(split));
   std::string share = at(grad, reduction == LossReduction::None ? "r" : "0");
   if (reduction == LossReduction::Mean)
     share += " / " + totalWeight() + "(0)";

@@ -74,7 +74,7 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK:       double column_sums0[4];
 // CHECK-NEXT:  for (double &s : column_sums0) s = 0.0;
 // CHECK-NEXT:  for (i64 row = blockIdx.x; row < 32ll; row += gridDim.x) {
-// CHECK:         column_sums0[[[AT:.*]]] = Sum()(column_sums0[[[AT]]], column_term0(row, i - i0));
+// CHECK:         column_sums0[[[AT:.*]]] = Sum()(column_sums0[[[AT]]], sum_term0(row, i - i0));
 // CHECK:       partials[(0 * 32ll + blockIdx.x) * 32ll + o] = column_sums0[h];
 // CHECK-LABEL: kiln_kernel_2(void *const *args)
 // CHECK:       for (i64 part = 0; part < 32ll; ++part)

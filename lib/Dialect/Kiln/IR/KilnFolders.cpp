@@ -24,14 +24,18 @@ static bool holdsExactly(Type wide, Type narrow) {
   return w && n && (w.isF32() || w.isF64()) && w.getWidth() > n.getWidth();
 }
 
+bool CastOp::widensExactly() {
+  return holdsExactly(
+      getType().getElementType(),
+      cast<RankedTensorType>(getInput().getType()).getElementType());
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
   // Widening and narrowing back restores the value exactly.
   if (auto producer = getInput().getDefiningOp<CastOp>())
-    if (producer.getInput().getType() == getType() &&
-        holdsExactly(producer.getType().getElementType(),
-                     getType().getElementType()))
+    if (producer.getInput().getType() == getType() && producer.widensExactly())
       return producer.getInput();
   return {};
 }

@@ -290,6 +290,10 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasFolder = 1;
+  let extraClassDeclaration = [{
+    /// Whether the cast changes no value: a float widened to f32 or f64.
+    bool widensExactly();
+  }];
 }
 
 def Kiln_AddOp : Kiln_ArithmeticOp<"add", "lhs + rhs", [Commutative]> {

@@ -1,0 +1,53 @@
+// A cross-entropy and its gradient over the same logits, which fusion puts
+// in one region: one block-per-row kernel computes each row's log-sum-exp
+// once (the loss reads the logits widened to f32, the same values), stores
+// the row's gradient, and adds the row's weight and loss into its block's
+// sums, stored as partials; a second kernel combines them in order (the
+// mean divides by the total weight). The logits are read once.
+
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
+
+func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
+    -> (tensor<f32>, tensor<300x48xbf16>) {
+  %a:2 = kiln.fusion %x, %y, %s : (tensor<300x48xbf16>, tensor<300xi64>, tensor<f32>)
+      -> (tensor<f32>, tensor<300x48xbf16>) {
+  ^bb0(%lx: tensor<300x48xbf16>, %ly: tensor<300xi64>, %ls: tensor<f32>):
+    %wide = kiln.cast %lx : tensor<300x48xbf16> to tensor<300x48xf32>
+    %loss = kiln.cross_entropy %wide, %ly reduction = mean {ignore_index = 3 : i64, num_classes = 45 : i64}
+        : (tensor<300x48xf32>, tensor<300xi64>) -> tensor<f32>
+    %grad = kiln.cross_entropy_grad %lx, %ly, %ls reduction = mean {ignore_index = 3 : i64, num_classes = 45 : i64}
+        : (tensor<300x48xbf16>, tensor<300xi64>, tensor<f32>) -> tensor<300x48xbf16>
+    kiln.yield %loss, %grad : tensor<f32>, tensor<300x48xbf16>
+  }
+  return %a#0, %a#1 : tensor<f32>, tensor<300x48xbf16>
+}
+
+// The row kernel: the row's maximum and log-sum-exp, and the total weight
+// the gradient divides by, by the block; nothing else reduces.
+// CHECK-LABEL: kiln_kernel_0(void *const *args)
+// CHECK:       double *partials = (double *)args[4];
+// CHECK:       block_reduce(acc, Max())
+// CHECK:       block_reduce(acc, Sum())
+// CHECK:       block_reduce(acc, Sum())
+// CHECK-NOT:   block_reduce
+// CHECK-NOT:   for (i64 k = 0;
+// CHECK:       auto sum_term0 = [&](i64 k, i64 o) -> double { return (double)([[WEIGHT:h[0-9]+]](k)); };
+// CHECK:       auto sum_term1 = [&](i64 k, i64 o) -> double { return (double)([[LOSS:h[0-9]+]](k)); };
+// CHECK:       double row_sum0 = 0.0;
+// CHECK-NEXT:  double row_sum1 = 0.0;
+// CHECK-NEXT:  for (i64 row = blockIdx.x; row < 300ll; row += gridDim.x) {
+// CHECK:         copy16(out0 + c * 8, s0, 1);
+// CHECK:         row_sum0 = Sum()(row_sum0, sum_term0(row, 0));
+// CHECK-NEXT:    row_sum1 = Sum()(row_sum1, sum_term1(row, 0));
+// CHECK-NEXT:  }
+// CHECK-NEXT:  if (threadIdx.x == 0)
+// CHECK-NEXT:    partials[(0 * 256ll + blockIdx.x) * 1ll] = row_sum0;
+// CHECK-NEXT:  if (threadIdx.x == 0)
+// CHECK-NEXT:    partials[(1 * 256ll + blockIdx.x) * 1ll] = row_sum1;
+
+// The combining kernel: the loss's sum over the total weight.
+// CHECK-LABEL: kiln_kernel_1(void *const *args)
+// CHECK:       acc = Sum()(acc, partials[0 * 256ll + b]);
+// CHECK:       acc = Sum()(acc, partials[1 * 256ll + b]);
+// CHECK-NEXT:  v{{[0-9]+}}_value = (double)(float)(acc / v{{[0-9]+}}(o));
+// CHECK-NOT:   kiln_kernel_2
