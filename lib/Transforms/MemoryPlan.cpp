@@ -199,16 +199,19 @@ MemoryPlan planMemory(func::FuncOp step) {
     all[buffer.start] += buffer.bytes;
     all[buffer.end + 1] -= buffer.bytes;
   }
-  auto peak = [](const std::map<int64_t, int64_t> &events) {
+  auto peak = [](const std::map<int64_t, int64_t> &events,
+                 int64_t *position = nullptr) {
     int64_t live = 0, highest = 0;
     for (auto &[at, delta] : events) {
       live += delta;
+      if (live > highest && position)
+        *position = at;
       highest = std::max(highest, live);
     }
     return highest;
   };
   plan.peakLiveBytes = peak(all);
-  plan.peakTransientBytes = peak(transient);
+  plan.peakTransientBytes = peak(transient, &plan.peakPosition);
   for (int kind = 0; kind < 5; ++kind)
     if (isTransient(static_cast<BufferKind>(kind)))
       plan.bytesByKind[kind] = peak(byKind[kind]);

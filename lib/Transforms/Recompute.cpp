@@ -2,10 +2,14 @@
 //
 // The forward pass computes values that the backward pass reads much later
 // (GELU's output, for the gradient of the projection after it). Keeping
-// them costs memory for the whole distance; recomputing them costs one
-// elementwise kernel. An elementwise op (or a fusion of them) is recomputed
-// right before its late uses when all its operands are live there anyway,
-// so recomputing extends no other lifetime and only shortens this one. The
+// them costs memory where the step's live buffers weigh most (the memory
+// plan's peak, where the backward pass starts); recomputing them costs one
+// elementwise kernel. An elementwise op (or a fusion of them) whose value
+// is kept across the peak, or read again long after its previous read, is
+// recomputed right before its late uses, when all its operands are live
+// there anyway, so recomputing extends no other lifetime and only shortens
+// this one; the peak may then move, and the step is planned again until
+// nothing more is recomputed. The
 // ops are deterministic (dropout draws from its seed and offset), so the
 // step computes bit for bit what it did. Optionally, a fusion that computes
 // a matrix product is recomputed too: a GEMM more, where the product's
@@ -18,6 +22,7 @@
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Transforms/Fuse.h"
+#include "kiln/Transforms/MemoryPlan.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -32,10 +37,6 @@ namespace kiln {
 using namespace mlir;
 
 namespace kiln {
-
-/// Uses this many ops apart are "late": the value would otherwise stay
-/// alive across at least that much of the step.
-static constexpr int64_t kLateDistance = 16;
 
 namespace {
 /// Positions of the ops of one block, and of the last use of each value.
@@ -66,6 +67,11 @@ private:
   DenseMap<Operation *, int64_t> position;
 };
 } // namespace
+
+/// Uses this many ops apart are "late" too: the value would otherwise stay
+/// alive across that much of the step, which first-fit placement may not
+/// fit around as tightly as the peak suggests.
+static constexpr int64_t kLateDistance = 16;
 
 /// Whether `op` computes a matrix product (alone or with its epilogue).
 static bool isProduct(Operation &op) {
@@ -111,16 +117,13 @@ static void collectUses(Value value, Block &block,
   }
 }
 
-int recomputeActivations(func::FuncOp function, bool products,
-                         int64_t maxProducts) {
-  if (!function.getBody().hasOneBlock())
-    return 0;
-  Block &block = function.getBody().front();
-  SmallVector<Operation *> candidates;
-  for (Operation &op : block)
-    if (isRecomputable(op, products))
-      candidates.push_back(&op);
-  int recomputed = 0, recomputedProducts = 0;
+/// Recomputes, for its late uses, each candidate kept across `peak` or read
+/// long after its previous read; returns how many, counting products in
+/// `recomputedProducts`.
+static int recomputeAcross(Operation *peak, ArrayRef<Operation *> candidates,
+                           int64_t maxProducts, int &recomputedProducts) {
+  Block &block = *peak->getBlock();
+  int recomputed = 0;
   // Readers before what they read: a value recomputed for its own late
   // uses (the bf16 copy of a weight) is then still live for the late
   // recomputation of its reader (the product of that weight).
@@ -132,7 +135,7 @@ int recomputeActivations(func::FuncOp function, bool products,
       continue;
     // Positions change as clones are inserted: take them afresh.
     BlockPositions positions(block);
-    int64_t defined = positions.of(op);
+    int64_t defined = positions.of(op), at = positions.of(peak);
     SmallVector<ViewedUse> uses;
     SmallVector<Operation *> views;
     for (OpResult result : op->getResults())
@@ -143,12 +146,14 @@ int recomputeActivations(func::FuncOp function, bool products,
     llvm::sort(uses, [&](const ViewedUse &a, const ViewedUse &b) {
       return position(a) < position(b);
     });
-    // The first use far after the previous one starts the late uses.
+    // The first use far after the previous one (or after the peak, when
+    // the previous one is before it) starts the late uses.
     int64_t previous = defined;
     auto late = llvm::find_if(uses, [&](const ViewedUse &use) {
-      int64_t at = position(use);
-      bool far = at - previous > kLateDistance;
-      previous = at;
+      int64_t next = position(use);
+      bool far =
+          next - previous > kLateDistance || (previous < at && at < next);
+      previous = next;
       return far;
     });
     if (late == uses.begin() || late == uses.end())
@@ -156,18 +161,18 @@ int recomputeActivations(func::FuncOp function, bool products,
     Operation *firstLate = late->use->getOwner();
     while (firstLate->getBlock() != &block)
       firstLate = firstLate->getParentOp();
-    int64_t at = positions.of(firstLate);
+    int64_t first = positions.of(firstLate);
     // An operand that is not live there may be recomputed too when it is
     // one elementwise op of live values: the 16-bit copy of a bias, which
     // only the product read.
     SmallVector<Operation *> operandsToRecompute;
     auto available = [&](Value v) {
-      if (positions.liveAt(v, at))
+      if (positions.liveAt(v, first))
         return true;
       Operation *producer = v.getDefiningOp();
       if (!producer || !isElementwise(producer) ||
           !llvm::all_of(producer->getOperands(),
-                        [&](Value w) { return positions.liveAt(w, at); }))
+                        [&](Value w) { return positions.liveAt(w, first); }))
         return false;
       operandsToRecompute.push_back(producer);
       return true;
@@ -196,6 +201,33 @@ int recomputeActivations(func::FuncOp function, bool products,
     recomputedProducts += product;
   }
   return recomputed;
+}
+
+int recomputeActivations(func::FuncOp function, bool products,
+                         int64_t maxProducts) {
+  if (!function.getBody().hasOneBlock())
+    return 0;
+  Block &block = function.getBody().front();
+  int recomputed = 0, recomputedProducts = 0;
+  // Each round recomputes what is kept across the peak, which lowers it or
+  // moves it elsewhere; a round that recomputes nothing ends.
+  for (;;) {
+    int64_t peakPosition = planMemory(function).peakPosition;
+    Operation *peak = nullptr;
+    SmallVector<Operation *> candidates;
+    for (auto [position, op] : llvm::enumerate(block)) {
+      if (static_cast<int64_t>(position) == peakPosition)
+        peak = &op;
+      if (isRecomputable(op, products))
+        candidates.push_back(&op);
+    }
+    int round = peak ? recomputeAcross(peak, candidates, maxProducts,
+                                       recomputedProducts)
+                     : 0;
+    if (round == 0)
+      return recomputed;
+    recomputed += round;
+  }
 }
 
 namespace {

@@ -109,3 +109,30 @@ func.func @transposed(%x: tensor<2x4xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>,
   %keep = kiln.neg %x : tensor<2x4xf32>
   return %f19, %late, %keep : tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// GELU's output is read again 4 ops after its first read, but across the
+// function's peak (where the large temporaries %big and %huge live
+// together): kept, it would weigh on the peak, so the late read gets its
+// own GELU after it. %y, read again as soon but before the peak, is kept.
+// CHECK-LABEL: func @across_the_peak
+// CHECK: %[[G:.*]] = kiln.gelu %arg0
+// CHECK-NEXT: %[[Y:.*]] = kiln.exp %arg0
+// CHECK-NEXT: kiln.mul %[[G]], %[[Y]]
+// CHECK-NEXT: kiln.add %[[Y]], %arg0
+// CHECK: kiln.reduce_sum
+// CHECK-NEXT: %[[AGAIN:.*]] = kiln.gelu %arg0
+// CHECK-NEXT: kiln.add %[[AGAIN]], %arg0
+// CHECK-NOT: kiln.exp
+func.func @across_the_peak(%x: tensor<4xf32>, %w: tensor<4x4096xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<4xf32>) {
+  %g = kiln.gelu %x approximation = none : tensor<4xf32>
+  %y = kiln.exp %x : tensor<4xf32>
+  %early = kiln.mul %g, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %again = kiln.add %y, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %big = kiln.neg %w : tensor<4x4096xf32>
+  %huge = kiln.mul %big, %w : (tensor<4x4096xf32>, tensor<4x4096xf32>) -> tensor<4x4096xf32>
+  %s = kiln.reduce_sum %huge {axes = array<i64: 0, 1>} : (tensor<4x4096xf32>) -> tensor<f32>
+  %late = kiln.add %g, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %early, %again, %s, %late : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<4xf32>
+}

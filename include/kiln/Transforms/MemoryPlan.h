@@ -48,8 +48,10 @@ struct MemoryPlan {
   int64_t arenaBytes = 0;
   /// The largest sum of the bytes of the buffers live at one op.
   int64_t peakLiveBytes = 0;
-  /// The same, over transient buffers only (gradients and activations).
+  /// The same, over transient buffers only (gradients and activations),
+  /// and the position of the first op where they weigh that much.
   int64_t peakTransientBytes = 0;
+  int64_t peakPosition = 0;
   /// Bytes by kind: persistent kinds in full, transient kinds at their own
   /// peak.
   int64_t bytesByKind[5] = {};
