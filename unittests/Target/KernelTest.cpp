@@ -517,11 +517,13 @@ const KernelCase kCases[] = {
     // block's partials (300 rows over 256 blocks: some take two), which a
     // second kernel combines. bf16 logits with padding classes in 16-byte
     // pieces; f32 logits with class weights, a sum, element by element.
+    // Classes along a middle axis (rows not contiguous) keep two kernels.
     {"LossWithItsGradient", R"(
       func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64> {test.range = 45 : i64},
                       %s: tensor<f32>, %z: tensor<300x37xf32>, %t: tensor<300xi64> {test.range = 37 : i64},
-                      %w: tensor<37xf32>)
-          -> (tensor<f32>, tensor<300x48xbf16>, tensor<f32>, tensor<300x37xf32>, tensor<f32>) {
+                      %w: tensor<37xf32>, %u: tensor<20x7x30xf32>, %v: tensor<20x30xi64> {test.range = 7 : i64})
+          -> (tensor<f32>, tensor<300x48xbf16>, tensor<f32>, tensor<300x37xf32>, tensor<f32>,
+              tensor<f32>, tensor<20x7x30xf32>) {
         %a:2 = kiln.fusion %x, %y, %s : (tensor<300x48xbf16>, tensor<300xi64>, tensor<f32>)
             -> (tensor<f32>, tensor<300x48xbf16>) {
         ^bb0(%lx: tensor<300x48xbf16>, %ly: tensor<300xi64>, %ls: tensor<f32>):
@@ -543,7 +545,16 @@ const KernelCase kCases[] = {
               : (tensor<300x37xf32>, tensor<300xi64>, tensor<37xf32>) -> tensor<f32>
           kiln.yield %mean, %grad, %sum : tensor<f32>, tensor<300x37xf32>, tensor<f32>
         }
-        return %a#0, %a#1, %b#0, %b#1, %b#2 : tensor<f32>, tensor<300x48xbf16>, tensor<f32>, tensor<300x37xf32>, tensor<f32>
+        %c:2 = kiln.fusion %u, %v, %s : (tensor<20x7x30xf32>, tensor<20x30xi64>, tensor<f32>)
+            -> (tensor<f32>, tensor<20x7x30xf32>) {
+        ^bb0(%lu: tensor<20x7x30xf32>, %lv: tensor<20x30xi64>, %ls: tensor<f32>):
+          %loss = kiln.cross_entropy %lu, %lv reduction = mean : (tensor<20x7x30xf32>, tensor<20x30xi64>) -> tensor<f32>
+          %grad = kiln.cross_entropy_grad %lu, %lv, %ls reduction = mean
+              : (tensor<20x7x30xf32>, tensor<20x30xi64>, tensor<f32>) -> tensor<20x7x30xf32>
+          kiln.yield %loss, %grad : tensor<f32>, tensor<20x7x30xf32>
+        }
+        return %a#0, %a#1, %b#0, %b#1, %b#2, %c#0, %c#1 : tensor<f32>, tensor<300x48xbf16>, tensor<f32>,
+            tensor<300x37xf32>, tensor<f32>, tensor<f32>, tensor<20x7x30xf32>
       })"},
     {"Optimizers", R"(
       func.func @main(%p: tensor<5x3xf32>, %g: tensor<5x3xf32>, %m: tensor<5x3xf32>, %v: tensor<5x3xf32>,
