@@ -125,11 +125,12 @@ std::optional<std::pair<BlockArgument, Layout>> viewChain(Value value) {
   return chain;
 }
 
-/// The layout, in the buffer of `value`, of the block argument that
-/// reshapes and transposes alone compute `value` from: each step undone,
-/// from `value` back.
-std::optional<Layout> inverseViewChain(Value value) {
-  Layout layout = contiguous(shapeOf(value));
+/// The block argument that reshapes and transposes alone compute `value`
+/// from, and its layout given `value`'s `layout` (by default, the buffer
+/// of `value`): each step undone, from `value` back.
+std::optional<std::pair<BlockArgument, Layout>>
+inverseViewChain(Value value, std::optional<Layout> start = {}) {
+  Layout layout = start ? *start : contiguous(shapeOf(value));
   while (!isa<BlockArgument>(value)) {
     Operation *op = value.getDefiningOp();
     if (!isa<ReshapeOp, TransposeOp>(op))
@@ -148,7 +149,7 @@ std::optional<Layout> inverseViewChain(Value value) {
     }
     value = input;
   }
-  return layout;
+  return std::make_pair(cast<BlockArgument>(value), layout);
 }
 
 /// Whether `use` is an attention operand its kernels address by strides.
@@ -191,6 +192,109 @@ Value yielded(FusionOp fusion, unsigned result) {
   return fusion.getRegion().front().getTerminator()->getOperand(result);
 }
 
+/// Whether `value` is a splat constant 0.
+bool isZeros(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                        : SplatElementsAttr();
+  return splat && isa<FloatType>(splat.getElementType()) &&
+         splat.getSplatValue<APFloat>().isZero();
+}
+
+/// The parts of an assembly that `result` of `fusion` is: block arguments
+/// of its type rearranged (reshapes, transposes), maybe widened exactly,
+/// inserted into zeros at disjoint places that cover the whole, added up,
+/// and rounded back to the parts' type if widened (the packed gradient of a
+/// q/k/v projection from the heads' gradients). Each value on the way is
+/// read once, so the region's other results read the parts only through
+/// the assembly; its layout in the result's buffer with each part. None if
+/// `result` is not one.
+std::optional<SmallVector<std::pair<BlockArgument, Layout>>>
+assembledParts(FusionOp fusion, unsigned result) {
+  Value assembled = yielded(fusion, result);
+  Type partType = getElementTypeOrSelf(assembled.getType());
+  auto round = assembled.getDefiningOp<CastOp>();
+  if (round)
+    assembled = round.getInput();
+  // From the assembly back to the sum, through reshapes.
+  Value whole = assembled;
+  std::optional<Layout> layout = contiguous(shapeOf(whole));
+  while (auto reshape = whole.getDefiningOp<ReshapeOp>()) {
+    if (!whole.hasOneUse() && whole != assembled)
+      return std::nullopt;
+    whole = reshape.getInput();
+    if (!(layout = reshaped(*layout, shapeOf(whole))))
+      return std::nullopt;
+  }
+  SmallVector<InsertSliceOp> inserts;
+  SmallVector<Value> sums = {whole};
+  while (!sums.empty()) {
+    Value sum = sums.pop_back_val();
+    if (sum != whole && !sum.hasOneUse())
+      return std::nullopt;
+    if (auto add = sum.getDefiningOp<AddOp>();
+        add && add.getLhs().getType() == add.getType() &&
+        add.getRhs().getType() == add.getType()) {
+      sums.append({add.getLhs(), add.getRhs()});
+    } else if (auto insert = sum.getDefiningOp<InsertSliceOp>();
+               insert && isZeros(insert.getDest()) &&
+               llvm::all_of(insert.getStride(),
+                            [](int64_t s) { return s == 1; })) {
+      inserts.push_back(insert);
+    } else {
+      return std::nullopt;
+    }
+  }
+  // Disjoint boxes whose sizes add up to the whole cover it.
+  int64_t covered = 0;
+  for (auto [n, insert] : llvm::enumerate(inserts)) {
+    ArrayRef<int64_t> start = insert.getStart(),
+                      size = shapeOf(insert.getSource());
+    covered +=
+        cast<RankedTensorType>(insert.getSource().getType()).getNumElements();
+    for (InsertSliceOp other : llvm::drop_begin(inserts, n + 1)) {
+      ArrayRef<int64_t> otherStart = other.getStart(),
+                        otherSize = shapeOf(other.getSource());
+      bool apart = false;
+      for (size_t d = 0; d < start.size(); ++d)
+        apart |= start[d] + size[d] <= otherStart[d] ||
+                 otherStart[d] + otherSize[d] <= start[d];
+      if (!apart)
+        return std::nullopt;
+    }
+  }
+  if (covered != cast<RankedTensorType>(whole.getType()).getNumElements())
+    return std::nullopt;
+  SmallVector<std::pair<BlockArgument, Layout>> parts;
+  for (InsertSliceOp insert : inserts) {
+    // Widened exactly where the result rounds back.
+    Value source = insert.getSource();
+    if (round) {
+      auto widen = source.getDefiningOp<CastOp>();
+      if (!widen || !widen->hasOneUse() || !widen.widensExactly())
+        return std::nullopt;
+      source = widen.getInput();
+    }
+    if (getElementTypeOrSelf(source.getType()) != partType)
+      return std::nullopt;
+    Layout at = *layout;
+    at.shape = SmallVector<int64_t>(shapeOf(source));
+    for (auto [start, stride] : llvm::zip(insert.getStart(), layout->strides))
+      at.offset += start * stride;
+    auto part = inverseViewChain(source, at);
+    if (!part)
+      return std::nullopt;
+    for (Value v = source;; v = v.getDefiningOp()->getOperand(0)) {
+      if (!v.hasOneUse())
+        return std::nullopt;
+      if (v == part->first)
+        break;
+    }
+    parts.push_back(*part);
+  }
+  return parts;
+}
+
 } // namespace
 
 DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
@@ -229,7 +333,8 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
       if (views.count(holder->getResult(0)) ||
           !plainStorage(holder->getResult(0), step))
         return std::nullopt;
-      return inverseViewChain(yielded(holder, 0));
+      auto chain = inverseViewChain(yielded(holder, 0));
+      return chain ? std::optional<Layout>(chain->second) : std::nullopt;
     };
     std::optional<Layout> layout = layoutIn(holders.front());
     if (!layout || !innermostContiguous(*layout) ||
@@ -247,6 +352,28 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
       views[copy] = {storage, 0, contiguousStrides(shapeOf(copy))};
     }
   }
+  // Gradients of attention's heads that a fusion assembles into one tensor
+  // and rounds back to their type (the packed gradient of the q/k/v
+  // projection): attention writes each where the assembly puts it, and the
+  // fusion computes nothing of that result; what else it computes from the
+  // assembly reads the result, widened.
+  for (auto fusion : body.getOps<FusionOp>())
+    for (OpResult result : fusion->getResults()) {
+      auto parts = assembledParts(fusion, result.getResultNumber());
+      if (!parts || !plainStorage(result, step))
+        continue;
+      auto written = [&](const std::pair<BlockArgument, Layout> &part) {
+        Value gradient = fusion->getOperand(part.first.getArgNumber());
+        return gradient.getDefiningOp<AttentionGradOp>() &&
+               gradient.hasOneUse() && !views.count(gradient) &&
+               innermostContiguous(part.second);
+      };
+      if (!llvm::all_of(*parts, written))
+        continue;
+      for (auto &[argument, layout] : *parts)
+        views[fusion->getOperand(argument.getArgNumber())] = {
+            result, layout.offset, layout.strides, /*writes=*/true};
+    }
   return views;
 }
 

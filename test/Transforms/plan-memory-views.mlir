@@ -110,3 +110,98 @@ func.func @rearranged_twice(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x4x8x16xbf16>
   %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o, %lse, %do {scale = 0.25 : f64} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
   return %p, %dw, %dq : tensor<16x64xbf16>, tensor<64x64xbf16>, tensor<2x4x8x16xbf16>
 }
+
+// -----
+
+// Attention's gradients are written where the fusion that assembles them
+// puts them: the packed gradient of the q/k/v projection (dq at its
+// columns 0-63, dk at 64-127, dv at 128-191, 128 bytes apart in bf16),
+// which the fusion computes nothing of; it still sums its columns. In
+// @parts_read_elsewhere, the first dk is also returned, and the second
+// assembly's slices overlap (dv at columns 96-159): each gradient keeps a
+// buffer of its own (2048 bytes), none inside the assemblies' (at 0, 6144).
+// CHECK-LABEL: func @gradients_in_place
+// CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: [[#D:]],
+// CHECK-SAME: [[#D+128]], [[#D+256]]>
+// CHECK: kiln.fusion {{.*}} {kiln.offsets = array<i64: {{[0-9]+}}, [[#D]]>}
+// CHECK-LABEL: func @parts_read_elsewhere
+// CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: 6144, 18432, 8192>
+// CHECK: kiln.fusion {{.*}} {kiln.offsets = array<i64: 0>}
+// CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: 20480, 22528, 24576>
+// CHECK: kiln.fusion {{.*}} {kiln.offsets = array<i64: 6144>}
+func.func @gradients_in_place(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x16xbf16>, %l: tensor<2x4x8xf32>, %g: tensor<2x4x8x16xbf16>)
+    -> (tensor<192xf32>, tensor<16x192xbf16>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q output %o, %l, %g {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  %b, %p = kiln.fusion %dq, %dk, %dv : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> (tensor<192xf32>, tensor<16x192xbf16>) {
+  ^bb0(%a0: tensor<2x4x8x16xbf16>, %a1: tensor<2x4x8x16xbf16>, %a2: tensor<2x4x8x16xbf16>):
+    %zero = kiln.constant dense<0.0> : tensor<2x8x192xf32>
+    %t0 = kiln.transpose %a0 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %t1 = kiln.transpose %a1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %t2 = kiln.transpose %a2 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r0 = kiln.reshape %t0 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %r1 = kiln.reshape %t1 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %r2 = kiln.reshape %t2 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %w0 = kiln.cast %r0 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %w1 = kiln.cast %r1 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %w2 = kiln.cast %r2 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %i0 = kiln.insert_slice %zero, %w0 {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %i1 = kiln.insert_slice %zero, %w1 {start = array<i64: 0, 0, 64>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %i2 = kiln.insert_slice %zero, %w2 {start = array<i64: 0, 0, 128>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %s0 = kiln.add %i0, %i1 : (tensor<2x8x192xf32>, tensor<2x8x192xf32>) -> tensor<2x8x192xf32>
+    %s1 = kiln.add %s0, %i2 : (tensor<2x8x192xf32>, tensor<2x8x192xf32>) -> tensor<2x8x192xf32>
+    %flat = kiln.reshape %s1 : tensor<2x8x192xf32> to tensor<16x192xf32>
+    %bias = kiln.reduce_sum %flat {axes = array<i64: 0>} : (tensor<16x192xf32>) -> tensor<192xf32>
+    %packed = kiln.cast %flat : tensor<16x192xf32> to tensor<16x192xbf16>
+    kiln.yield %bias, %packed : tensor<192xf32>, tensor<16x192xbf16>
+  }
+  return %b, %p : tensor<192xf32>, tensor<16x192xbf16>
+}
+
+func.func @parts_read_elsewhere(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x16xbf16>, %l: tensor<2x4x8xf32>, %g: tensor<2x4x8x16xbf16>)
+    -> (tensor<16x192xbf16>, tensor<2x4x8x16xbf16>, tensor<16x192xbf16>) {
+  %dq0, %dk0, %dv0 = kiln.attention_grad %q, %q, %q output %o, %l, %g {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  %p = kiln.fusion %dq0, %dk0, %dv0 : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> tensor<16x192xbf16> {
+  ^bb0(%a0: tensor<2x4x8x16xbf16>, %a1: tensor<2x4x8x16xbf16>, %a2: tensor<2x4x8x16xbf16>):
+    %zero = kiln.constant dense<0.0> : tensor<2x8x192xf32>
+    %t0 = kiln.transpose %a0 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %t1 = kiln.transpose %a1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %t2 = kiln.transpose %a2 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r0 = kiln.reshape %t0 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %r1 = kiln.reshape %t1 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %r2 = kiln.reshape %t2 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %w0 = kiln.cast %r0 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %w1 = kiln.cast %r1 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %w2 = kiln.cast %r2 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %i0 = kiln.insert_slice %zero, %w0 {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %i1 = kiln.insert_slice %zero, %w1 {start = array<i64: 0, 0, 64>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %i2 = kiln.insert_slice %zero, %w2 {start = array<i64: 0, 0, 128>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %s0 = kiln.add %i0, %i1 : (tensor<2x8x192xf32>, tensor<2x8x192xf32>) -> tensor<2x8x192xf32>
+    %s1 = kiln.add %s0, %i2 : (tensor<2x8x192xf32>, tensor<2x8x192xf32>) -> tensor<2x8x192xf32>
+    %flat = kiln.reshape %s1 : tensor<2x8x192xf32> to tensor<16x192xf32>
+    %packed = kiln.cast %flat : tensor<16x192xf32> to tensor<16x192xbf16>
+    kiln.yield %packed : tensor<16x192xbf16>
+  }
+  %dq1, %dk1, %dv1 = kiln.attention_grad %q, %q, %q output %o, %l, %g {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  %p2 = kiln.fusion %dq1, %dk1, %dv1 : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> tensor<16x192xbf16> {
+  ^bb0(%a0: tensor<2x4x8x16xbf16>, %a1: tensor<2x4x8x16xbf16>, %a2: tensor<2x4x8x16xbf16>):
+    %zero = kiln.constant dense<0.0> : tensor<2x8x192xf32>
+    %t0 = kiln.transpose %a0 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %t1 = kiln.transpose %a1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %t2 = kiln.transpose %a2 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r0 = kiln.reshape %t0 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %r1 = kiln.reshape %t1 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %r2 = kiln.reshape %t2 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %w0 = kiln.cast %r0 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %w1 = kiln.cast %r1 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %w2 = kiln.cast %r2 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %i0 = kiln.insert_slice %zero, %w0 {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %i1 = kiln.insert_slice %zero, %w1 {start = array<i64: 0, 0, 64>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %i2 = kiln.insert_slice %zero, %w2 {start = array<i64: 0, 0, 96>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %s0 = kiln.add %i0, %i1 : (tensor<2x8x192xf32>, tensor<2x8x192xf32>) -> tensor<2x8x192xf32>
+    %s1 = kiln.add %s0, %i2 : (tensor<2x8x192xf32>, tensor<2x8x192xf32>) -> tensor<2x8x192xf32>
+    %flat = kiln.reshape %s1 : tensor<2x8x192xf32> to tensor<16x192xf32>
+    %packed = kiln.cast %flat : tensor<16x192xf32> to tensor<16x192xbf16>
+    kiln.yield %packed : tensor<16x192xbf16>
+  }
+  return %p, %dk0, %p2 : tensor<16x192xbf16>, tensor<2x4x8x16xbf16>, tensor<16x192xbf16>
+}

@@ -171,6 +171,82 @@ TEST(IndexCheckTest, OutOfRangeIndicesAreReported) {
   EXPECT_NE(run({0, 1, 2}, {0, 5, 2}).find("loss"), std::string::npos);
 }
 
+// The packed gradient of a q/k/v projection (80 tokens, 2 heads of 64),
+// %d#1, and its bias gradient, %d#0, assembled from attention's gradients
+// %dq, %dk, %dv as autodiff and fusion leave them; read in place from a
+// packed projection %p (exact kernels), or on tensor cores from an exact
+// forward pass.
+const char *const kPackedQkvGradient =
+    R"(  %d:2 = kiln.fusion %dk, %dq, %dv : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<384xf32>, tensor<80x384xbf16>) {
+  ^bb0(%ak: tensor<1x2x80x64xbf16>, %aq: tensor<1x2x80x64xbf16>, %av: tensor<1x2x80x64xbf16>):
+    %zero = kiln.constant dense<0.0> : tensor<1x80x384xf32>
+    %tk = kiln.transpose %ak {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x2x80x64xbf16>) -> tensor<1x80x2x64xbf16>
+    %tq = kiln.transpose %aq {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x2x80x64xbf16>) -> tensor<1x80x2x64xbf16>
+    %tv = kiln.transpose %av {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x2x80x64xbf16>) -> tensor<1x80x2x64xbf16>
+    %rk = kiln.reshape %tk : tensor<1x80x2x64xbf16> to tensor<1x80x128xbf16>
+    %rq = kiln.reshape %tq : tensor<1x80x2x64xbf16> to tensor<1x80x128xbf16>
+    %rv = kiln.reshape %tv : tensor<1x80x2x64xbf16> to tensor<1x80x128xbf16>
+    %wk = kiln.cast %rk : tensor<1x80x128xbf16> to tensor<1x80x128xf32>
+    %wq = kiln.cast %rq : tensor<1x80x128xbf16> to tensor<1x80x128xf32>
+    %wv = kiln.cast %rv : tensor<1x80x128xbf16> to tensor<1x80x128xf32>
+    %ik = kiln.insert_slice %zero, %wk {start = array<i64: 0, 0, 128>, stride = array<i64: 1, 1, 1>} : (tensor<1x80x384xf32>, tensor<1x80x128xf32>) -> tensor<1x80x384xf32>
+    %iq = kiln.insert_slice %zero, %wq {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<1x80x384xf32>, tensor<1x80x128xf32>) -> tensor<1x80x384xf32>
+    %iv = kiln.insert_slice %zero, %wv {start = array<i64: 0, 0, 256>, stride = array<i64: 1, 1, 1>} : (tensor<1x80x384xf32>, tensor<1x80x128xf32>) -> tensor<1x80x384xf32>
+    %a1 = kiln.add %iv, %ik : (tensor<1x80x384xf32>, tensor<1x80x384xf32>) -> tensor<1x80x384xf32>
+    %a2 = kiln.add %a1, %iq : (tensor<1x80x384xf32>, tensor<1x80x384xf32>) -> tensor<1x80x384xf32>
+    %flat = kiln.reshape %a2 : tensor<1x80x384xf32> to tensor<80x384xf32>
+    %bias = kiln.reduce_sum %flat {axes = array<i64: 0>} : (tensor<80x384xf32>) -> tensor<384xf32>
+    %packed = kiln.cast %flat : tensor<80x384xf32> to tensor<80x384xbf16>
+    kiln.yield %bias, %packed : tensor<384xf32>, tensor<80x384xbf16>
+  }
+)";
+const std::string kAttentionGradientsInPlace =
+    R"(
+func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>)
+    -> (tensor<1x2x80x64xbf16>, tensor<384xf32>, tensor<80x384xbf16>) {
+  %q, %k, %v = kiln.fusion %p : (tensor<80x384xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) {
+  ^bb0(%a: tensor<80x384xbf16>):
+    %r = kiln.reshape %a : tensor<80x384xbf16> to tensor<1x80x384xbf16>
+    %s0 = kiln.slice %r {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : tensor<1x80x384xbf16> to tensor<1x80x128xbf16>
+    %s1 = kiln.slice %r {start = array<i64: 0, 0, 128>, stride = array<i64: 1, 1, 1>} : tensor<1x80x384xbf16> to tensor<1x80x128xbf16>
+    %s2 = kiln.slice %r {start = array<i64: 0, 0, 256>, stride = array<i64: 1, 1, 1>} : tensor<1x80x384xbf16> to tensor<1x80x128xbf16>
+    %h0 = kiln.reshape %s0 : tensor<1x80x128xbf16> to tensor<1x80x2x64xbf16>
+    %h1 = kiln.reshape %s1 : tensor<1x80x128xbf16> to tensor<1x80x2x64xbf16>
+    %h2 = kiln.reshape %s2 : tensor<1x80x128xbf16> to tensor<1x80x2x64xbf16>
+    %t0 = kiln.transpose %h0 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x80x2x64xbf16>) -> tensor<1x2x80x64xbf16>
+    %t1 = kiln.transpose %h1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x80x2x64xbf16>) -> tensor<1x2x80x64xbf16>
+    %t2 = kiln.transpose %h2 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x80x2x64xbf16>) -> tensor<1x2x80x64xbf16>
+    kiln.yield %t0, %t1, %t2 : tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>
+  }
+  %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>)
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>)
+      -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>)
+)" + std::string(kPackedQkvGradient) +
+    R"(
+  return %out, %d#0, %d#1 : tensor<1x2x80x64xbf16>, tensor<384xf32>, tensor<80x384xbf16>
+}
+)";
+const std::string kTensorCoreAttentionGradientsInPlace =
+    R"(
+func.func @main(%q: tensor<1x2x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tensor<1x2x80x64xbf16>,
+                %g: tensor<1x2x80x64xbf16>) -> tensor<80x384xbf16> {
+  %q32 = kiln.cast %q : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %k32 = kiln.cast %k : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %v32 = kiln.cast %v : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %out, %lse = kiln.attention %q32, %k32, %v32 {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>) -> (tensor<1x2x80x64xf32>, tensor<1x2x80xf32>)
+  %out16 = kiln.cast %out : tensor<1x2x80x64xf32> to tensor<1x2x80x64xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out16, %lse, %g {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>)
+      -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>)
+)" + std::string(kPackedQkvGradient) +
+    R"(
+  return %d#1 : tensor<80x384xbf16>
+}
+)";
+
 const KernelCase kCases[] = {
     {"Unary", R"(
       func.func @main(%x: tensor<5x7xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>,
@@ -802,6 +878,14 @@ func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tens
 }
 )",
      false, false, 0x1p-7},
+    // Attention's gradients written where the fusion that assembles them
+    // puts them (the packed gradient of the q/k/v projection, whose heads
+    // attention read in place): the fusion computes nothing of it, and its
+    // column sum reads it, widened. Exact kernels; on tensor cores, from an
+    // exact forward pass, at the gradient's bound above.
+    {"AttentionGradientsInPlace", kAttentionGradientsInPlace.c_str()},
+    {"TensorCoreAttentionGradientsInPlace",
+     kTensorCoreAttentionGradientsInPlace.c_str(), false, false, 0x1p-7},
     {"AttentionMasks", R"(
       func.func @main(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x6x8xbf16>, %v: tensor<2x3x6x8xbf16>,
                       %f: tensor<2x1x1x6xf32>, %b: tensor<4x6xi1>, %g: tensor<2x3x4x8xf32>)

@@ -27,8 +27,8 @@ struct StridedView {
   int64_t offset = 0;
   llvm::SmallVector<int64_t> strides;
   /// Whether the view's defining op fills the storage (attention writing
-  /// its output in place); otherwise the view only reads what the storage's
-  /// definer wrote.
+  /// its output or gradients in place), whose definer then computes nothing
+  /// of it; otherwise the view only reads what the storage's definer wrote.
   bool writes = false;
 };
 
@@ -38,7 +38,12 @@ struct StridedView {
 ///   - attention's output, when its other readers are fusions that reshape
 ///     and transpose it, all the same way, into values of the same
 ///     elements: the first holds it and computes nothing, and the others
-///     (recomputed for the backward pass) are that value, contiguous.
+///     (recomputed for the backward pass) are that value, contiguous;
+///   - attention's gradients, read only by one fusion whose result
+///     assembles them: each rearranged, maybe widened exactly, inserted
+///     into zeros at disjoint places that cover the whole, added up, and
+///     rounded back if widened. The result holds them; the fusion's other
+///     results read the assembly from it (exact: it holds every value).
 /// Every view's innermost stride is 1.
 llvm::DenseMap<mlir::Value, StridedView>
 findStridedViews(mlir::func::FuncOp step);

@@ -387,12 +387,14 @@ FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
     // Memory reads the same inside reductions and out: one lambda.
     if (auto other = names.find({value, !nested}); other != names.end())
       return alias(value, nested, other->second);
-    Type type = elementTypeOf(value);
     // Through the pointer's reader, which a vectorized loop serves from the
-    // 16-byte chunks it loaded (finish()).
+    // 16-byte chunks it loaded (finish()); in the memory's type, which may
+    // be narrower than the value's when it holds the value exactly (an
+    // assembly, StridedViews.h).
     std::string pointer = pointerTo(memory);
     return define(value, nested,
-                  "    return " + loaded(type, "read_" + pointer + "(i)") +
+                  "    return " +
+                      loaded(elementTypeOf(memory), "read_" + pointer + "(i)") +
                       ";\n");
   }
   if (auto constant = value.getDefiningOp<ConstantOp>()) {

@@ -140,6 +140,10 @@ private:
   MemoryPlan plan;
   /// Values not in the plan that kernels read: GEMM products in scratch.
   DenseMap<Value, int64_t> extraOffsets;
+  /// Values that kernels read from the memory of another, which holds them
+  /// exactly in a narrower type: an assembly its parts' producers wrote
+  /// (StridedViews.h), read through its rounding.
+  DenseMap<Value, Value> readThrough;
   int64_t scratchOffset = 0, scratchBytes = 0;
   /// Constants, placed after the scratch area once its size is known:
   /// offsets relative to the constants' area until then.
@@ -307,6 +311,8 @@ Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
                              ArrayRef<Value> materialized,
                              function_ref<int64_t(Value)> resultOffset) {
   auto external = [&](Value value) -> Value {
+    if (Value memory = readThrough.lookup(value))
+      return memory;
     return offsetOf(value) >= 0 ? value : Value();
   };
   FailureOr<SmallVector<KernelPlan>> kernels =
@@ -430,12 +436,20 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
     return Value();
   };
   // Strided views and the storage a view's definer fills need no kernel.
-  SmallVector<Value> results;
+  // Where that storage is an assembly of the views (StridedViews.h), what
+  // else reads the assembly reads the storage (through its rounding).
+  SmallVector<Value> results, materialized;
   for (auto [result, inner] :
-       llvm::zip(fusion->getResults(), yield.getOperands()))
-    if (!plan.computedElsewhere(result))
+       llvm::zip(fusion->getResults(), yield.getOperands())) {
+    if (!plan.computedElsewhere(result)) {
       results.push_back(inner);
-  SmallVector<Value> materialized;
+      continue;
+    }
+    extraOffsets[inner] = offsetOf(result);
+    materialized.push_back(inner);
+    if (auto round = inner.getDefiningOp<CastOp>())
+      readThrough[round.getInput()] = inner;
+  }
 
   // A region that starts with a matrix product: the GEMM applies what
   // cuBLASLt's epilogues can (a bias along the columns, or the GELU gradient
