@@ -230,7 +230,7 @@ assembledParts(FusionOp fusion, unsigned result) {
   SmallVector<Value> sums = {whole};
   while (!sums.empty()) {
     Value sum = sums.pop_back_val();
-    if (sum != whole && !sum.hasOneUse())
+    if (sum != assembled && !sum.hasOneUse())
       return std::nullopt;
     if (auto add = sum.getDefiningOp<AddOp>();
         add && add.getLhs().getType() == add.getType() &&

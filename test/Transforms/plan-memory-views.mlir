@@ -120,6 +120,8 @@ func.func @rearranged_twice(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x4x8x16xbf16>
 // @parts_read_elsewhere, the first dk is also returned, and the second
 // assembly's slices overlap (dv at columns 96-159): each gradient keeps a
 // buffer of its own (2048 bytes), none inside the assemblies' (at 0, 6144).
+// So do they where the fusion reads the sum itself rather than the
+// assembled view of it (which is all it may read from memory).
 // CHECK-LABEL: func @gradients_in_place
 // CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: [[#D:]],
 // CHECK-SAME: [[#D+128]], [[#D+256]]>
@@ -129,6 +131,9 @@ func.func @rearranged_twice(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x4x8x16xbf16>
 // CHECK: kiln.fusion {{.*}} {kiln.offsets = array<i64: 0>}
 // CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: 20480, 22528, 24576>
 // CHECK: kiln.fusion {{.*}} {kiln.offsets = array<i64: 6144>}
+// CHECK-LABEL: func @sum_read_before_its_view
+// CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: [[#E:]],
+// CHECK-NOT: [[#E+128]], [[#E+256]]>
 func.func @gradients_in_place(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x16xbf16>, %l: tensor<2x4x8xf32>, %g: tensor<2x4x8x16xbf16>)
     -> (tensor<192xf32>, tensor<16x192xbf16>) {
   %dq, %dk, %dv = kiln.attention_grad %q, %q, %q output %o, %l, %g {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
@@ -204,4 +209,32 @@ func.func @parts_read_elsewhere(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x16xb
     kiln.yield %packed : tensor<16x192xbf16>
   }
   return %p, %dk0, %p2 : tensor<16x192xbf16>, tensor<2x4x8x16xbf16>, tensor<16x192xbf16>
+}
+
+func.func @sum_read_before_its_view(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x16xbf16>, %l: tensor<2x4x8xf32>, %g: tensor<2x4x8x16xbf16>)
+    -> (tensor<192xf32>, tensor<16x192xbf16>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q output %o, %l, %g {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  %b, %p = kiln.fusion %dq, %dk, %dv : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> (tensor<192xf32>, tensor<16x192xbf16>) {
+  ^bb0(%a0: tensor<2x4x8x16xbf16>, %a1: tensor<2x4x8x16xbf16>, %a2: tensor<2x4x8x16xbf16>):
+    %zero = kiln.constant dense<0.0> : tensor<2x8x192xf32>
+    %t0 = kiln.transpose %a0 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %t1 = kiln.transpose %a1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %t2 = kiln.transpose %a2 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r0 = kiln.reshape %t0 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %r1 = kiln.reshape %t1 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %r2 = kiln.reshape %t2 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %w0 = kiln.cast %r0 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %w1 = kiln.cast %r1 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %w2 = kiln.cast %r2 : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %i0 = kiln.insert_slice %zero, %w0 {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %i1 = kiln.insert_slice %zero, %w1 {start = array<i64: 0, 0, 64>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %i2 = kiln.insert_slice %zero, %w2 {start = array<i64: 0, 0, 128>, stride = array<i64: 1, 1, 1>} : (tensor<2x8x192xf32>, tensor<2x8x64xf32>) -> tensor<2x8x192xf32>
+    %s0 = kiln.add %i0, %i1 : (tensor<2x8x192xf32>, tensor<2x8x192xf32>) -> tensor<2x8x192xf32>
+    %s1 = kiln.add %s0, %i2 : (tensor<2x8x192xf32>, tensor<2x8x192xf32>) -> tensor<2x8x192xf32>
+    %flat = kiln.reshape %s1 : tensor<2x8x192xf32> to tensor<16x192xf32>
+    %bias = kiln.reduce_sum %s1 {axes = array<i64: 0, 1>} : (tensor<2x8x192xf32>) -> tensor<192xf32>
+    %packed = kiln.cast %flat : tensor<16x192xf32> to tensor<16x192xbf16>
+    kiln.yield %bias, %packed : tensor<192xf32>, tensor<16x192xbf16>
+  }
+  return %b, %p : tensor<192xf32>, tensor<16x192xbf16>
 }
