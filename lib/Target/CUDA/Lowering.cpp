@@ -436,8 +436,9 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
     return Value();
   };
   // Strided views and the storage a view's definer fills need no kernel.
-  // Where that storage is an assembly of the views (StridedViews.h), what
-  // else reads the assembly reads the storage (through its rounding).
+  // What else the region computes from that storage (an assembly of the
+  // views, StridedViews.h) reads it, through its rounding; a strided view
+  // it computes again.
   SmallVector<Value> results, materialized;
   for (auto [result, inner] :
        llvm::zip(fusion->getResults(), yield.getOperands())) {
@@ -445,6 +446,8 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
       results.push_back(inner);
       continue;
     }
+    if (plan.views.count(result))
+      continue;
     extraOffsets[inner] = offsetOf(result);
     materialized.push_back(inner);
     if (auto round = inner.getDefiningOp<CastOp>())
