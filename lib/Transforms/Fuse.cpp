@@ -569,9 +569,11 @@ int fuseElementwise(func::FuncOp function) {
   for (SmallVector<Operation *> &group : groups) {
     // A reshape of a value the group reads is a view of it; read outside
     // the group too, it stays a view rather than become a copy the fusion
-    // stores (the logits that both the loss and its gradient read). So is
-    // a reshape that only ops outside read of a value the group stores
-    // anyway (ops outside read it too): stored once, and viewed.
+    // stores (the logits that both the loss and its gradient read). So is,
+    // for the ops outside that read it, a reshape of a value the group
+    // stores anyway (ops outside read it too): stored once, and viewed (a
+    // head gradient put back in token order, which one product reads in 3-D
+    // and another in 2-D); ops inside read the reshape inside.
     DenseSet<Operation *> members(group.begin(), group.end());
     SmallVector<Operation *> views;
     for (Operation *op : llvm::reverse(group)) {
@@ -579,13 +581,27 @@ int fuseElementwise(func::FuncOp function) {
         continue;
       auto outside = [&](Operation *user) { return !members.contains(user); };
       Value input = op->getOperand(0);
-      bool ofInput = !members.contains(input.getDefiningOp());
-      bool viewOfStored = llvm::all_of(op->getUsers(), outside) &&
-                          llvm::any_of(input.getUsers(), outside);
-      if (ofInput ? llvm::any_of(op->getUsers(), outside) : viewOfStored) {
+      bool readOutside = llvm::any_of(op->getUsers(), outside);
+      if (!members.contains(input.getDefiningOp())) {
+        if (readOutside) {
+          members.erase(op);
+          views.push_back(op);
+        }
+        continue;
+      }
+      if (!readOutside || llvm::none_of(input.getUsers(), outside))
+        continue;
+      if (llvm::all_of(op->getUsers(), outside)) {
         members.erase(op);
         views.push_back(op);
+        continue;
       }
+      OpBuilder builder(op);
+      Operation *view = builder.clone(*op);
+      op->getResult(0).replaceUsesWithIf(
+          view->getResult(0),
+          [&](OpOperand &use) { return outside(use.getOwner()); });
+      views.push_back(view);
     }
     llvm::erase_if(
         group, [&](Operation *op) { return llvm::is_contained(views, op); });

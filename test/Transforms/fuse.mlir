@@ -531,3 +531,25 @@ func.func @transposed_product(%h: tensor<8x4xf32>, %dy: tensor<8x6xf32>, %g: ten
   %s = kiln.add %t, %g : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
   return %s : tensor<6x4xf32>
 }
+
+// -----
+
+// Tests that a reshape read inside the fusion and outside it, of a value
+// the fusion stores anyway, is a view of that value for the ops outside
+// (a head gradient put back in token order, read in 2-D and 3-D by two
+// products): the fusion stores the elements once.
+// CHECK-LABEL: func @reshape_read_inside_and_out
+// CHECK: %[[F:.*]]:2 = kiln.fusion %arg0 : (tensor<2x4x8x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<64xf32>) {
+// CHECK: %[[T:.*]] = kiln.transpose
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %[[T]]
+// CHECK-NEXT: kiln.cast %[[R]]
+// CHECK: kiln.yield %[[T]], %{{.*}} : tensor<2x8x4x16xbf16>, tensor<64xf32>
+// CHECK: %[[V:.*]] = kiln.reshape %[[F]]#0 : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+// CHECK: return %[[F]]#0, %[[V]], %[[F]]#1
+func.func @reshape_read_inside_and_out(%d: tensor<2x4x8x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<2x8x64xbf16>, tensor<64xf32>) {
+  %t = kiln.transpose %d {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+  %r = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+  %w = kiln.cast %r : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+  %s = kiln.reduce_sum %w {axes = array<i64: 0, 1>} : (tensor<2x8x64xf32>) -> tensor<64xf32>
+  return %t, %r, %s : tensor<2x8x4x16xbf16>, tensor<2x8x64xbf16>, tensor<64xf32>
+}
