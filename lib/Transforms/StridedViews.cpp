@@ -205,10 +205,11 @@ bool isZeros(Value value) {
 /// of its type rearranged (reshapes, transposes), maybe widened exactly,
 /// inserted into zeros at disjoint places that cover the whole, added up,
 /// and rounded back to the parts' type if widened (the packed gradient of a
-/// q/k/v projection from the heads' gradients). Each value on the way is
-/// read once, so the region's other results read the parts only through
-/// the assembly; its layout in the result's buffer with each part. None if
-/// `result` is not one.
+/// q/k/v projection from the heads' gradients); or one such argument
+/// rearranged alone (a head gradient put back in token order). Each value on
+/// the way is read once, so the region's other results read the parts only
+/// through the assembly; its layout in the result's buffer with each part. None
+/// if `result` is not one.
 std::optional<SmallVector<std::pair<BlockArgument, Layout>>>
 assembledParts(FusionOp fusion, unsigned result) {
   Value assembled = yielded(fusion, result);
@@ -226,7 +227,13 @@ assembledParts(FusionOp fusion, unsigned result) {
     if (!(layout = reshaped(*layout, shapeOf(whole))))
       return std::nullopt;
   }
-  SmallVector<InsertSliceOp> inserts;
+  // The terms of the sum, each a part placed at `start` (inserted into
+  // zeros, or the whole itself).
+  struct Placed {
+    Value source;
+    SmallVector<int64_t> start;
+  };
+  SmallVector<Placed> placed;
   SmallVector<Value> sums = {whole};
   while (!sums.empty()) {
     Value sum = sums.pop_back_val();
@@ -236,29 +243,27 @@ assembledParts(FusionOp fusion, unsigned result) {
         add && add.getLhs().getType() == add.getType() &&
         add.getRhs().getType() == add.getType()) {
       sums.append({add.getLhs(), add.getRhs()});
-    } else if (auto insert = sum.getDefiningOp<InsertSliceOp>();
-               insert && isZeros(insert.getDest()) &&
-               llvm::all_of(insert.getStride(),
-                            [](int64_t s) { return s == 1; })) {
-      inserts.push_back(insert);
+    } else if (auto insert = sum.getDefiningOp<InsertSliceOp>()) {
+      if (!isZeros(insert.getDest()) ||
+          !llvm::all_of(insert.getStride(), [](int64_t s) { return s == 1; }))
+        return std::nullopt;
+      placed.push_back(
+          {insert.getSource(), SmallVector<int64_t>(insert.getStart())});
     } else {
-      return std::nullopt;
+      placed.push_back({sum, SmallVector<int64_t>(shapeOf(sum).size(), 0)});
     }
   }
   // Disjoint boxes whose sizes add up to the whole cover it.
   int64_t covered = 0;
-  for (auto [n, insert] : llvm::enumerate(inserts)) {
-    ArrayRef<int64_t> start = insert.getStart(),
-                      size = shapeOf(insert.getSource());
-    covered +=
-        cast<RankedTensorType>(insert.getSource().getType()).getNumElements();
-    for (InsertSliceOp other : llvm::drop_begin(inserts, n + 1)) {
-      ArrayRef<int64_t> otherStart = other.getStart(),
-                        otherSize = shapeOf(other.getSource());
+  for (auto [n, part] : llvm::enumerate(placed)) {
+    ArrayRef<int64_t> size = shapeOf(part.source);
+    covered += cast<RankedTensorType>(part.source.getType()).getNumElements();
+    for (const Placed &other : llvm::drop_begin(placed, n + 1)) {
+      ArrayRef<int64_t> otherSize = shapeOf(other.source);
       bool apart = false;
-      for (size_t d = 0; d < start.size(); ++d)
-        apart |= start[d] + size[d] <= otherStart[d] ||
-                 otherStart[d] + otherSize[d] <= start[d];
+      for (size_t d = 0; d < size.size(); ++d)
+        apart |= part.start[d] + size[d] <= other.start[d] ||
+                 other.start[d] + otherSize[d] <= part.start[d];
       if (!apart)
         return std::nullopt;
     }
@@ -266,9 +271,9 @@ assembledParts(FusionOp fusion, unsigned result) {
   if (covered != cast<RankedTensorType>(whole.getType()).getNumElements())
     return std::nullopt;
   SmallVector<std::pair<BlockArgument, Layout>> parts;
-  for (InsertSliceOp insert : inserts) {
+  for (const Placed &term : placed) {
     // Widened exactly where the result rounds back.
-    Value source = insert.getSource();
+    Value source = term.source;
     if (round) {
       auto widen = source.getDefiningOp<CastOp>();
       if (!widen || !widen->hasOneUse() || !widen.widensExactly())
@@ -279,13 +284,13 @@ assembledParts(FusionOp fusion, unsigned result) {
       return std::nullopt;
     Layout at = *layout;
     at.shape = SmallVector<int64_t>(shapeOf(source));
-    for (auto [start, stride] : llvm::zip(insert.getStart(), layout->strides))
+    for (auto [start, stride] : llvm::zip(term.start, layout->strides))
       at.offset += start * stride;
     auto part = inverseViewChain(source, at);
     if (!part)
       return std::nullopt;
     for (Value v = source;; v = v.getDefiningOp()->getOperand(0)) {
-      if (!v.hasOneUse())
+      if (v != assembled && !v.hasOneUse())
         return std::nullopt;
       if (v == part->first)
         break;

@@ -238,3 +238,26 @@ func.func @sum_read_before_its_view(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x
   }
   return %b, %p : tensor<192xf32>, tensor<16x192xbf16>
 }
+
+// -----
+
+// A head gradient that one fusion only puts back in token order (BERT's
+// separate q/k/v projections): attention writes it there, in place, and
+// the fusion's bias gradient reads it there.
+// CHECK-LABEL: func @gradient_in_token_order
+// CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: [[#T:]],
+// CHECK: kiln.fusion {{.*}} {kiln.offsets = array<i64: [[#T]], {{[0-9]+}}>}
+func.func @gradient_in_token_order(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x16xbf16>, %l: tensor<2x4x8xf32>, %g: tensor<2x4x8x16xbf16>)
+    -> (tensor<16x64xbf16>, tensor<64xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q output %o, %l, %g {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  %t, %b = kiln.fusion %dq : (tensor<2x4x8x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<64xf32>) {
+  ^bb0(%a: tensor<2x4x8x16xbf16>):
+    %tr = kiln.transpose %a {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+    %r = kiln.reshape %tr : tensor<2x8x4x16xbf16> to tensor<2x8x64xbf16>
+    %w = kiln.cast %r : tensor<2x8x64xbf16> to tensor<2x8x64xf32>
+    %s = kiln.reduce_sum %w {axes = array<i64: 0, 1>} : (tensor<2x8x64xf32>) -> tensor<64xf32>
+    kiln.yield %tr, %s : tensor<2x8x4x16xbf16>, tensor<64xf32>
+  }
+  %flat = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<16x64xbf16>
+  return %flat, %b, %dk, %dv : tensor<16x64xbf16>, tensor<64xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+}
