@@ -91,6 +91,15 @@ Layout transposed(const Layout &layout, ArrayRef<int64_t> permutation) {
   return result;
 }
 
+/// The layout of `transpose`'s input, given its result's `layout`.
+Layout untransposed(const Layout &layout, TransposeOp transpose) {
+  ArrayRef<int64_t> permutation = transpose.getPermutation();
+  SmallVector<int64_t> inverse(permutation.size());
+  for (auto [to, from] : llvm::enumerate(permutation))
+    inverse[from] = to;
+  return transposed(layout, inverse);
+}
+
 Layout sliced(const Layout &layout, SliceOp slice) {
   Layout result{layout.offset, SmallVector<int64_t>(shapeOf(slice)), {}};
   for (auto [start, step, stride] :
@@ -137,11 +146,7 @@ inverseViewChain(Value value, std::optional<Layout> start = {}) {
       return std::nullopt;
     Value input = op->getOperand(0);
     if (auto transpose = dyn_cast<TransposeOp>(op)) {
-      ArrayRef<int64_t> permutation = transpose.getPermutation();
-      SmallVector<int64_t> inverse(permutation.size());
-      for (auto [to, from] : llvm::enumerate(permutation))
-        inverse[from] = to;
-      layout = transposed(layout, inverse);
+      layout = untransposed(layout, transpose);
     } else if (auto view = reshaped(layout, shapeOf(input))) {
       layout = *view;
     } else {
@@ -379,6 +384,19 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
         views[fusion->getOperand(argument.getArgNumber())] = {
             result, layout.offset, layout.strides, /*writes=*/true};
     }
+  // Attention's gradients that a transpose alone puts back in token order
+  // (a product without a bias reads it: Llama's value projection) are
+  // written by attention in that order.
+  for (auto transpose : body.getOps<TransposeOp>()) {
+    Value gradient = transpose.getInput();
+    Layout layout =
+        untransposed(contiguous(shapeOf(transpose.getResult())), transpose);
+    if (gradient.getDefiningOp<AttentionGradOp>() && gradient.hasOneUse() &&
+        !views.count(gradient) && innermostContiguous(layout) &&
+        plainStorage(transpose.getResult(), step))
+      views[gradient] = {transpose.getResult(), layout.offset, layout.strides,
+                         /*writes=*/true};
+  }
   return views;
 }
 

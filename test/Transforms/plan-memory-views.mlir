@@ -261,3 +261,18 @@ func.func @gradient_in_token_order(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x1
   %flat = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<16x64xbf16>
   return %flat, %b, %dk, %dv : tensor<16x64xbf16>, tensor<64xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
 }
+
+// -----
+
+// A head gradient that a transpose alone puts back in token order (a
+// product without a bias reads it: Llama's value projection): attention
+// writes it there, and the transpose copies nothing.
+// CHECK-LABEL: func @gradient_transposed
+// CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[#V:]]>
+// CHECK: kiln.transpose %value_grad {kiln.offsets = array<i64: [[#V]]>
+func.func @gradient_transposed(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x16xbf16>, %l: tensor<2x4x8xf32>, %g: tensor<2x4x8x16xbf16>)
+    -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x8x4x16xbf16>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %q, %q output %o, %l, %g {scale = 0.25 : f64, causal} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  %t = kiln.transpose %dv {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+  return %dq, %dk, %t : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x8x4x16xbf16>
+}

@@ -44,7 +44,8 @@ struct StridedView {
 ///     into zeros at disjoint places that cover the whole, added up, and
 ///     rounded back if widened. The result holds them; the fusion's other
 ///     results read the assembly from it (exact: it holds every value,
-///     though a -0 that the assembly's added zeros would make +0 stays -0).
+///     though a -0 that the assembly's added zeros would make +0 stays -0);
+///   - attention's gradients that a transpose alone reads, which holds them.
 /// Every view's innermost stride is 1.
 llvm::DenseMap<mlir::Value, StridedView>
 findStridedViews(mlir::func::FuncOp step);

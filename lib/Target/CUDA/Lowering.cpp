@@ -520,9 +520,10 @@ LogicalResult Lowering::lowerOp(Operation &op) {
       return failure();
     return emitKernels(&op, *kernels, resultOffset);
   }
+  // What views fill needs no kernel (a transpose attention wrote).
   SmallVector<Value> results;
   for (Value result : op.getResults())
-    if (offsetOf(result) >= 0)
+    if (offsetOf(result) >= 0 && !plan.computedElsewhere(result))
       results.push_back(result);
   if (results.empty())
     return success();
