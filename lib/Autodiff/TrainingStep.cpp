@@ -126,7 +126,12 @@ private:
   func::FuncOp gradient;
   const OptimizerOptions &options;
   OpBuilder builder;
+  /// Where the ops being built come from, named by what the step does, as
+  /// profiles and errors show them.
   Location loc = UnknownLoc::get(gradient.getContext());
+  void phase(StringRef what) {
+    loc = NameLoc::get(builder.getStringAttr(what));
+  }
   GradientResults roles;
   llvm::StringMap<ParameterOp> parameters;
 };
@@ -369,6 +374,7 @@ FailureOr<func::FuncOp> StepBuilder::build() {
     }
   }
   if (k > 1) {
+    phase("micro-batch average");
     Type lossElement = cast<RankedTensorType>(loss.getType()).getElementType();
     loss = builder.create<DivOp>(loc, loss, scalar(k, lossElement));
     for (Value &g : grads)
@@ -379,6 +385,7 @@ FailureOr<func::FuncOp> StepBuilder::build() {
 
   // Gradients of the scaled loss are unscaled in f32 (GradScaler.unscale_).
   if (scaling.enabled) {
+    phase("loss unscaling");
     Value inverse = builder.create<DivOp>(loc, scalar(1.0, f32), scaler[0]);
     for (Value &g : grads)
       g = builder.create<MulOp>(
@@ -388,6 +395,7 @@ FailureOr<func::FuncOp> StepBuilder::build() {
   }
 
   // The global norm, in f32, and clipping as torch.nn.utils.clip_grad_norm_.
+  phase("gradient norm");
   Value squares;
   for (Value g : grads) {
     Value s = sumOfSquares(g);
@@ -420,9 +428,11 @@ FailureOr<func::FuncOp> StepBuilder::build() {
         stepNumber = entry->getArgument(numInputs + 1);
   std::optional<ScalerUpdate> scalerUpdate;
   if (scaling.enabled && squares) {
+    phase("loss scaler");
     scalerUpdate = updateScaler(squares, scaler);
     stepNumber = builder.create<AddOp>(loc, scaler[2], integer(1));
   }
+  phase("optimizer update");
   SmallVector<Value> newParams, newState;
   unsigned stateArgument = numInputs + 2;
   for (auto [i, role] : llvm::enumerate(roles.gradients)) {

@@ -256,34 +256,65 @@ static std::string decimal(double value, StringRef unit) {
   return formatv("{0:f1} {1}{2}", value, prefixes[prefix], unit).str();
 }
 
+/// `origin` (an op and its location) with the layer numbers of the
+/// location's names replaced by N (`h.3` -> `h.N`), so that the layers of a
+/// stack add up.
+static std::string acrossLayers(StringRef origin) {
+  std::string merged;
+  for (size_t i = 0; i < origin.size(); ++i) {
+    merged += origin[i];
+    if (origin[i] != '.' || i + 1 == origin.size() || !isDigit(origin[i + 1]))
+      continue;
+    merged += 'N';
+    while (i + 1 < origin.size() && isDigit(origin[i + 1]))
+      ++i;
+  }
+  return merged;
+}
+
 /// The memory traffic the artifact's operations record (each operand and
 /// result of a launch or GEMM once: a floor, which caches can only lower by
-/// what one kernel rereads), in total and by the kind of op they come from.
+/// what one kernel rereads), in total, by the kind of op they come from,
+/// and, for the largest, by where in the model (layers added up).
 static void printTraffic(const kiln::artifact::ArtifactT &artifact) {
-  struct Kind {
+  struct Share {
     int64_t bytes = 0, flops = 0, operations = 0;
   };
-  llvm::StringMap<Kind> kinds;
-  Kind total;
+  llvm::StringMap<Share> kinds, sites;
+  Share total;
   for (const auto &operation : artifact.operations) {
-    StringRef origin = StringRef(operation->origin).split(" at ").first;
-    for (Kind *kind : {&kinds[origin], &total}) {
-      kind->bytes += operation->bytes;
-      kind->flops += operation->flops;
-      ++kind->operations;
+    StringRef origin = operation->origin;
+    for (Share *share : {&kinds[origin.split(" at ").first],
+                         &sites[acrossLayers(origin)], &total}) {
+      share->bytes += operation->bytes;
+      share->flops += operation->flops;
+      ++share->operations;
     }
   }
-  std::vector<std::pair<StringRef, Kind>> sorted;
-  for (auto &entry : kinds)
-    sorted.emplace_back(entry.getKey(), entry.getValue());
-  llvm::sort(sorted,
-             [](auto &a, auto &b) { return a.second.bytes > b.second.bytes; });
+  auto largestFirst = [](const llvm::StringMap<Share> &shares) {
+    std::vector<std::pair<StringRef, Share>> sorted;
+    for (auto &entry : shares)
+      sorted.emplace_back(entry.getKey(), entry.getValue());
+    llvm::sort(sorted, [](auto &a, auto &b) {
+      return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes
+                                              : a.first < b.first;
+    });
+    return sorted;
+  };
+  auto print = [](StringRef name, const Share &share) {
+    outs() << formatv("  {0,10} {1,12} {2,5}  {3}\n", decimal(share.bytes, "B"),
+                      decimal(share.flops, "FLOP"), share.operations, name);
+  };
   outs() << "traffic: " << decimal(total.bytes, "B") << " moved at least, "
          << decimal(total.flops, "FLOP") << " in products, " << total.operations
          << " operations\n";
-  for (auto &[name, kind] : sorted)
-    outs() << formatv("  {0,10} {1,12} {2,5}  {3}\n", decimal(kind.bytes, "B"),
-                      decimal(kind.flops, "FLOP"), kind.operations, name);
+  for (auto &[name, share] : largestFirst(kinds))
+    print(name, share);
+  constexpr size_t kLargestSites = 10;
+  outs() << "largest by where in the model (layers added up):\n";
+  auto sorted = largestFirst(sites);
+  for (auto &[name, share] : ArrayRef(sorted).take_front(kLargestSites))
+    print(name, share);
 }
 
 /// Writes the artifact of `planned` (--target=cuda).
