@@ -632,6 +632,22 @@ const KernelCase kCases[] = {
         return %a#0, %a#1, %b#0, %b#1, %b#2, %c#0, %c#1 : tensor<f32>, tensor<300x48xbf16>, tensor<f32>,
             tensor<300x37xf32>, tensor<f32>, tensor<f32>, tensor<20x7x30xf32>
       })"},
+    // Two long sums in one region that share nothing: each is split over
+    // blocks into partials, which a second kernel combines; equal kernels
+    // are placed together, but a sum's partials are combined before the
+    // other's overwrite them.
+    {"IndependentSplitSums", R"(
+      func.func @main(%a: tensor<9000xf32>, %b: tensor<9000xf32>) -> (tensor<f32>, tensor<f32>) {
+        %s:2 = kiln.fusion %a, %b : (tensor<9000xf32>, tensor<9000xf32>) -> (tensor<f32>, tensor<f32>) {
+        ^bb0(%x: tensor<9000xf32>, %y: tensor<9000xf32>):
+          %x2 = kiln.mul %x, %x : (tensor<9000xf32>, tensor<9000xf32>) -> tensor<9000xf32>
+          %sx = kiln.reduce_sum %x2 {axes = array<i64: 0>} : (tensor<9000xf32>) -> tensor<f32>
+          %y2 = kiln.mul %y, %y : (tensor<9000xf32>, tensor<9000xf32>) -> tensor<9000xf32>
+          %sy = kiln.reduce_sum %y2 {axes = array<i64: 0>} : (tensor<9000xf32>) -> tensor<f32>
+          kiln.yield %sx, %sy : tensor<f32>, tensor<f32>
+        }
+        return %s#0, %s#1 : tensor<f32>, tensor<f32>
+      })"},
     {"Optimizers", R"(
       func.func @main(%p: tensor<5x3xf32>, %g: tensor<5x3xf32>, %m: tensor<5x3xf32>, %v: tensor<5x3xf32>,
                       %lr: tensor<f32>, %t: tensor<i64> {test.range = 3 : i64})

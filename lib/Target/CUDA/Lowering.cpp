@@ -331,7 +331,10 @@ Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
                         [&](Value v) { return writes(writer, offsetOf(v)); });
   };
   // Among the launches that may go next, one of the kernel just placed
-  // comes first, so that equal kernels end up adjacent and batch.
+  // comes first, so that equal kernels end up adjacent and batch; but the
+  // kernel combining a split reduction's partials (which follows the one
+  // writing them in `kernels`) comes right after it, before any other
+  // writes partials over them, and never before.
   SmallVector<KernelPlan> ordered;
   SmallVector<bool> done(kernels->size(), false);
   auto blocked = [&](size_t i) {
@@ -340,22 +343,28 @@ Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
         return true;
     return false;
   };
+  std::optional<size_t> last;
   for (size_t placed = 0; placed < kernels->size(); ++placed) {
     std::optional<size_t> next;
-    for (size_t i = 0; i < kernels->size(); ++i) {
-      if (done[i] || blocked(i))
-        continue;
-      if (!next)
-        next = i;
-      if (!ordered.empty() && (*kernels)[i].body == ordered.back().body) {
-        next = i;
-        break;
+    if (last && (*kernels)[*last].partialBytes &&
+        !(*kernels)[*last].combinesPartials)
+      next = *last + 1;
+    else
+      for (size_t i = 0; i < kernels->size(); ++i) {
+        if (done[i] || blocked(i) || (*kernels)[i].combinesPartials)
+          continue;
+        if (!next)
+          next = i;
+        if (!ordered.empty() && (*kernels)[i].body == ordered.back().body) {
+          next = i;
+          break;
+        }
       }
-    }
     if (!next)
       return origin->emitError("the CUDA target cannot order the in-place "
                                "updates of this op");
     done[*next] = true;
+    last = next;
     ordered.push_back(std::move((*kernels)[*next]));
   }
   return emitKernels(origin, ordered, resultOffset);
