@@ -355,7 +355,77 @@ void fuse(func::FuncOp function) {
   (void)applyOpPatternsAndFold(transposes, std::move(patterns), config);
   fuseGemmEpilogues(function);
   fuseElementwise(function);
+  fuseScalarReductions(function);
   fuseOptimizerUpdates(function);
+}
+
+/// Replaces `run` (fusions in block order, none reading another's results,
+/// every other reader after the last) by one fusion at its last, which
+/// computes what each did.
+static void mergeFusions(MutableArrayRef<FusionOp> run) {
+  llvm::SetVector<Value> inputs;
+  SmallVector<Type> resultTypes;
+  for (FusionOp fusion : run) {
+    inputs.insert(fusion->getOperands().begin(), fusion->getOperands().end());
+    llvm::append_range(resultTypes, fusion->getResultTypes());
+  }
+  OpBuilder builder(run.back());
+  auto merged = builder.create<FusionOp>(run.front().getLoc(), resultTypes,
+                                         inputs.getArrayRef());
+  Block *body = builder.createBlock(&merged.getBody());
+  DenseMap<Value, Value> argumentOf;
+  for (Value input : inputs)
+    argumentOf[input] = body->addArgument(input.getType(), input.getLoc());
+  SmallVector<Value> yielded;
+  for (FusionOp fusion : run) {
+    IRMapping mapping;
+    Block &inner = fusion.getBody().front();
+    for (auto [argument, operand] :
+         llvm::zip(inner.getArguments(), fusion->getOperands()))
+      mapping.map(argument, argumentOf.lookup(operand));
+    for (Operation &op : inner.without_terminator())
+      builder.clone(op, mapping);
+    for (Value value : inner.getTerminator()->getOperands())
+      yielded.push_back(mapping.lookupOrDefault(value));
+  }
+  builder.create<YieldOp>(merged.getLoc(), yielded);
+  unsigned next = 0;
+  for (FusionOp fusion : run)
+    for (Value result : fusion->getResults())
+      result.replaceAllUsesWith(merged->getResult(next++));
+  for (FusionOp fusion : run)
+    fusion->erase();
+}
+
+int fuseScalarReductions(func::FuncOp function) {
+  auto scalars = [](Operation &op) {
+    auto fusion = dyn_cast<FusionOp>(op);
+    return fusion && llvm::all_of(fusion->getResultTypes(), [](Type type) {
+             return cast<RankedTensorType>(type).getRank() == 0;
+           });
+  };
+  SmallVector<SmallVector<FusionOp>> runs(1);
+  DenseSet<Operation *> inRun;
+  for (Operation &op : function.getBody().front()) {
+    bool readsRun = llvm::any_of(op.getOperands(), [&](Value operand) {
+      return inRun.contains(operand.getDefiningOp());
+    });
+    if (!scalars(op) || readsRun) {
+      if (runs.back().size() > 1)
+        runs.emplace_back();
+      runs.back().clear();
+      inRun.clear();
+      if (!scalars(op))
+        continue;
+    }
+    runs.back().push_back(cast<FusionOp>(op));
+    inRun.insert(&op);
+  }
+  if (runs.back().size() < 2)
+    runs.pop_back();
+  for (MutableArrayRef<FusionOp> run : runs)
+    mergeFusions(run);
+  return runs.size();
 }
 
 bool fuseParameterCopies(func::FuncOp function) {

@@ -553,3 +553,28 @@ func.func @reshape_read_inside_and_out(%d: tensor<2x4x8x16xbf16>) -> (tensor<2x8
   %s = kiln.reduce_sum %w {axes = array<i64: 0, 1>} : (tensor<2x8x64xf32>) -> tensor<64xf32>
   return %t, %r, %s : tensor<2x8x4x16xbf16>, tensor<2x8x64xbf16>, tensor<64xf32>
 }
+
+// -----
+
+// Tests that consecutive fusions with scalar results that read none of
+// each other's (the squares of each gradient a gradient norm adds up)
+// become one fusion, whose kernels over tensors of one shape the CUDA
+// target launches once; what adds them up stays a fusion after it.
+// CHECK-LABEL: func @scalar_reductions
+// CHECK: %[[S:.*]]:3 = kiln.fusion %arg0, %arg1, %arg2 : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<16xbf16>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+// CHECK-COUNT-3: kiln.reduce_sum
+// CHECK: kiln.yield
+// CHECK: kiln.fusion %[[S]]#0, %[[S]]#1, %[[S]]#2 : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<f32> {
+func.func @scalar_reductions(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<16xbf16>) -> tensor<f32> {
+  %a2 = kiln.mul %a, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sa = kiln.reduce_sum %a2 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
+  %b2 = kiln.mul %b, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sb = kiln.reduce_sum %b2 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
+  %t = kiln.add %sa, %sb : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %cw = kiln.cast %c : tensor<16xbf16> to tensor<16xf32>
+  %c2 = kiln.mul %cw, %cw : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %sc = kiln.reduce_sum %c2 {axes = array<i64: 0>} : (tensor<16xf32>) -> tensor<f32>
+  %u = kiln.add %t, %sc : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %n = kiln.sqrt %u : tensor<f32>
+  return %n : tensor<f32>
+}

@@ -47,8 +47,16 @@ int fuseGemmEpilogues(mlir::func::FuncOp function);
 /// join).
 bool fuseParameterCopies(mlir::func::FuncOp function);
 
+/// Makes each run of consecutive fusions whose results are all scalars, and
+/// that read none of each other's (the squares of each gradient that the
+/// gradient norm adds up), one fusion: the CUDA target still gives each
+/// its kernels, but places equal ones together, so that those over tensors
+/// of one shape are one launch. Returns how many runs it merged.
+int fuseScalarReductions(mlir::func::FuncOp function);
+
 /// All of kiln-fuse, in its order: GEMM epilogues, elementwise chains (with
-/// the reductions that end them), the multi-tensor optimizer update.
+/// the reductions that end them), runs of scalar reductions, the
+/// multi-tensor optimizer update.
 void fuse(mlir::func::FuncOp function);
 
 /// Puts all optimizer updates of a training step into one kiln.fusion, the
