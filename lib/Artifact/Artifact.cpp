@@ -34,6 +34,16 @@ bool usesAux(Epilogue epilogue) {
   return epilogue == Epilogue::DGelu || epilogue == Epilogue::GeluAuxBias;
 }
 
+bool writesBiasGradient(Epilogue epilogue) {
+  return epilogue == Epilogue::BiasGradA || epilogue == Epilogue::BiasGradB;
+}
+
+int64_t biasLength(Epilogue epilogue, int64_t m, int64_t n) {
+  if (epilogue == Epilogue::BiasGradA)
+    return m;
+  return readsBias(epilogue) || epilogue == Epilogue::BiasGradB ? n : 0;
+}
+
 int64_t elementCount(const flatbuffers::Vector<int64_t> *shape) {
   int64_t count = 1;
   if (shape)
@@ -83,7 +93,10 @@ public:
     uint32_t kernels =
         artifact.kernel_names() ? artifact.kernel_names()->size() : 0;
     if (artifact.operations())
-      for (const Operation *operation : *artifact.operations()) {
+      for (uint32_t i = 0; i < artifact.operations()->size(); ++i) {
+        const Operation *operation = artifact.operations()->Get(i);
+        if (!checkFallback(*operation, i))
+          return false;
         if (const KernelLaunch *launch = operation->kernel()) {
           if (launch->kernel() >= kernels || launch->grid() == 0 ||
               launch->block() == 0 || launch->block() > 1024)
@@ -119,6 +132,18 @@ private:
     return offset >= 0 && bytes >= 0 && offset <= arena &&
            bytes <= arena - offset;
   }
+  /// A fallback launch follows a GEMM whose epilogue it stands in for.
+  bool checkFallback(const Operation &operation, int64_t index) {
+    int64_t of = operation.epilogue_fallback_of();
+    if (of < 0)
+      return true;
+    const Gemm *gemm =
+        of < index ? artifact.operations()->Get(of)->gemm() : nullptr;
+    if (!operation.kernel() || !gemm || !writesBiasGradient(gemm->epilogue()))
+      return fail("a fallback launch does not follow a GEMM with a bias "
+                  "gradient epilogue");
+    return true;
+  }
   bool checkGemm(const Gemm &g) {
     if (g.batch() < 1 || g.m() < 1 || g.n() < 1 || g.k() < 1 ||
         g.stride_a() < 0 || g.stride_b() < 0 || g.stride_d() < 0)
@@ -131,7 +156,7 @@ private:
     if (!inArena(g.a(), span(g.stride_a(), g.m() * g.k()) * in) ||
         !inArena(g.b(), span(g.stride_b(), g.k() * g.n()) * in) ||
         !inArena(g.d(), span(g.stride_d(), g.m() * g.n()) * out) ||
-        (readsBias(g.epilogue()) && !inArena(g.bias(), g.n() * out)) ||
+        !inArena(g.bias(), biasLength(g.epilogue(), g.m(), g.n()) * out) ||
         (usesAux(g.epilogue()) &&
          !inArena(g.aux(), span(g.stride_d(), g.m() * g.n()) * out)) ||
         (g.c() >= 0 &&

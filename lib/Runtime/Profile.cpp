@@ -41,6 +41,8 @@ std::vector<ProfileRow> profileRows(const artifact::Artifact &artifact,
   const auto &operations = *artifact.operations();
   for (size_t i = 0; i < operations.size() && i < profile.milliseconds.size();
        ++i) {
+    if (i < profile.skipped.size() && profile.skipped[i])
+      continue;
     const artifact::Operation &operation = *operations.Get(i);
     std::string what = describeWork(artifact, operation);
     auto [it, added] = rowOf.try_emplace(what, rows.size());

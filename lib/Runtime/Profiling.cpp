@@ -147,8 +147,11 @@ bool Session::profile(int steps, StepProfile &result, std::string &error) {
     stepTimes.push_back(milliseconds);
   }
   result.milliseconds.clear();
-  for (const std::vector<float> &operation : times)
-    result.milliseconds.push_back(median(operation));
+  result.skipped.clear();
+  for (size_t i = 0; i < count; ++i) {
+    result.milliseconds.push_back(median(times[i]));
+    result.skipped.push_back(!runs(i));
+  }
   result.stepMilliseconds = median(stepTimes);
   return measureCeilings(result, error);
 }

@@ -99,10 +99,38 @@ static cublasLtEpilogue_t cublasEpilogue(artifact::Epilogue epilogue) {
     return CUBLASLT_EPILOGUE_GELU_BIAS;
   case artifact::Epilogue::GeluAuxBias:
     return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  // cuBLASLt's A is the artifact's B (column-major views), and the reverse.
+  case artifact::Epilogue::BiasGradA:
+    return CUBLASLT_EPILOGUE_BGRADB;
+  case artifact::Epilogue::BiasGradB:
+    return CUBLASLT_EPILOGUE_BGRADA;
   case artifact::Epilogue::None:
     break;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+/// The algorithms cuBLASLt proposes for `plan`, at most `count`, best
+/// first.
+static std::vector<cublasLtMatmulAlgo_t>
+proposeAlgorithms(cublasLtHandle_t blas, const GemmPlan &plan, int count) {
+  std::vector<cublasLtMatmulAlgo_t> algorithms;
+  cublasLtMatmulPreference_t preference = nullptr;
+  if (cublasLtMatmulPreferenceCreate(&preference) != CUBLAS_STATUS_SUCCESS)
+    return algorithms;
+  std::vector<cublasLtMatmulHeuristicResult_t> heuristics(count);
+  int found = 0;
+  size_t workspace = kWorkspaceBytes;
+  if (cublasLtMatmulPreferenceSetAttribute(
+          preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+          sizeof(workspace)) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulAlgoGetHeuristic(
+          blas, plan.operation, plan.a, plan.b, plan.d, plan.d, preference,
+          count, heuristics.data(), &found) == CUBLAS_STATUS_SUCCESS)
+    for (int i = 0; i < found; ++i)
+      algorithms.push_back(heuristics[i].algo);
+  cublasLtMatmulPreferenceDestroy(preference);
+  return algorithms;
 }
 
 bool Session::initialize(const SessionOptions &options, std::string &error) {
@@ -214,12 +242,15 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
             cublasLtGetStatusString(blasStatus);
     return false;
   }
+  std::vector<bool> withoutEpilogue(operations, false);
   for (size_t i = 0; i < operations; ++i) {
     const artifact::Gemm *g = model->operations()->Get(i)->gemm();
     if (!g)
       continue;
     GemmPlan plan;
     plan.gemm = g;
+    bool biasGradient = artifact::writesBiasGradient(g->epilogue());
+    plan.withoutEpilogue = biasGradient && !options.gemmBiasGradients;
     bool f64 = g->input_type() == ElementType::F64;
     cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
     cudaDataType_t scale = f64 ? CUDA_R_64F : CUDA_R_32F;
@@ -262,14 +293,17 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                  layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                  sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
     }
-    if (ok && g->epilogue() != artifact::Epilogue::None) {
-      cublasLtEpilogue_t epilogue = cublasEpilogue(g->epilogue());
-      ok = cublasLtMatmulDescSetAttribute(
-               plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS;
-    }
-    // Bias and aux have D's type, cuBLASLt's default; aux is laid out as D.
-    if (ok && artifact::readsBias(g->epilogue())) {
+    auto setEpilogue = [&](cublasLtEpilogue_t epilogue) {
+      return cublasLtMatmulDescSetAttribute(
+                 plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                 sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS;
+    };
+    if (ok && g->epilogue() != artifact::Epilogue::None &&
+        !plan.withoutEpilogue)
+      ok = setEpilogue(cublasEpilogue(g->epilogue()));
+    // Bias, bias gradient and aux have D's type, cuBLASLt's default; aux is
+    // laid out as D.
+    if (ok && (artifact::readsBias(g->epilogue()) || biasGradient)) {
       const void *bias = s.arena + g->bias();
       ok = cublasLtMatmulDescSetAttribute(
                plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
@@ -288,25 +322,22 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
                &stride, sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
     }
-    cublasLtMatmulPreference_t preference = nullptr;
-    cublasLtMatmulHeuristicResult_t heuristics[kTunedCandidates]{};
-    int found = 0;
-    size_t workspace = kWorkspaceBytes;
-    ok = ok &&
-         cublasLtMatmulPreferenceCreate(&preference) == CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatmulPreferenceSetAttribute(
-             preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-             sizeof(workspace)) == CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatmulAlgoGetHeuristic(
-             s.blas, plan.operation, plan.a, plan.b, plan.d, plan.d, preference,
-             options.tuneGemms ? kTunedCandidates : 1, heuristics,
-             &found) == CUBLAS_STATUS_SUCCESS &&
-         found > 0;
-    if (preference)
-      cublasLtMatmulPreferenceDestroy(preference);
-    for (int i = 0; i < found; ++i)
-      plan.candidates.push_back(heuristics[i].algo);
-    plan.algorithm = heuristics[0].algo;
+    int count = options.tuneGemms ? kTunedCandidates : 1;
+    if (ok)
+      plan.candidates = proposeAlgorithms(s.blas, plan, count);
+    // No algorithm sums the bias gradient for this layout: the plain GEMM,
+    // and the artifact's kernels sum it.
+    if (ok && biasGradient && plan.candidates.empty() &&
+        !plan.withoutEpilogue) {
+      plan.withoutEpilogue = true;
+      ok = setEpilogue(CUBLASLT_EPILOGUE_DEFAULT);
+      if (ok)
+        plan.candidates = proposeAlgorithms(s.blas, plan, count);
+    }
+    ok = ok && !plan.candidates.empty();
+    if (ok)
+      plan.algorithm = plan.candidates.front();
+    withoutEpilogue[i] = plan.withoutEpilogue;
     s.gemms.push_back(plan);
     if (!ok) {
       error = "cuBLASLt has no algorithm for GEMM " +
@@ -314,6 +345,10 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
               "x" + std::to_string(g->n()) + "x" + std::to_string(g->k()) + ")";
       return false;
     }
+  }
+  for (size_t i = 0; i < operations; ++i) {
+    int64_t of = model->operations()->Get(i)->epilogue_fallback_of();
+    s.skipped.push_back(of >= 0 && !withoutEpilogue[of]);
   }
 
   // Index checks start clear, whatever the arena was filled with.
@@ -449,6 +484,8 @@ bool Session::enqueueOperations(std::string &error) {
     const artifact::Operation *operation = model->operations()->Get(i);
     if (!s.marks.empty())
       cudaEventRecord(s.marks[i], s.stream);
+    if (s.skipped[i])
+      continue;
     if (const artifact::KernelLaunch *launch = operation->kernel()) {
       void *table = s.tables[i];
       void *arguments[] = {&table};
@@ -475,6 +512,8 @@ bool Session::enqueueOperations(std::string &error) {
     cudaEventRecord(s.marks.back(), s.stream);
   return true;
 }
+
+bool Session::runs(size_t index) const { return !state->skipped[index]; }
 
 bool Session::step(std::string &error) {
   State &s = *state;

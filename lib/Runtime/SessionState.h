@@ -50,6 +50,9 @@ struct GemmPlan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   std::vector<cublasLtMatmulAlgo_t> candidates;
   cublasLtMatmulAlgo_t algorithm{};
+  /// Whether it runs without the artifact's bias gradient epilogue, whose
+  /// fallback kernels then run.
+  bool withoutEpilogue = false;
 };
 
 struct Session::State {
@@ -64,6 +67,9 @@ struct Session::State {
   cublasLtHandle_t blas = nullptr;
   void *workspace = nullptr;
   std::vector<GemmPlan> gemms;
+  /// Per operation: whether the step skips it (the fallback of an epilogue
+  /// its GEMM computes).
+  std::vector<bool> skipped;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t replay = nullptr;
   /// While profiling: events recorded before each operation and after the

@@ -321,6 +321,29 @@ static SmallVector<Operation *> matrixAddEpilogue(MatmulOp product) {
   return {product, add};
 }
 
+/// The ops of a bias gradient summed beside the weight gradient `product`
+/// (cuBLASLt's BGRADA/BGRADB): the product, then the sum over its k
+/// dimension of one operand (and the exact widening the sum reads), moved
+/// right after it; or none if something reads the sum before the product.
+static SmallVector<Operation *> biasGradientEpilogue(MatmulOp product) {
+  CastOp widening;
+  bool ofLhs;
+  ReduceSumOp sum = operandSum(product, widening, ofLhs);
+  if (!sum || llvm::any_of(sum->getUsers(), [&](Operation *user) {
+        return !product->isBeforeInBlock(user);
+      }))
+    return {};
+  // The product first, where the CUDA target looks for a GEMM.
+  SmallVector<Operation *> epilogue = {product};
+  if (widening)
+    epilogue.push_back(widening);
+  epilogue.push_back(sum);
+  for (auto [previous, op] :
+       llvm::zip(epilogue, ArrayRef(epilogue).drop_front()))
+    op->moveAfter(previous);
+  return epilogue;
+}
+
 int fuseGemmEpilogues(func::FuncOp function) {
   SmallVector<SmallVector<Operation *>> epilogues;
   for (Operation &op : function.getBody().front()) {
@@ -340,6 +363,60 @@ int fuseGemmEpilogues(func::FuncOp function) {
   return epilogues.size();
 }
 
+/// Whether `fusion` only sums the one tensor it reads, maybe widened
+/// exactly: a kernel of its own that reads the tensor again.
+static bool onlySums(FusionOp fusion) {
+  Block &body = fusion.getBody().front();
+  if (fusion->getNumOperands() != 1 || fusion->getNumResults() != 1)
+    return false;
+  auto sum = body.getTerminator()->getOperand(0).getDefiningOp<ReduceSumOp>();
+  auto widening = sum ? sum.getInput().getDefiningOp<CastOp>() : CastOp();
+  if (widening && !widening.widensExactly())
+    return false;
+  return sum && body.getOperations().size() == (widening ? 3u : 2u);
+}
+
+/// Replaces `fusion` by the ops of its body, in its place; returns them.
+static SmallVector<Operation *> unfuse(FusionOp fusion) {
+  Block &body = fusion.getBody().front();
+  IRMapping mapping;
+  mapping.map(body.getArguments(), fusion->getOperands());
+  OpBuilder builder(fusion);
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(builder.clone(op, mapping));
+  for (auto [result, value] :
+       llvm::zip(fusion->getResults(), body.getTerminator()->getOperands()))
+    result.replaceAllUsesWith(mapping.lookupOrDefault(value));
+  fusion->erase();
+  return ops;
+}
+
+int fuseBiasGradients(func::FuncOp function) {
+  SmallVector<MatmulOp> products;
+  for (Operation &op : function.getBody().front())
+    if (auto product = dyn_cast<MatmulOp>(op))
+      products.push_back(product);
+  int fused = 0;
+  for (MatmulOp product : products) {
+    SmallVector<FusionOp> sums;
+    for (Value operand : product->getOperands())
+      for (Operation *user : operand.getUsers())
+        if (auto fusion = dyn_cast<FusionOp>(user); fusion && onlySums(fusion))
+          sums.push_back(fusion);
+    for (FusionOp sum : sums) {
+      SmallVector<Operation *> ops = unfuse(sum);
+      SmallVector<Operation *> epilogue = biasGradientEpilogue(product);
+      outline(epilogue.empty() ? ops : epilogue);
+      if (!epilogue.empty()) {
+        ++fused;
+        break;
+      }
+    }
+  }
+  return fused;
+}
+
 void fuse(func::FuncOp function) {
   // A transpose of a product, which a kernel would read column by column
   // (the tied embedding's gradient from the output projection's), becomes
@@ -355,6 +432,7 @@ void fuse(func::FuncOp function) {
   (void)applyOpPatternsAndFold(transposes, std::move(patterns), config);
   fuseGemmEpilogues(function);
   fuseElementwise(function);
+  fuseBiasGradients(function);
   fuseScalarReductions(function);
   fuseOptimizerUpdates(function);
 }

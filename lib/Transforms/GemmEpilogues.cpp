@@ -41,4 +41,34 @@ GeluGradOp geluGradScaling(MatmulOp product,
   return {};
 }
 
+ReduceSumOp operandSum(MatmulOp product, CastOp &widening, bool &ofLhs) {
+  auto rankOf = [](Value value) {
+    return cast<RankedTensorType>(value.getType()).getRank();
+  };
+  if (rankOf(product.getLhs()) != 2 || rankOf(product.getRhs()) != 2)
+    return {};
+  Type type = product.getType().getElementType();
+  // The sum over `axis` of `operand`, into the product's type.
+  auto sumOver = [&](Value operand, int64_t axis) -> ReduceSumOp {
+    for (Operation *reader : operand.getUsers()) {
+      auto cast = dyn_cast<CastOp>(reader);
+      if (cast && (!cast.widensExactly() || !cast->hasOneUse()))
+        continue;
+      auto sum = dyn_cast<ReduceSumOp>(cast ? *cast->user_begin() : reader);
+      if (sum && sum.getAxes() == ArrayRef<int64_t>{axis} &&
+          sum.getType().getElementType() == type) {
+        widening = cast;
+        return sum;
+      }
+    }
+    return {};
+  };
+  ofLhs = true;
+  if (ReduceSumOp sum =
+          sumOver(product.getLhs(), product.getTransposeLhs() ? 0 : 1))
+    return sum;
+  ofLhs = false;
+  return sumOver(product.getRhs(), product.getTransposeRhs() ? 1 : 0);
+}
+
 } // namespace kiln

@@ -283,6 +283,8 @@ static void printTraffic(const kiln::artifact::ArtifactT &artifact) {
   llvm::StringMap<Share> kinds, sites;
   Share total;
   for (const auto &operation : artifact.operations) {
+    if (operation->epilogue_fallback_of >= 0)
+      continue; // runs only where cuBLASLt cannot compute its epilogue
     StringRef origin = operation->origin;
     for (Share *share : {&kinds[origin.split(" at ").first],
                          &sites[acrossLayers(origin)], &total}) {
@@ -348,22 +350,26 @@ static int compileForCuda(PlannedStep &planned) {
   if (!kiln::artifact::write(**artifact, outputPath, error))
     return fail(error);
   using kiln::artifact::Epilogue;
-  size_t gemms = 0, bias = 0, gelu = 0, dgelu = 0;
-  for (auto &op : (*artifact)->operations)
-    if (op->gemm) {
-      Epilogue epilogue = op->gemm->epilogue;
-      ++gemms;
-      bias += epilogue == Epilogue::Bias;
-      gelu +=
-          epilogue == Epilogue::GeluBias || epilogue == Epilogue::GeluAuxBias;
-      dgelu += epilogue == Epilogue::DGelu;
-    }
+  size_t gemms = 0, bias = 0, gelu = 0, dgelu = 0, gradients = 0, fallbacks = 0;
+  for (auto &op : (*artifact)->operations) {
+    fallbacks += op->epilogue_fallback_of >= 0;
+    if (!op->gemm)
+      continue;
+    Epilogue epilogue = op->gemm->epilogue;
+    ++gemms;
+    bias += epilogue == Epilogue::Bias;
+    gelu += epilogue == Epilogue::GeluBias || epilogue == Epilogue::GeluAuxBias;
+    dgelu += epilogue == Epilogue::DGelu;
+    gradients += kiln::artifact::writesBiasGradient(epilogue);
+  }
+  size_t launches = (*artifact)->operations.size() - gemms - fallbacks;
   outs() << formatv(
-      "wrote {0}: {1} operations ({2} GEMMs: {3} with a bias "
-      "epilogue, {4} with bias and GELU, {5} with DGELU; {6} kernel launches "
-      "of {7} distinct kernels), arena {8}, cubins for {9}\n",
+      "wrote {0}: {1} operations ({2} GEMMs: {3} with a bias epilogue, {4} "
+      "with bias and GELU, {5} with DGELU, {6} summing a bias gradient; {7} "
+      "kernel launches (and {8} where cuBLASLt cannot sum a bias gradient) "
+      "of {9} distinct kernels), arena {10}, cubins for {11}\n",
       outputPath, (*artifact)->operations.size(), gemms, bias, gelu, dgelu,
-      (*artifact)->operations.size() - gemms, (*artifact)->kernel_names.size(),
+      gradients, launches, fallbacks, (*artifact)->kernel_names.size(),
       size((*artifact)->arena_bytes), llvm::join(targetOptions.archs, ", "));
   return 0;
 }

@@ -204,6 +204,7 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs,
   runtime::SessionOptions options;
   options.seed = spec->seed;
   options.tuneGemms = run.tuneGemms;
+  options.gemmBiasGradients = run.gemmBiasGradients;
   if (run.profileSteps > 0 && !run.train)
     return fail("--profile times training steps: give --train");
   std::string error;

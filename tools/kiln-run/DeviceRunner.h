@@ -19,6 +19,8 @@ struct ArtifactRunOptions {
   bool train = false;
   /// Time cuBLASLt's candidate algorithms at load.
   bool tuneGemms = false;
+  /// Let cuBLASLt sum bias gradients where it can (SessionOptions).
+  bool gemmBiasGradients = true;
   /// After training, profile this many more steps and print where their
   /// time goes (0: no profile).
   int profileSteps = 0;

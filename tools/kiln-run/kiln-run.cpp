@@ -53,6 +53,11 @@ static cl::opt<bool> tuneGemms(
     cl::cat(category), "tune-gemms",
     cl::desc("With a .kiln artifact: choose each GEMM's cuBLASLt algorithm "
              "by timing its best candidates at load"));
+static cl::opt<bool> gemmBiasGradients(
+    cl::cat(category), "gemm-bias-gradients", cl::init(true),
+    cl::desc("With a .kiln artifact: let cuBLASLt sum each bias gradient as "
+             "the weight gradient's GEMM reads its operand, where it has an "
+             "algorithm for that (=false: the artifact's kernels sum them)"));
 static cl::opt<int> profileSteps(
     cl::cat(category), "profile", cl::init(0),
     cl::desc("With a .kiln artifact and --train: after training, time this "
@@ -138,6 +143,7 @@ static int runArtifactCommand() {
   kiln::ArtifactRunOptions options;
   options.train = kiln::trainingRequested();
   options.tuneGemms = tuneGemms;
+  options.gemmBiasGradients = gemmBiasGradients;
   options.profileSteps = profileSteps;
   options.outputDirectory = outputDirectory;
   return kiln::runArtifact(modelPath, *tensors, options, printOutput);

@@ -30,8 +30,10 @@ CudaEmulation::~CudaEmulation() {
 }
 
 std::unique_ptr<CudaEmulation>
-CudaEmulation::create(const artifact::ArtifactT &artifact, std::string &error) {
-  std::unique_ptr<CudaEmulation> emulation(new CudaEmulation(artifact));
+CudaEmulation::create(const artifact::ArtifactT &artifact,
+                      const ExecutorOptions &options, std::string &error) {
+  std::unique_ptr<CudaEmulation> emulation(
+      new CudaEmulation(artifact, options));
   llvm::SmallString<128> directory;
   if (llvm::sys::fs::createUniqueDirectory("kiln-emulation", directory)) {
     error = "cannot create a temporary directory";
@@ -188,6 +190,26 @@ void CudaEmulation::gemm(const artifact::GemmT &g) {
   store(d, g.d);
   if (g.epilogue == Epilogue::GeluAuxBias)
     store(aux, g.aux);
+  if (artifact::writesBiasGradient(g.epilogue) && options.gemmBiasGradients)
+    storeBiasGradient(g, a, b);
+}
+
+void CudaEmulation::storeBiasGradient(const artifact::GemmT &g, const Tensor &a,
+                                      const Tensor &b) {
+  // The sum over k of op(A)[i, k] (BiasGradA) or op(B)[k, i] (BiasGradB),
+  // of the one matrix the target gives such a GEMM.
+  bool ofA = g.epilogue == artifact::Epilogue::BiasGradA;
+  int64_t length = ofA ? g.m : g.n;
+  Tensor sums(dtypeOf(g.output_type), {length});
+  for (int64_t i = 0; i < length; ++i) {
+    double sum = 0.0;
+    for (int64_t k = 0; k < g.k; ++k)
+      sum += ofA ? a.floats()[g.transpose_a ? k * g.m + i : i * g.k + k]
+                 : b.floats()[g.transpose_b ? i * g.k + k : k * g.n + i];
+    sums.setFromDouble(i, sum);
+  }
+  std::vector<uint8_t> bytes = encodeTensor(sums, g.output_type);
+  std::memcpy(arena.data() + g.bias, bytes.data(), bytes.size());
 }
 
 std::string CudaEmulation::indexError() {
@@ -203,6 +225,9 @@ std::string CudaEmulation::indexError() {
 void CudaEmulation::run() {
   std::vector<void *> pointers;
   for (const auto &operation : artifact.operations) {
+    // A GEMM that sums a bias gradient leaves its fallback nothing to do.
+    if (operation->epilogue_fallback_of >= 0 && options.gemmBiasGradients)
+      continue;
     if (operation->gemm) {
       gemm(*operation->gemm);
       continue;
@@ -224,8 +249,9 @@ void CudaEmulation::run() {
 namespace kiln::testing {
 
 std::unique_ptr<Executor> makeExecutor(const artifact::ArtifactT &artifact,
-                                       std::string &error) {
-  return CudaEmulation::create(artifact, error);
+                                       std::string &error,
+                                       const ExecutorOptions &options) {
+  return CudaEmulation::create(artifact, options, error);
 }
 
 std::vector<std::string> executorArchitectures() { return {}; }

@@ -25,7 +25,8 @@ public:
   /// Compiles the artifact's kernels with the host compiler; on failure
   /// `error` holds the compiler's output.
   static std::unique_ptr<CudaEmulation>
-  create(const artifact::ArtifactT &artifact, std::string &error);
+  create(const artifact::ArtifactT &artifact, const ExecutorOptions &options,
+         std::string &error);
   ~CudaEmulation() override;
 
   bool has(const std::string &name) const override;
@@ -35,11 +36,17 @@ public:
   std::string indexError() override;
 
 private:
-  CudaEmulation(const artifact::ArtifactT &artifact) : artifact(artifact) {}
+  CudaEmulation(const artifact::ArtifactT &artifact,
+                const ExecutorOptions &options)
+      : artifact(artifact), options(options) {}
   const artifact::TensorT &tensor(const std::string &name) const;
   void gemm(const artifact::GemmT &g);
+  /// Writes the bias gradient of `g`, whose operands are `a` and `b`.
+  void storeBiasGradient(const artifact::GemmT &g, const Tensor &a,
+                         const Tensor &b);
 
   const artifact::ArtifactT &artifact;
+  ExecutorOptions options;
   std::vector<uint8_t> arena;
   void *library = nullptr;
   std::vector<void (*)(void *const *)> kernels;

@@ -18,7 +18,8 @@ namespace kiln::testing {
 namespace {
 class DeviceExecutor : public Executor {
 public:
-  bool open(const artifact::ArtifactT &artifact, std::string &error) {
+  bool open(const artifact::ArtifactT &artifact,
+            const ExecutorOptions &executorOptions, std::string &error) {
     llvm::SmallString<128> path;
     if (llvm::sys::fs::createTemporaryFile("kiln-gpu-test", "kiln", path)) {
       error = "cannot create a temporary file";
@@ -27,6 +28,7 @@ public:
     bool written = artifact::write(artifact, path.str().str(), error);
     runtime::SessionOptions options;
     options.poison = true;
+    options.gemmBiasGradients = executorOptions.gemmBiasGradients;
     if (written)
       session = runtime::Session::load(path.str().str(), options, error);
     llvm::sys::fs::remove(path);
@@ -70,9 +72,10 @@ private:
 } // namespace
 
 std::unique_ptr<Executor> makeExecutor(const artifact::ArtifactT &artifact,
-                                       std::string &error) {
+                                       std::string &error,
+                                       const ExecutorOptions &options) {
   auto executor = std::make_unique<DeviceExecutor>();
-  if (!executor->open(artifact, error))
+  if (!executor->open(artifact, options, error))
     return nullptr;
   return executor;
 }

@@ -51,7 +51,7 @@ TEST(EmulationTest, ThreadsShareMemoryAcrossBarriers) {
 )",
                      8);
   std::string error;
-  auto emulation = kiln::testing::CudaEmulation::create(*a, error);
+  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
   ASSERT_TRUE(emulation) << error;
   emulation->run();
   Tensor x = emulation->read("x");
@@ -62,7 +62,7 @@ TEST(EmulationTest, ThreadsShareMemoryAcrossBarriers) {
 TEST(EmulationTest, ReportsABarrierOnlySomeThreadsReach) {
   auto a = oneKernel("  if (threadIdx.x == 0) __syncthreads();\n", 4);
   std::string error;
-  auto emulation = kiln::testing::CudaEmulation::create(*a, error);
+  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
   ASSERT_TRUE(emulation) << error;
   EXPECT_NONFATAL_FAILURE(emulation->run(), "only some threads");
 }

@@ -35,9 +35,17 @@ public:
   virtual std::string indexError() = 0;
 };
 
+/// How an executor runs the artifact's GEMMs.
+struct ExecutorOptions {
+  /// GEMMs sum bias gradients (BGRADA/BGRADB) where they can; off, the
+  /// artifact's fallback kernels do (runtime::SessionOptions).
+  bool gemmBiasGradients = true;
+};
+
 /// The executor this test binary was built for; null with `error` set.
 std::unique_ptr<Executor> makeExecutor(const artifact::ArtifactT &artifact,
-                                       std::string &error);
+                                       std::string &error,
+                                       const ExecutorOptions &options = {});
 
 /// The architectures artifacts are compiled for: none for the emulation,
 /// which reads the source.

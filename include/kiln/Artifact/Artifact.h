@@ -20,7 +20,7 @@ namespace kiln::artifact {
 
 /// Bumped whenever the meaning of a field changes: a runtime refuses any
 /// other version.
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 
 /// Bytes of one element of `type`.
 int64_t elementBytes(ElementType type);
@@ -30,6 +30,11 @@ int64_t elementCount(const flatbuffers::Vector<int64_t> *shape);
 /// reads or writes its aux matrix.
 bool readsBias(Epilogue epilogue);
 bool usesAux(Epilogue epilogue);
+/// Whether a GEMM with `epilogue` writes a bias gradient to its bias vector.
+bool writesBiasGradient(Epilogue epilogue);
+/// The elements of the bias vector a GEMM of `m` x `n` with `epilogue` reads
+/// or writes (0: none).
+int64_t biasLength(Epilogue epilogue, int64_t m, int64_t n);
 
 /// Checks that `bytes` hold a well-formed artifact of this format version
 /// whose every offset lies inside its arena. On failure `error` says why.

@@ -23,6 +23,9 @@ struct StepProfile {
   /// Per operation of the artifact, in order: the median time of its
   /// launch when the step runs operation by operation.
   std::vector<double> milliseconds;
+  /// Per operation: whether the step skips it (Session::runs), so that it
+  /// has no row.
+  std::vector<bool> skipped;
   /// The median time of a whole step replayed as its CUDA graph.
   double stepMilliseconds = 0;
   /// The device's ceilings as measured: a device-to-device copy (bytes

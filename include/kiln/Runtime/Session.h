@@ -33,6 +33,10 @@ struct SessionOptions {
   /// Chooses each GEMM's algorithm by timing the heuristic's best
   /// candidates at load, instead of taking its first.
   bool tuneGemms = false;
+  /// Lets cuBLASLt sum bias gradients as weight-gradient GEMMs read their
+  /// operand (BGRADA/BGRADB) where it has an algorithm for that; off, or
+  /// where it has none, the artifact's kernels sum them.
+  bool gemmBiasGradients = true;
 };
 
 class Session {
@@ -71,6 +75,9 @@ public:
   /// the graph, and measures the device's ceilings (StepProfile). The
   /// steps train as step() does.
   bool profile(int steps, StepProfile &profile, std::string &error);
+  /// Whether the step runs operation `index` of the artifact: not the
+  /// kernels that stand in for an epilogue cuBLASLt computes.
+  bool runs(size_t index) const;
   /// A one-line description of the device, for logs.
   const std::string &deviceName() const { return description; }
   /// The GPU memory the session holds: the arena, the GEMM workspace and the

@@ -38,6 +38,14 @@ int fuseElementwise(mlir::func::FuncOp function);
 /// fused. Run before fuseElementwise.
 int fuseGemmEpilogues(mlir::func::FuncOp function);
 
+/// Makes each product of two matrices one fusion with the sum over its k
+/// dimension of one of its operands (a bias gradient beside a weight
+/// gradient), where that sum had a fusion of its own (one that no norm's
+/// gradient computes as it goes): cuBLASLt's BGRADA/BGRADB epilogues sum
+/// the operand as the GEMM reads it. Returns how many it fused. Run after
+/// fuseElementwise.
+int fuseBiasGradients(mlir::func::FuncOp function);
+
 /// Puts the first copies of parameters that no other fusion computes (the
 /// 16-bit weights and biases that GEMMs read) into one kiln.fusion before
 /// the first of their readers, copies of one type next to each other, so
@@ -55,8 +63,8 @@ bool fuseParameterCopies(mlir::func::FuncOp function);
 int fuseScalarReductions(mlir::func::FuncOp function);
 
 /// All of kiln-fuse, in its order: GEMM epilogues, elementwise chains (with
-/// the reductions that end them), runs of scalar reductions, the
-/// multi-tensor optimizer update.
+/// the reductions that end them), bias gradients beside weight gradients,
+/// runs of scalar reductions, the multi-tensor optimizer update.
 void fuse(mlir::func::FuncOp function);
 
 /// Puts all optimizer updates of a training step into one kiln.fusion, the

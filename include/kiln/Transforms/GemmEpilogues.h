@@ -1,7 +1,8 @@
 //===- GemmEpilogues.h - what cuBLASLt applies as it stores -----*- C++ -*-===//
 //
 // The ops after a matrix product that cuBLASLt's epilogues compute before
-// the product is stored: precision assignment rounds the epilogue's result
+// the product is stored, and the sum beside it that one computes as it
+// reads an operand: precision assignment rounds the epilogue's result
 // rather than the bare product, and fusion puts the epilogue in the
 // product's fusion.
 //
@@ -24,6 +25,14 @@ AddOp rowBiasAdd(MatmulOp product, mlir::OpOperand *&bias);
 GeluGradOp geluGradScaling(MatmulOp product,
                            llvm::SmallVectorImpl<mlir::Operation *> *views =
                                nullptr);
+
+/// The sum over `product`'s k dimension of one of its operands, read as
+/// stored or widened exactly, into the product's element type: a bias
+/// gradient beside the weight gradient `product` computes, which cuBLASLt's
+/// BGRADA/BGRADB epilogues sum as the GEMM reads the operand. Only for
+/// products of two matrices (no batch); null if none. `widening` gets the
+/// cast the sum reads, if any, and `ofLhs` whether it sums the lhs.
+ReduceSumOp operandSum(MatmulOp product, CastOp &widening, bool &ofLhs);
 
 } // namespace kiln
 

@@ -4,6 +4,8 @@
 
 #include "KernelWriter.h"
 
+#include "kiln/Transforms/GemmEpilogues.h"
+
 #include <optional>
 
 using namespace mlir;
@@ -85,6 +87,26 @@ matchGeluEpilogue(Value sum, Value bias, function_ref<int64_t(Value)> offsetOf,
                       auxOffset, aux};
 }
 
+/// The bias gradient epilogue (BGRADA/BGRADB), if the fusion stores the
+/// bare product and its only other result is a sum of an operand over k.
+static std::optional<GemmEpilogue>
+matchBiasGradient(MatmulOp matmul, function_ref<int64_t(Value)> resultOffset) {
+  CastOp widening;
+  bool ofLhs;
+  ReduceSumOp sum = operandSum(matmul, widening, ofLhs);
+  Block *body = matmul->getBlock();
+  if (!sum || !isa<YieldOp>(*matmul->user_begin()) || !sum->hasOneUse() ||
+      resultOffset(sum) < 0 ||
+      body->getOperations().size() != (widening ? 4u : 3u))
+    return std::nullopt;
+  GemmEpilogue epilogue{matmul.getResult(),
+                        ofLhs ? artifact::Epilogue::BiasGradA
+                              : artifact::Epilogue::BiasGradB,
+                        resultOffset(sum)};
+  epilogue.biasGradient = sum.getResult();
+  return epilogue;
+}
+
 GemmEpilogue matchGemmEpilogue(MatmulOp matmul,
                                function_ref<Value(Value)> outer,
                                function_ref<int64_t(Value)> offsetOf,
@@ -93,6 +115,9 @@ GemmEpilogue matchGemmEpilogue(MatmulOp matmul,
   GemmEpilogue none{product};
   if (!product.hasOneUse())
     return none;
+  if (std::optional<GemmEpilogue> gradient =
+          matchBiasGradient(matmul, resultOffset))
+    return *gradient;
   // What the fusion reads for `inner`, seen through a cast widening it: a
   // bias or GELU input stored in 16 bits, which cuBLASLt reads as stored.
   auto stored = [&](Value inner) {

@@ -3,7 +3,8 @@
 //
 // The ops after a matrix product in a fusion body that a cuBLASLt matmul
 // computes as it stores the product: a matrix added (C), a bias, a bias
-// and the tanh GELU (storing the GELU's input), the GELU's gradient.
+// and the tanh GELU (storing the GELU's input), the GELU's gradient; or
+// beside it, as it reads an operand: the operand's sum (a bias gradient).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,10 @@ struct GemmEpilogue {
   int64_t bias = -1, aux = -1;
   /// The value of the fusion GELU_AUX writes as aux.
   mlir::Value auxResult;
+  /// The sum of an operand that BGRADA/BGRADB write to `bias`, the arena
+  /// offset of the fusion's result: kernels compute it too, run only where
+  /// cuBLASLt has no algorithm with the epilogue.
+  mlir::Value biasGradient;
   /// The arena offset of a matrix added to the product (C), or -1.
   int64_t c = -1;
 };

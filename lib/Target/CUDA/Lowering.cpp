@@ -424,7 +424,7 @@ LogicalResult Lowering::emitGemm(MatmulOp matmul, Value lhs, Value rhs,
           inBytes +
       batch * m * n * outBytes *
           (1 + artifact::usesAux(epilogue.kind) + (epilogue.c >= 0)) +
-      (artifact::readsBias(epilogue.kind) ? n * outBytes : 0);
+      artifact::biasLength(epilogue.kind, m, n) * outBytes;
   operation->flops = 2 * batch * m * n * k;
   operation->gemm = std::move(gemm);
   operation->origin = describe(matmul);
@@ -469,6 +469,7 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
   auto matmul = dyn_cast<MatmulOp>(body.front());
   Value lhs = matmul ? outer(matmul.getLhs()) : Value();
   Value rhs = matmul ? outer(matmul.getRhs()) : Value();
+  std::optional<int64_t> fallbackOf;
   if (lhs && rhs) {
     GemmEpilogue epilogue = matchGemmEpilogue(
         matmul, outer, [&](Value value) { return offsetOf(value); },
@@ -492,6 +493,8 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
       d = scratch(countOf(epilogue.result) *
                   elementBytes(elementTypeOf(epilogue.result)));
     if (succeeded(emitGemm(matmul, lhs, rhs, d, epilogue))) {
+      if (epilogue.biasGradient)
+        fallbackOf = operations.size() - 1;
       extraOffsets[epilogue.result] = d;
       materialized.push_back(epilogue.result);
       for (Value view : views)
@@ -505,7 +508,15 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
   }
   if (results.empty())
     return success();
-  return emitElementKernels(fusion, results, materialized, resultOffset);
+  // What is left is the bias gradient alone where the GEMM sums it: its
+  // kernels run only where cuBLASLt cannot.
+  size_t first = operations.size();
+  if (failed(emitElementKernels(fusion, results, materialized, resultOffset)))
+    return failure();
+  if (fallbackOf)
+    for (size_t i = first; i < operations.size(); ++i)
+      operations[i]->epilogue_fallback_of = *fallbackOf;
+  return success();
 }
 
 LogicalResult Lowering::lowerOp(Operation &op) {
