@@ -84,14 +84,16 @@ std::string formatProfile(const artifact::Artifact &artifact,
                           const StepProfile &profile, size_t top) {
   std::vector<ProfileRow> rows = profileRows(artifact, profile);
   double total = 0, floor = 0;
+  int launches = 0;
   for (const ProfileRow &row : rows) {
     total += row.milliseconds;
     floor += row.floorMilliseconds;
+    launches += row.launches;
   }
   std::string text = format(
       "step: %.3f ms replayed as a CUDA graph; %.3f ms launched operation by "
-      "operation (%zu operations)\n",
-      profile.stepMilliseconds, total, profile.milliseconds.size());
+      "operation (%d operations)\n",
+      profile.stepMilliseconds, total, launches);
   if (profile.bytesPerSecond > 0 && profile.flopsPerSecond > 0)
     text += format("ceilings measured: %.0f GB/s (copy), %.1f TFLOP/s "
                    "(GEMM); the step's floor: %.3f ms\n",

@@ -399,19 +399,24 @@ int fuseBiasGradients(func::FuncOp function) {
       products.push_back(product);
   int fused = 0;
   for (MatmulOp product : products) {
+    // A sum that no fusion took, or one alone in its fusion.
+    SmallVector<Operation *> epilogue = biasGradientEpilogue(product);
     SmallVector<FusionOp> sums;
     for (Value operand : product->getOperands())
       for (Operation *user : operand.getUsers())
         if (auto fusion = dyn_cast<FusionOp>(user); fusion && onlySums(fusion))
           sums.push_back(fusion);
     for (FusionOp sum : sums) {
-      SmallVector<Operation *> ops = unfuse(sum);
-      SmallVector<Operation *> epilogue = biasGradientEpilogue(product);
-      outline(epilogue.empty() ? ops : epilogue);
-      if (!epilogue.empty()) {
-        ++fused;
+      if (!epilogue.empty())
         break;
-      }
+      SmallVector<Operation *> ops = unfuse(sum);
+      epilogue = biasGradientEpilogue(product);
+      if (epilogue.empty())
+        outline(ops);
+    }
+    if (!epilogue.empty()) {
+      outline(epilogue);
+      ++fused;
     }
   }
   return fused;

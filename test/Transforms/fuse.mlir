@@ -578,3 +578,69 @@ func.func @scalar_reductions(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tenso
   %n = kiln.sqrt %u : tensor<f32>
   return %n : tensor<f32>
 }
+
+// -----
+
+// Tests a bias gradient beside its weight gradient (GPT-2's Conv1D: the
+// weight gradient is x^T dy, the bias gradient dy summed over the tokens,
+// the product's k dimension): the sum, read through its exact widening,
+// joins the product's fusion, after it, for cuBLASLt's BGRAD epilogue.
+// CHECK-LABEL: func @bias_gradient_epilogue
+// CHECK: %[[F:.*]]:2 = kiln.fusion %arg0, %arg1 : (tensor<8x4xbf16>, tensor<8x6xbf16>) -> (tensor<4x6xf32>, tensor<6xf32>) {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<8x4xbf16>, %[[DY:.*]]: tensor<8x6xbf16>):
+// CHECK-NEXT: kiln.matmul %[[X]], %[[DY]] {accumulate = f32, transpose_lhs}
+// CHECK-NEXT: %[[W:.*]] = kiln.cast %[[DY]] : tensor<8x6xbf16> to tensor<8x6xf32>
+// CHECK-NEXT: kiln.reduce_sum %[[W]] {axes = array<i64: 0>}
+// CHECK-NEXT: kiln.yield
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @bias_gradient_epilogue(%x: tensor<8x4xbf16>, %dy: tensor<8x6xbf16>) -> (tensor<4x6xf32>, tensor<6xf32>) {
+  %wide = kiln.cast %dy : tensor<8x6xbf16> to tensor<8x6xf32>
+  %db = kiln.reduce_sum %wide {axes = array<i64: 0>} : (tensor<8x6xf32>) -> tensor<6xf32>
+  %dw = kiln.matmul %x, %dy {accumulate = f32, transpose_lhs} : (tensor<8x4xbf16>, tensor<8x6xbf16>) -> tensor<4x6xf32>
+  return %dw, %db : tensor<4x6xf32>, tensor<6xf32>
+}
+
+// -----
+
+// Tests the other operand: a Linear layer's weight gradient dy^T x sums
+// its lhs over k (BGRADB in cuBLASLt's terms).
+// CHECK-LABEL: func @bias_gradient_of_lhs
+// CHECK: kiln.fusion %arg0, %arg1 : (tensor<8x6xf32>, tensor<8x4xf32>) -> (tensor<6x4xf32>, tensor<6xf32>) {
+// CHECK-NEXT: ^bb0(%[[DY:.*]]: tensor<8x6xf32>, %{{.*}}: tensor<8x4xf32>):
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: kiln.reduce_sum %[[DY]] {axes = array<i64: 0>}
+// CHECK-NEXT: kiln.yield
+func.func @bias_gradient_of_lhs(%dy: tensor<8x6xf32>, %x: tensor<8x4xf32>) -> (tensor<6x4xf32>, tensor<6xf32>) {
+  %dw = kiln.matmul %dy, %x {transpose_lhs} : (tensor<8x6xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+  %db = kiln.reduce_sum %dy {axes = array<i64: 0>} : (tensor<8x6xf32>) -> tensor<6xf32>
+  return %dw, %db : tensor<6x4xf32>, tensor<6xf32>
+}
+
+// -----
+
+// Tests sums that no GEMM computes: over the product's m dimension (not
+// k); one read before the product (the fusion would come too late); one
+// that a norm gradient's kernel adds up as it goes (GPT-2's projections
+// after attention and MLP), where it costs no extra read.
+// CHECK-LABEL: func @sums_beside_no_gemm
+// CHECK-NEXT: kiln.reduce_sum %arg0 {axes = array<i64: 1>}
+// CHECK-NEXT: %[[E:.*]] = kiln.reduce_sum %arg0 {axes = array<i64: 0>}
+// CHECK-NEXT: kiln.add %[[E]], %[[E]]
+// CHECK-NEXT: kiln.matmul %arg0, %arg1 {transpose_lhs}
+// CHECK-NEXT: %[[N:.*]]:2 = kiln.fusion
+// CHECK: kiln.layer_norm_grad
+// CHECK-NEXT: kiln.reshape
+// CHECK-NEXT: kiln.reduce_sum {{.*}} {axes = array<i64: 0>}
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.matmul %arg1, %[[N]]#0 {transpose_lhs}
+func.func @sums_beside_no_gemm(%dy: tensor<8x6xf32>, %h: tensor<8x4xf32>, %x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: tensor<2x4x1xf32>, %g: tensor<2x4x8xf32>, %s: tensor<8xf32>) -> (tensor<8xf32>, tensor<6xf32>, tensor<6x4xf32>, tensor<8xf32>, tensor<4x8xf32>) {
+  %rows = kiln.reduce_sum %dy {axes = array<i64: 1>} : (tensor<8x6xf32>) -> tensor<8xf32>
+  %early = kiln.reduce_sum %dy {axes = array<i64: 0>} : (tensor<8x6xf32>) -> tensor<6xf32>
+  %twice = kiln.add %early, %early : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+  %dw = kiln.matmul %dy, %h {transpose_lhs} : (tensor<8x6xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+  %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %g scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %flat = kiln.reshape %dx : tensor<2x4x8xf32> to tensor<8x8xf32>
+  %bias = kiln.reduce_sum %flat {axes = array<i64: 0>} : (tensor<8x8xf32>) -> tensor<8xf32>
+  %dw2 = kiln.matmul %h, %flat {transpose_lhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %rows, %twice, %dw, %bias, %dw2 : tensor<8xf32>, tensor<6xf32>, tensor<6x4xf32>, tensor<8xf32>, tensor<4x8xf32>
+}

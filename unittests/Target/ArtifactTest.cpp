@@ -105,6 +105,44 @@ TEST(ArtifactTest, RefusesOffsetsOutsideTheArena) {
   added.operations[1]->gemm->c = 4000; // C, laid out as D, does not fit
   EXPECT_EQ(verify(pack(added), error), nullptr);
   EXPECT_NE(error.find("GEMM operand"), std::string::npos) << error;
+
+  ArtifactT gradient = sample();
+  gradient.operations[1]->gemm->epilogue = Epilogue::BiasGradA;
+  gradient.operations[1]->gemm->bias = 4096 - 16; // 8 f32 do not fit
+  EXPECT_EQ(verify(pack(gradient), error), nullptr);
+  EXPECT_NE(error.find("GEMM operand"), std::string::npos) << error;
+}
+
+/// The sample with a launch after its GEMM that sums a bias gradient where
+/// the GEMM does not.
+ArtifactT withFallback() {
+  ArtifactT a = sample();
+  a.operations[1]->gemm->epilogue = Epilogue::BiasGradB;
+  a.operations[1]->gemm->bias = 3072;
+  auto fallback = std::make_unique<OperationT>();
+  fallback->kernel = std::make_unique<KernelLaunchT>(*a.operations[0]->kernel);
+  fallback->epilogue_fallback_of = 1;
+  a.operations.push_back(std::move(fallback));
+  return a;
+}
+
+TEST(ArtifactTest, FallbacksFollowTheirGemm) {
+  std::string error;
+  EXPECT_NE(verify(pack(withFallback()), error), nullptr) << error;
+
+  ArtifactT ahead = withFallback();
+  ahead.operations[2]->epilogue_fallback_of = 2; // itself, not a GEMM before
+  EXPECT_EQ(verify(pack(ahead), error), nullptr);
+  EXPECT_NE(error.find("fallback"), std::string::npos) << error;
+
+  ArtifactT launch = withFallback();
+  launch.operations[2]->epilogue_fallback_of = 0; // a kernel launch
+  EXPECT_EQ(verify(pack(launch), error), nullptr);
+
+  ArtifactT plain = withFallback();
+  plain.operations[1]->gemm->epilogue =
+      Epilogue::Bias; // nothing to stand in for
+  EXPECT_EQ(verify(pack(plain), error), nullptr);
 }
 
 } // namespace

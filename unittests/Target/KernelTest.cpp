@@ -60,6 +60,34 @@ Tensor randomTensor(mlir::RankedTensorType type, int64_t range,
   return tensor;
 }
 
+/// Checks that `executor`'s results are `expected`, to `c`'s tolerance.
+void expectResults(mlir::func::FuncOp function, llvm::ArrayRef<Tensor> expected,
+                   kiln::testing::Executor &executor, const KernelCase &c) {
+  double tolerance = c.gemm && kiln::testing::gemmsAccumulateInF32()
+                         ? std::max(c.tolerance, 1e-4)
+                         : c.tolerance;
+  for (auto [i, want] : llvm::enumerate(expected)) {
+    Tensor got = executor.read(resultName(function, i));
+    ASSERT_EQ(got.getNumElements(), want.getNumElements());
+    for (int64_t e = 0; e < want.getNumElements(); ++e) {
+      if (!want.isFloat()) {
+        ASSERT_EQ(got.ints()[e], want.ints()[e])
+            << "result " << i << " at " << e;
+        continue;
+      }
+      double x = got.floats()[e], y = want.floats()[e];
+      if (std::isnan(y)) {
+        ASSERT_TRUE(std::isnan(x)) << "result " << i << " at " << e;
+        continue;
+      }
+      if (x == y) // infinities: a row that keeps no key has -inf
+        continue;
+      ASSERT_LE(std::fabs(x - y), tolerance * std::max(1.0, std::fabs(y)))
+          << "result " << i << " at " << e << ": " << x << " vs " << y;
+    }
+  }
+}
+
 TEST_P(KernelTest, MatchesInterpreter) {
   const KernelCase &c = GetParam();
   mlir::MLIRContext context;
@@ -95,35 +123,26 @@ TEST_P(KernelTest, MatchesInterpreter) {
     EXPECT_EQ(epilogues, c.epilogues);
     EXPECT_EQ(addsC, c.addsC);
   }
-  std::string error;
-  auto executor = kiln::testing::makeExecutor(**compiled, error);
-  ASSERT_TRUE(executor) << error;
-  for (auto [i, argument] : llvm::enumerate(arguments))
-    executor->write(argumentName(function, i), argument);
-  executor->run();
-
-  double tolerance = c.gemm && kiln::testing::gemmsAccumulateInF32()
-                         ? std::max(c.tolerance, 1e-4)
-                         : c.tolerance;
-  for (auto [i, want] : llvm::enumerate(*expected)) {
-    Tensor got = executor->read(resultName(function, i));
-    ASSERT_EQ(got.getNumElements(), want.getNumElements());
-    for (int64_t e = 0; e < want.getNumElements(); ++e) {
-      if (!want.isFloat()) {
-        ASSERT_EQ(got.ints()[e], want.ints()[e])
-            << "result " << i << " at " << e;
-        continue;
-      }
-      double x = got.floats()[e], y = want.floats()[e];
-      if (std::isnan(y)) {
-        ASSERT_TRUE(std::isnan(x)) << "result " << i << " at " << e;
-        continue;
-      }
-      if (x == y) // infinities: a row that keeps no key has -inf
-        continue;
-      ASSERT_LE(std::fabs(x - y), tolerance * std::max(1.0, std::fabs(y)))
-          << "result " << i << " at " << e << ": " << x << " vs " << y;
-    }
+  // A bias gradient a GEMM sums, and the kernels that sum it where
+  // cuBLASLt cannot.
+  bool fallbacks = llvm::any_of((*compiled)->operations, [](auto &operation) {
+    return operation->epilogue_fallback_of >= 0;
+  });
+  for (bool gemmBiasGradients : {true, false}) {
+    if (!gemmBiasGradients && !fallbacks)
+      break;
+    SCOPED_TRACE(gemmBiasGradients ? "bias gradients in GEMMs"
+                                   : "bias gradients in kernels");
+    kiln::testing::ExecutorOptions executorOptions;
+    executorOptions.gemmBiasGradients = gemmBiasGradients;
+    std::string error;
+    auto executor =
+        kiln::testing::makeExecutor(**compiled, error, executorOptions);
+    ASSERT_TRUE(executor) << error;
+    for (auto [i, argument] : llvm::enumerate(arguments))
+      executor->write(argumentName(function, i), argument);
+    executor->run();
+    expectResults(function, *expected, *executor, c);
   }
 }
 
@@ -733,6 +752,37 @@ const KernelCase kCases[] = {
      {artifact::Epilogue::Bias, artifact::Epilogue::DGelu,
       artifact::Epilogue::None, artifact::Epilogue::None},
      {false, false, true, false}},
+    {"BiasGradients",
+     R"(
+      func.func @main(%x: tensor<40x4xbf16>, %dy: tensor<40x8xbf16>,
+                      %g: tensor<40x6xf32>, %h: tensor<40x4xf32>)
+          -> (tensor<4x8xf32>, tensor<8xf32>, tensor<6x4xf32>, tensor<6xf32>) {
+        // BGRADB: GPT-2's Conv1D, x^T dy and dy's 16-bit values summed over
+        // the tokens in f32.
+        %c:2 = kiln.fusion %x, %dy : (tensor<40x4xbf16>, tensor<40x8xbf16>)
+            -> (tensor<4x8xf32>, tensor<8xf32>) {
+        ^bb0(%x0: tensor<40x4xbf16>, %dy0: tensor<40x8xbf16>):
+          %p = kiln.matmul %x0, %dy0 {accumulate = f32, transpose_lhs}
+              : (tensor<40x4xbf16>, tensor<40x8xbf16>) -> tensor<4x8xf32>
+          %w = kiln.cast %dy0 : tensor<40x8xbf16> to tensor<40x8xf32>
+          %s = kiln.reduce_sum %w {axes = array<i64: 0>} : (tensor<40x8xf32>) -> tensor<8xf32>
+          kiln.yield %p, %s : tensor<4x8xf32>, tensor<8xf32>
+        }
+        // BGRADA: a Linear layer, g^T h and g summed over the tokens.
+        %l:2 = kiln.fusion %g, %h : (tensor<40x6xf32>, tensor<40x4xf32>)
+            -> (tensor<6x4xf32>, tensor<6xf32>) {
+        ^bb0(%g0: tensor<40x6xf32>, %h0: tensor<40x4xf32>):
+          %p = kiln.matmul %g0, %h0 {transpose_lhs} : (tensor<40x6xf32>, tensor<40x4xf32>) -> tensor<6x4xf32>
+          %s = kiln.reduce_sum %g0 {axes = array<i64: 0>} : (tensor<40x6xf32>) -> tensor<6xf32>
+          kiln.yield %p, %s : tensor<6x4xf32>, tensor<6xf32>
+        }
+        return %c#0, %c#1, %l#0, %l#1 : tensor<4x8xf32>, tensor<8xf32>, tensor<6x4xf32>, tensor<6xf32>
+      })",
+     true,
+     true,
+     2e-6,
+     {artifact::Epilogue::BiasGradB, artifact::Epilogue::BiasGradA},
+     {false, false}},
     {"GeluEpilogues",
      R"(
       func.func @main(%x: tensor<6x4xbf16>, %w: tensor<4x8xbf16>, %b: tensor<8xbf16>,

@@ -98,6 +98,18 @@ TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
   EXPECT_EQ(report.find("kiln_kernel_1"), std::string::npos)
       << "only the top 2 rows:\n"
       << report;
+
+  // A launch the step skips (it sums a bias gradient its GEMM summed) has
+  // no row and no share.
+  profile.skipped = {false, true, false, false};
+  rows = runtime::profileRows(artifact, profile);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].what, "kiln_kernel_0");
+  report = runtime::formatProfile(artifact, profile, /*top=*/2);
+  EXPECT_NE(report.find("0.017 ms launched operation by operation (3 "
+                        "operations)"),
+            std::string::npos)
+      << report;
 }
 
 // The compiler records every operation's bytes (at least what it writes)
