@@ -13,7 +13,9 @@
 # Environment: KILN_BIN (default build/bin), KILN_BENCH_STEPS (default 40),
 # PYTHON (default python3, with numpy), KILN_BENCH_PROFILE (a number of
 # steps: after training, kiln-run --profile times that many more operation
-# by operation and the table goes to ${OUT:-.}/profile-NAME.txt).
+# by operation and the table goes to ${OUT:-.}/profile-NAME.txt),
+# KILN_RUN_FLAGS (more kiln-run options, such as
+# --gemm-bias-gradients=false).
 set -euo pipefail
 name="$1" model="$2" batch="$3" seq="$4" vocab="$5" labels="$6"
 shift 6
@@ -46,7 +48,7 @@ PY
 
 "$bin/kiln-run" "$work/model.kiln" --train --steps "$steps" --lr 3e-4 \
   --input "input_ids=$work/input_ids.npy" --input "labels=$work/labels.npy" \
-  --log "$work/log.jsonl" "${profile[@]}" > "$work/run.txt"
+  --log "$work/log.jsonl" "${profile[@]}" ${KILN_RUN_FLAGS:-} > "$work/run.txt"
 if [ ${#profile[@]} -gt 0 ]; then
   sed -n '/^step: /,$p' "$work/run.txt" > "${OUT:-.}/profile-$name.txt"
 fi
@@ -59,11 +61,16 @@ compile_s = float(compiled) - float(start)
 batch, seq, steps = int(batch), int(seq), int(steps)
 log = {e["step"]: e for e in map(json.loads, open(f"{work}/log.jsonl"))}
 step_s = (log[steps]["elapsed_s"] - log[10]["elapsed_s"]) / (steps - 10)
-loaded = re.search(r"in ([0-9.]+) s: ([0-9.]+) GiB", open(f"{work}/run.txt").read())
+run = open(f"{work}/run.txt").read()
+loaded = re.search(r"in ([0-9.]+) s: ([0-9.]+) GiB", run)
+# How many bias gradients cuBLASLt sums in their GEMMs, of those it could.
+sums = re.search(r"cuBLASLt sums ([0-9]+) of the step's ([0-9]+)", run)
 print(json.dumps(dict(
     name=name, model=model.rsplit("/", 1)[-1], B=batch, T=seq,
     tok_s=round(batch * seq / step_s), samples_s=round(batch / step_s, 1),
     step_ms=round(step_s * 1e3, 2), gpu_GiB=float(loaded.group(2)),
     compile_s=round(compile_s, 1), load_s=float(loaded.group(1)),
-    loss=round(log[steps]["loss"], 4))), flush=True)
+    loss=round(log[steps]["loss"], 4),
+    gemm_bias_gradients=f"{sums.group(1)}/{sums.group(2)}" if sums else "0/0")),
+    flush=True)
 PY

@@ -5,7 +5,8 @@
 #
 #   gpt2-kiln           GPT-2 124M, B16 T1024: the ablation rows, fp32 to
 #                       bf16 with tensor-core attention and a padded
-#                       vocabulary
+#                       vocabulary, then that with the bias gradients
+#                       summed by kernels instead of their GEMMs
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
 #   bert-kiln           BERT-base classification, B64 T256, bf16
@@ -39,6 +40,9 @@ for part in "${parts[@]}"; do
     gpt2_row "kiln bf16, tensor-core attention" --precision bf16 \
       --pad-max-overhead 0
     gpt2_row "kiln bf16, tensor-core attention, vocab 50304" --precision bf16
+    KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
+      "kiln bf16, tensor-core attention, vocab 50304, bias gradients by kernels" \
+      --precision bf16
     ;;
   gpt2-torch-eager) "$python" "$shared/anchors/gpt2_torch.py" eager | tee -a "$results" ;;
   gpt2-torch-compile) "$python" "$shared/anchors/gpt2_torch.py" compile | tee -a "$results" ;;

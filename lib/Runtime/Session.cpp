@@ -515,6 +515,16 @@ bool Session::enqueueOperations(std::string &error) {
 
 bool Session::runs(size_t index) const { return !state->skipped[index]; }
 
+std::pair<int, int> Session::gemmBiasGradients() const {
+  int computed = 0, all = 0;
+  for (const GemmPlan &plan : state->gemms)
+    if (artifact::writesBiasGradient(plan.gemm->epilogue())) {
+      ++all;
+      computed += !plan.withoutEpilogue;
+    }
+  return {computed, all};
+}
+
 bool Session::step(std::string &error) {
   State &s = *state;
   if (!s.replay) {

@@ -219,6 +219,10 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count(),
       session->deviceBytes() / double(1ull << 30));
+  if (auto [inGemms, all] = session->gemmBiasGradients(); all > 0)
+    outs() << formatv("cuBLASLt sums {0} of the step's {1} bias gradients "
+                      "that GEMMs can sum; kernels sum the rest\n",
+                      inGemms, all);
   if (run.train) {
     spec->totalSteps = trainingSteps();
     DeviceRunner runner(*session, *spec);

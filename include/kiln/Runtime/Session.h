@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::runtime {
@@ -78,6 +79,9 @@ public:
   /// Whether the step runs operation `index` of the artifact: not the
   /// kernels that stand in for an epilogue cuBLASLt computes.
   bool runs(size_t index) const;
+  /// How many of the artifact's bias gradient epilogues the GEMMs compute
+  /// (the others' fallback kernels run), and how many there are.
+  std::pair<int, int> gemmBiasGradients() const;
   /// A one-line description of the device, for logs.
   const std::string &deviceName() const { return description; }
   /// The GPU memory the session holds: the arena, the GEMM workspace and the
