@@ -3,7 +3,7 @@
 // Imports every single-op model of the ONNX backend test suite (Debian's
 // libonnx-testdata), runs it on the reference interpreter and compares with
 // the expected outputs. A test is "unsupported" when its model uses an opset
-// outside 13-21, an op type kiln does not import, or values that are not
+// outside 11-23, an op type kiln does not import, or values that are not
 // tensors of supported element types; every other test must pass, so a
 // failure is a bug in an op kiln claims to support.
 //

@@ -1,7 +1,7 @@
 //===- ONNXImporter.h - ONNX models into the kiln dialect --------*- C++
 //-*-===//
 //
-// Imports an ONNX model (opsets 13 to 23 of the default domain) as one
+// Imports an ONNX model (opsets 11 to 23 of the default domain) as one
 // func.func of kiln ops with static shapes. Shape arithmetic is folded at
 // import; initializers become kiln.parameter (floating point) or
 // kiln.constant (integers and booleans).
@@ -45,7 +45,7 @@ mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(llvm::StringRef path,
 bool isSupportedONNXOp(const onnx::NodeProto &node);
 
 /// The ONNX opsets kiln imports.
-constexpr int64_t kMinONNXOpset = 13, kMaxONNXOpset = 23;
+constexpr int64_t kMinONNXOpset = 11, kMaxONNXOpset = 23;
 
 /// Parses `NAME=SIZE` into `options.dimensions`; false on a malformed entry.
 bool parseDimensionOption(llvm::StringRef text, ImportOptions &options);

@@ -6,13 +6,13 @@
 // contracted ones, flattened), and the result is transposed into the output
 // order. More than two operands contract pairwise from the left, keeping the
 // labels that later operands or the output still need. An ellipsis stands
-// for the same trailing-aligned dimensions in every operand.
+// for the same trailing-aligned dimensions in every operand. A label
+// repeated in one term takes that operand's diagonal first.
 //
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
 
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
@@ -33,6 +33,60 @@ struct Labeled {
 class EinsumBuilder {
 public:
   explicit EinsumBuilder(NodeContext &node) : node(node) {}
+
+  /// `value`, whose dimensions `labels` names, with each label that repeats
+  /// reduced to its diagonal: the two dimensions moved last, flattened, and
+  /// every (n+1)-th element kept.
+  FailureOr<Labeled> diagonal(Value value, std::string labels) {
+    // Where the first label that repeats is, twice.
+    auto repeat = [&]() -> std::optional<std::pair<size_t, size_t>> {
+      for (size_t first = 0; first < labels.size(); ++first)
+        if (size_t second = labels.find(labels[first], first + 1);
+            second != std::string::npos)
+          return std::make_pair(first, second);
+      return std::nullopt;
+    };
+    while (std::optional<std::pair<size_t, size_t>> at = repeat()) {
+      auto [first, second] = *at;
+      char label = labels[first];
+      ArrayRef<int64_t> shape =
+          cast<RankedTensorType>(value.getType()).getShape();
+      int64_t n = shape[first];
+      if (shape[second] != n)
+        return node.error("Einsum label '")
+               << label << "' has sizes " << n << " and " << shape[second]
+               << " in one term";
+      SmallVector<int64_t> permutation, kept;
+      std::string rest;
+      for (size_t d = 0; d < labels.size(); ++d)
+        if (d != first && d != second) {
+          permutation.push_back(d);
+          kept.push_back(shape[d]);
+          rest += labels[d];
+        }
+      permutation.append(
+          {static_cast<int64_t>(first), static_cast<int64_t>(second)});
+      FailureOr<Value> moved = node.transpose(value, permutation);
+      if (failed(moved))
+        return failure();
+      SmallVector<int64_t> flat(kept);
+      flat.push_back(n * n);
+      FailureOr<Value> square = node.reshape(*moved, flat);
+      if (failed(square))
+        return failure();
+      SmallVector<int64_t> start(flat.size(), 0), stride(flat.size(), 1);
+      stride.back() = n + 1;
+      SmallVector<int64_t> diagonalShape(kept);
+      diagonalShape.push_back(n);
+      FailureOr<Value> taken =
+          node.slice(*square, start, stride, diagonalShape);
+      if (failed(taken))
+        return failure();
+      value = *taken;
+      labels = rest + label;
+    }
+    return Labeled{value, labels};
+  }
 
   /// Sums `operand` over every label not in `keep`.
   FailureOr<Labeled> sumOut(Labeled operand, StringRef keep) {
@@ -178,6 +232,9 @@ static LogicalResult importEinsum(NodeContext &node) {
   std::string ellipsis;
   for (size_t i = 0; i < ellipsisRank; ++i)
     ellipsis += static_cast<char>('0' + i);
+  EinsumBuilder builder(node);
+  // Every term's labels, as written (before diagonals).
+  std::string all;
   for (auto [i, term] : llvm::enumerate(terms)) {
     int64_t rank = node.inputRank(i);
     size_t letters = llvm::count_if(term, llvm::isAlpha);
@@ -186,22 +243,19 @@ static LogicalResult importEinsum(NodeContext &node) {
         !llvm::all_of(labels, [](char c) { return llvm::isAlnum(c); }))
       return node.error("term '") << term << "' does not fit operand " << i
                                   << " of rank " << rank;
-    llvm::SetVector<char> distinct(labels.begin(), labels.end());
-    if (distinct.size() != labels.size())
-      return node.error("repeated labels in one term ('")
-             << term << "', a diagonal) are not supported";
-    operands.push_back({node.input(i), labels});
+    all += labels;
+    FailureOr<Labeled> operand = builder.diagonal(node.input(i), labels);
+    if (failed(operand))
+      return failure();
+    operands.push_back(*operand);
   }
 
   std::string output;
   if (explicitOutput) {
     output = expandEllipsis(outputText, ellipsis, ellipsis.size());
   } else {
-    // Implicit output: the ellipsis, then the labels used once, in order.
+    // Implicit output: the ellipsis, then the labels written once, in order.
     output = ellipsis;
-    std::string all;
-    for (const Labeled &operand : operands)
-      all += operand.labels;
     std::string once;
     for (char c : all)
       if (llvm::isAlpha(c) && llvm::count(all, c) == 1)
@@ -215,7 +269,6 @@ static LogicalResult importEinsum(NodeContext &node) {
         }))
       return node.error("output label '") << label << "' is in no operand";
 
-  EinsumBuilder builder(node);
   Labeled acc = operands.front();
   for (size_t i = 1; i < operands.size(); ++i) {
     // Keep what the output or a later operand still needs.

@@ -101,20 +101,11 @@ static LogicalResult importGemm(NodeContext &node) {
 static FailureOr<std::optional<SmallVector<int64_t>>>
 reductionAxes(NodeContext &node, int64_t inputSince) {
   int64_t rank = node.inputRank(0);
-  SmallVector<int64_t> axes;
-  if (node.opset < inputSince) {
-    FailureOr<std::optional<SmallVector<int64_t>>> given =
-        node.intsAttr("axes");
-    if (failed(given))
-      return failure();
-    if (*given)
-      axes = **given;
-  } else if (node.hasInput(1)) {
-    FailureOr<SmallVector<int64_t>> given = node.constantInts(1, "axes");
-    if (failed(given))
-      return failure();
-    axes = *given;
-  }
+  FailureOr<std::optional<SmallVector<int64_t>>> given =
+      node.intsAttrOrInput("axes", 1, inputSince);
+  if (failed(given))
+    return failure();
+  SmallVector<int64_t> axes = given->value_or(SmallVector<int64_t>());
   if (axes.empty()) {
     FailureOr<int64_t> noop = node.intAttr("noop_with_empty_axes", 0);
     if (failed(noop))
@@ -242,18 +233,37 @@ template <typename OpTy> static LogicalResult importArgReduce(NodeContext &node)
   return node.setResult(node.create1<OpTy>({node.input(0)}, attributes));
 }
 
+/// Softmax and LogSoftmax along `axis`; before opset 13, over the input
+/// flattened to 2-D at `axis` (default 1), all of [axis, rank) at once.
 template <typename OpTy> static LogicalResult importSoftmax(NodeContext &node) {
-  FailureOr<int64_t> axis = node.intAttr("axis", -1);
+  bool flattens = node.opset < 13;
+  FailureOr<int64_t> axis = node.intAttr("axis", flattens ? 1 : -1);
   if (failed(node.requireInputs(1)) || failed(axis))
     return failure();
-  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
+  RankedTensorType type = node.inputType(0);
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, type.getRank());
   if (failed(normalized))
     return failure();
-  return node.setResult(node.create1<OpTy>(
-      {node.input(0)},
-      {node.builder.getNamedAttr("axis",
-                                 node.builder.getI64IntegerAttr(*normalized))},
-      {node.inputType(0)}));
+  Value input = node.input(0);
+  int64_t along = *normalized;
+  if (flattens && along != type.getRank() - 1) {
+    ArrayRef<int64_t> shape = type.getShape();
+    FailureOr<Value> rows =
+        node.reshape(input, {product(shape.take_front(along)),
+                             product(shape.drop_front(along))});
+    if (failed(rows))
+      return failure();
+    input = *rows;
+    along = 1;
+  }
+  FailureOr<Value> result =
+      node.create1<OpTy>({input},
+                         {node.builder.getNamedAttr(
+                             "axis", node.builder.getI64IntegerAttr(along))},
+                         {cast<RankedTensorType>(input.getType())});
+  if (failed(result))
+    return failure();
+  return node.setResult(node.reshape(*result, type.getShape()));
 }
 
 /// The attributes LayerNormalization and RMSNormalization share, as kiln

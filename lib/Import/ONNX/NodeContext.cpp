@@ -147,6 +147,18 @@ NodeContext::intsAttr(StringRef name) {
       SmallVector<int64_t>(attr->ints().begin(), attr->ints().end()));
 }
 
+FailureOr<std::optional<SmallVector<int64_t>>>
+NodeContext::intsAttrOrInput(StringRef name, unsigned i, int64_t inputSince) {
+  if (opset < inputSince)
+    return intsAttr(name);
+  if (!hasInput(i))
+    return std::optional<SmallVector<int64_t>>();
+  FailureOr<SmallVector<int64_t>> given = constantInts(i, name);
+  if (failed(given))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(*given);
+}
+
 FailureOr<Value> NodeContext::reshape(Value value, ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getShape() == shape)

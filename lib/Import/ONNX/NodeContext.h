@@ -114,6 +114,11 @@ public:
   /// A list of integers; absent gives std::nullopt.
   mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
   intsAttr(llvm::StringRef name);
+  /// Integers that attribute `name` gives before opset `inputSince` and the
+  /// constant input `i` from then on (axes, split sizes); absent gives
+  /// std::nullopt.
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  intsAttrOrInput(llvm::StringRef name, unsigned i, int64_t inputSince);
 
   //===--------------------------------------------------------------------===//
   // Building and binding

@@ -104,19 +104,11 @@ static LogicalResult importFlatten(NodeContext &node) {
       node.input(0), {outer, product(type.getShape().drop_front(split))}));
 }
 
-/// Axes from input 1 (opset 13 and later), each normalized for `rank`.
-static FailureOr<SmallVector<int64_t>> axesInput(NodeContext &node,
-                                                 int64_t rank) {
-  FailureOr<SmallVector<int64_t>> axes = node.constantInts(1, "axes");
-  if (failed(axes))
-    return failure();
-  for (int64_t &axis : *axes) {
-    FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank);
-    if (failed(normalized))
-      return failure();
-    axis = *normalized;
-  }
-  return axes;
+/// The axes of a Squeeze or Unsqueeze: an attribute before opset 13, input
+/// 1 from then on; absent gives std::nullopt.
+static FailureOr<std::optional<SmallVector<int64_t>>>
+squeezeAxes(NodeContext &node) {
+  return node.intsAttrOrInput("axes", 1, 13);
 }
 
 static LogicalResult importSqueeze(NodeContext &node) {
@@ -124,15 +116,18 @@ static LogicalResult importSqueeze(NodeContext &node) {
     return failure();
   RankedTensorType type = node.inputType(0);
   SmallVector<bool> drop(type.getRank(), false);
-  if (node.hasInput(1)) {
-    FailureOr<SmallVector<int64_t>> axes = axesInput(node, type.getRank());
-    if (failed(axes))
-      return failure();
-    for (int64_t axis : *axes) {
-      if (type.getDimSize(axis) != 1)
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = squeezeAxes(node);
+  if (failed(axes))
+    return failure();
+  if (*axes) {
+    for (int64_t given : **axes) {
+      FailureOr<int64_t> axis = node.normalizeAxis(given, type.getRank());
+      if (failed(axis))
+        return failure();
+      if (type.getDimSize(*axis) != 1)
         return node.error("cannot squeeze axis ")
-               << axis << " of size " << type.getDimSize(axis);
-      drop[axis] = true;
+               << given << " of size " << type.getDimSize(*axis);
+      drop[*axis] = true;
     }
   } else {
     for (int64_t d = 0; d < type.getRank(); ++d)
@@ -146,15 +141,17 @@ static LogicalResult importSqueeze(NodeContext &node) {
 }
 
 static LogicalResult importUnsqueeze(NodeContext &node) {
-  if (failed(node.requireInputs(2)))
+  if (failed(node.requireInputs(node.opset < 13 ? 1 : 2)))
     return failure();
   RankedTensorType type = node.inputType(0);
-  FailureOr<SmallVector<int64_t>> axes = node.constantInts(1, "axes");
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = squeezeAxes(node);
   if (failed(axes))
     return failure();
-  int64_t rank = type.getRank() + axes->size();
+  if (!*axes)
+    return node.error("needs the attribute 'axes'");
+  int64_t rank = type.getRank() + (*axes)->size();
   SmallVector<bool> inserted(rank, false);
-  for (int64_t axis : *axes) {
+  for (int64_t axis : **axes) {
     FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank);
     if (failed(normalized))
       return failure();

@@ -46,11 +46,13 @@ static LogicalResult importSplit(NodeContext &node) {
   int64_t size = type.getDimSize(*axis);
   int64_t parts = node.numOutputs();
   SmallVector<int64_t> sizes;
-  if (node.hasInput(1)) {
-    FailureOr<SmallVector<int64_t>> split = node.constantInts(1, "split");
-    if (failed(split))
-      return failure();
-    sizes = *split;
+  // The sizes: an attribute before opset 13, input 1 from then on.
+  FailureOr<std::optional<SmallVector<int64_t>>> split =
+      node.intsAttrOrInput("split", 1, 13);
+  if (failed(split))
+    return failure();
+  if (*split) {
+    sizes = **split;
   } else {
     // Equal parts; from opset 18 `num_outputs` allows a smaller last part.
     FailureOr<int64_t> count = node.intAttr("num_outputs", parts);

@@ -128,7 +128,7 @@ def inconsistent_shapes():
 
 def old_opset():
     return model([helper.make_node("Relu", ["x"], ["y"])],
-                 [tensor("x", F, [2])], [tensor("y", F, [2])], opset=11)
+                 [tensor("x", F, [2])], [tensor("y", F, [2])], opset=10)
 
 
 def undefined_input():
@@ -212,8 +212,9 @@ def training_info():
 
 
 def einsum_diagonal():
+    """A trace of a matrix that is not square."""
     node = helper.make_node("Einsum", ["x"], ["y"], name="trace", equation="ii->")
-    return model([node], [tensor("x", F, [3, 3])], [tensor("y", F, [])])
+    return model([node], [tensor("x", F, [3, 4])], [tensor("y", F, [])])
 
 
 def attention(inputs, outputs, **attributes):
