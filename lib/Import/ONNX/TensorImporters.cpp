@@ -1,7 +1,7 @@
 //===- TensorImporters.cpp - ONNX ops that move tensor elements -----------===//
 //
 // Concat, Split, Slice, Transpose, Tile, Gather, GatherElements, GatherND,
-// ScatterElements, Pad, Trilu and CumSum.
+// ScatterElements, ScatterND, Pad, Trilu and CumSum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -223,6 +223,51 @@ static Tensor int64Tensor(ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
 /// GatherND as a gather along one flattened axis: each index tuple (with the
 /// position of its batch, for batch_dims > 0) becomes a linear index into
 /// the data viewed as [batch * indexed dims, remaining dims...].
+/// The position of each index tuple (the last dimension of `indices`) in
+/// the row-major order of dimensions `indexed`, negative indices counting
+/// from the end of their dimension: GatherND's and ScatterND's row of the
+/// data flattened over those dimensions.
+static FailureOr<Value> tuplePositions(NodeContext &node, Value indices,
+                                       ArrayRef<int64_t> indexed) {
+  MLIRContext *context = node.builder.getContext();
+  Type i64 = IntegerType::get(context, 64);
+  auto type = cast<RankedTensorType>(indices.getType());
+  if (type.getElementType() != i64) {
+    FailureOr<Value> wide =
+        node.create1<CastOp>({indices}, {}, {type.clone(i64)});
+    if (failed(wide))
+      return failure();
+    indices = *wide;
+  }
+  int64_t k = indexed.size();
+  Value sizes = node.constant(int64Tensor({k}, indexed));
+  Value zero = node.scalar(0.0, i64);
+  auto compare = node.builder.getNamedAttr(
+      "predicate", ComparePredicateAttr::get(context, ComparePredicate::LT));
+  FailureOr<Value> negative =
+      node.create1<CompareOp>({indices, zero}, {compare});
+  if (failed(negative))
+    return failure();
+  FailureOr<Value> wrapped = node.create1<AddOp>({indices, sizes});
+  if (failed(wrapped))
+    return failure();
+  FailureOr<Value> resolved =
+      node.create1<WhereOp>({*negative, *wrapped, indices});
+  if (failed(resolved))
+    return failure();
+  SmallVector<int64_t> strides(k, 1);
+  for (int64_t j = k - 2; j >= 0; --j)
+    strides[j] = strides[j + 1] * indexed[j + 1];
+  FailureOr<Value> weighted = node.create1<MulOp>(
+      {*resolved, node.constant(int64Tensor({k}, strides))});
+  if (failed(weighted))
+    return failure();
+  return node.create1<ReduceSumOp>(
+      {*weighted},
+      {node.builder.getNamedAttr(
+          "axes", node.builder.getDenseI64ArrayAttr({type.getRank() - 1}))});
+}
+
 static LogicalResult importGatherND(NodeContext &node) {
   FailureOr<int64_t> batchDims = node.intAttr("batch_dims", 0);
   if (failed(node.requireInputs(2)) || failed(batchDims))
@@ -239,45 +284,11 @@ static LogicalResult importGatherND(NodeContext &node) {
            << " batch dimensions";
   for (int64_t d = 0; d < b; ++d)
     if (indices.getDimSize(d) != data.getDimSize(d))
-      return node.error("batch dimension ") << d << " differs between data and "
+      return node.error("batch dimension ") << d
+                                            << " differs between data and "
                                                "indices";
-  MLIRContext *context = node.builder.getContext();
-  Type i64 = IntegerType::get(context, 64);
-  Value index = node.input(1);
-  if (indices.getElementType() != i64) {
-    FailureOr<Value> wide =
-        node.create1<CastOp>({index}, {}, {indices.clone(i64)});
-    if (failed(wide))
-      return failure();
-    index = *wide;
-  }
-  // Negative indices count from the end of their dimension.
   ArrayRef<int64_t> indexed = data.getShape().slice(b, k);
-  Value sizes = node.constant(int64Tensor({k}, indexed));
-  Value zero = node.scalar(0.0, i64);
-  auto compare = node.builder.getNamedAttr(
-      "predicate", ComparePredicateAttr::get(context, ComparePredicate::LT));
-  FailureOr<Value> negative = node.create1<CompareOp>({index, zero}, {compare});
-  if (failed(negative))
-    return failure();
-  FailureOr<Value> wrapped = node.create1<AddOp>({index, sizes});
-  if (failed(wrapped))
-    return failure();
-  FailureOr<Value> resolved = node.create1<WhereOp>({*negative, *wrapped, index});
-  if (failed(resolved))
-    return failure();
-  // The linear position of each tuple among the indexed dimensions.
-  SmallVector<int64_t> strides(k, 1);
-  for (int64_t j = k - 2; j >= 0; --j)
-    strides[j] = strides[j + 1] * indexed[j + 1];
-  FailureOr<Value> weighted = node.create1<MulOp>(
-      {*resolved, node.constant(int64Tensor({k}, strides))});
-  if (failed(weighted))
-    return failure();
-  FailureOr<Value> linear = node.create1<ReduceSumOp>(
-      {*weighted},
-      {node.builder.getNamedAttr("axes",
-                                 node.builder.getDenseI64ArrayAttr({q - 1}))});
+  FailureOr<Value> linear = tuplePositions(node, node.input(1), indexed);
   if (failed(linear))
     return failure();
   Value flat = *linear;
@@ -404,30 +415,80 @@ static LogicalResult importCumSum(NodeContext &node) {
                                                {node.inputType(0)}));
 }
 
+/// The `reduction` attribute of ScatterElements and ScatterND.
+static FailureOr<NamedAttribute> scatterReduction(NodeContext &node) {
+  FailureOr<std::string> name = node.stringAttr("reduction", "none");
+  if (failed(name))
+    return failure();
+  std::optional<ScatterReduction> reduction = symbolizeScatterReduction(*name);
+  if (!reduction)
+    return node.error("reduction '") << *name << "' is not supported";
+  return node.builder.getNamedAttr(
+      "reduction",
+      ScatterReductionAttr::get(node.builder.getContext(), *reduction));
+}
+
 static LogicalResult importScatterElements(NodeContext &node) {
   FailureOr<int64_t> axis = node.intAttr("axis", 0);
-  FailureOr<std::string> reductionName = node.stringAttr("reduction", "none");
-  if (failed(node.requireInputs(3)) || failed(axis) || failed(reductionName))
+  FailureOr<NamedAttribute> reduction = scatterReduction(node);
+  if (failed(node.requireInputs(3)) || failed(axis) || failed(reduction))
     return failure();
-  std::optional<ScatterReduction> reduction =
-      symbolizeScatterReduction(*reductionName);
-  if (!reduction)
-    return node.error("reduction '") << *reductionName << "' is not supported";
   FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
   if (failed(normalized))
     return failure();
   return node.setResult(node.create1<ScatterElementsOp>(
       {node.input(0), node.input(1), node.input(2)},
-      {i64Attr(node, "axis", *normalized),
-       node.builder.getNamedAttr(
-           "reduction",
-           ScatterReductionAttr::get(node.builder.getContext(), *reduction))},
-      {node.inputType(0)}));
+      {i64Attr(node, "axis", *normalized), *reduction}, {node.inputType(0)}));
+}
+
+/// ScatterND: the data flattened to one row per index tuple's position (the
+/// first k dimensions) and the rest, each update row scattered to its
+/// tuple's row with ScatterElements along the rows.
+static LogicalResult importScatterND(NodeContext &node) {
+  FailureOr<NamedAttribute> reduction = scatterReduction(node);
+  if (failed(node.requireInputs(3)) || failed(reduction))
+    return failure();
+  RankedTensorType data = node.inputType(0), indices = node.inputType(1),
+                   updates = node.inputType(2);
+  int64_t q = indices.getRank(), r = data.getRank();
+  int64_t k = q ? indices.getDimSize(q - 1) : 0;
+  if (q < 1 || k < 1 || k > r)
+    return node.error("index tuples of length ")
+           << k << " do not fit data of rank " << r;
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(k));
+  if (updates.getShape() != ArrayRef<int64_t>(expected))
+    return node.error("updates have shape [")
+           << updates.getShape() << "], not the indices' and data's ["
+           << ArrayRef<int64_t>(expected) << "]";
+  ArrayRef<int64_t> indexed = data.getShape().take_front(k);
+  FailureOr<Value> positions = tuplePositions(node, node.input(1), indexed);
+  if (failed(positions))
+    return failure();
+  int64_t tuples = product(indices.getShape().drop_back());
+  int64_t row = product(data.getShape().drop_front(k));
+  Type i64 = IntegerType::get(node.builder.getContext(), 64);
+  FailureOr<Value> column = node.reshape(*positions, {tuples, 1});
+  FailureOr<Value> rows = node.reshape(node.input(0), {product(indexed), row});
+  FailureOr<Value> updateRows = node.reshape(node.input(2), {tuples, row});
+  if (failed(column) || failed(rows) || failed(updateRows))
+    return failure();
+  FailureOr<Value> spread = node.create1<BroadcastOp>(
+      {*column}, {}, {RankedTensorType::get({tuples, row}, i64)});
+  if (failed(spread))
+    return failure();
+  FailureOr<Value> scattered = node.create1<ScatterElementsOp>(
+      {*rows, *spread, *updateRows}, {i64Attr(node, "axis", 0), *reduction},
+      {cast<RankedTensorType>(rows->getType())});
+  if (failed(scattered))
+    return failure();
+  return node.setResult(node.reshape(*scattered, data.getShape()));
 }
 
 void registerTensorImporters(OpImporterTable &table) {
   table.add("CumSum", importCumSum);
   table.add("ScatterElements", importScatterElements);
+  table.add("ScatterND", importScatterND);
   table.add("Concat", importConcat);
   table.add("Split", importSplit);
   table.add("Slice", importSlice);

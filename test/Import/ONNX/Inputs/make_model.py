@@ -131,6 +131,14 @@ def old_opset():
                  [tensor("x", F, [2])], [tensor("y", F, [2])], opset=10)
 
 
+def scatter_nd_shapes():
+    """ScatterND whose updates do not have the shape its indices give."""
+    node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="assign")
+    index = numpy_helper.from_array(np.array([[0], [2]], dtype=np.int64), "i")
+    return model([node], [tensor("x", F, [4, 3]), tensor("u", F, [2, 4])],
+                 [tensor("y", F, [4, 3])], initializers=[index])
+
+
 def undefined_input():
     return model([helper.make_node("Relu", ["nowhere"], ["y"], name="act")],
                  [tensor("x", F, [2])], [tensor("y", F, [2])])
@@ -258,6 +266,7 @@ BUILDERS = {
     "inconsistent_shapes": inconsistent_shapes,
     "old_opset": old_opset,
     "undefined_input": undefined_input,
+    "scatter_nd_shapes": scatter_nd_shapes,
     "reshape_mismatch": reshape_mismatch,
     "runtime_shape": runtime_shape,
 }
