@@ -247,6 +247,21 @@ TEST_P(LlamaTargetTest, StepMatchesInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Precisions, LlamaTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
+// Convolutions (patches sliced from the padded input, and patches that tile
+// it), in fp32 and in bf16.
+class VitTargetTest : public TargetTest,
+                      public ::testing::WithParamInterface<Precision> {};
+
+TEST_P(VitTargetTest, StepMatchesInterpreter) {
+  compareStep(source("test/Models/vit_tiny/model.onnx"),
+              {source("test/Models/vit_tiny/pixel_values.npy"),
+               source("test/Models/vit_tiny/labels.npy")},
+              GetParam(), 2e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, VitTargetTest,
+                         ::testing::Values(Precision::FP32, Precision::BF16));
+
 // 16-bit norms in a whole step: GPT-2's layer norms read a bf16 input and
 // write a bf16 output, their gradients f32 from the same bf16 copy (the
 // Llama test model spells its RMS norm out, so KernelTest's NarrowNorms

@@ -33,6 +33,7 @@ static const OpImporterTable &opImporters() {
     OpImporterTable t;
     registerActivationImporters(t);
     registerAttentionImporters(t);
+    registerConvImporter(t);
     registerEinsumImporter(t);
     registerElementwiseImporters(t);
     registerShapeImporters(t);

@@ -184,6 +184,20 @@ FailureOr<Value> NodeContext::slice(Value value, ArrayRef<int64_t> start,
       {type.clone(shape)});
 }
 
+FailureOr<Value> NodeContext::padWithZeros(Value value, ArrayRef<int64_t> low,
+                                           ArrayRef<int64_t> high) {
+  if (llvm::all_of(low, [](int64_t n) { return n == 0; }) &&
+      llvm::all_of(high, [](int64_t n) { return n == 0; }))
+    return value;
+  return create1<PadOp>(
+      {value},
+      {builder.getNamedAttr(
+           "mode", PadModeAttr::get(builder.getContext(), PadMode::Constant)),
+       builder.getNamedAttr("low", builder.getDenseI64ArrayAttr(low)),
+       builder.getNamedAttr("high", builder.getDenseI64ArrayAttr(high)),
+       builder.getNamedAttr("value", builder.getF64FloatAttr(0.0))});
+}
+
 FailureOr<Value> NodeContext::concat(ValueRange values, int64_t axis) {
   return create1<ConcatOp>(
       values, {builder.getNamedAttr("axis", builder.getI64IntegerAttr(axis))});

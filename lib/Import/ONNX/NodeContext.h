@@ -41,6 +41,7 @@ private:
 
 void registerActivationImporters(OpImporterTable &table);
 void registerAttentionImporters(OpImporterTable &table);
+void registerConvImporter(OpImporterTable &table);
 void registerEinsumImporter(OpImporterTable &table);
 void registerElementwiseImporters(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
@@ -160,6 +161,10 @@ public:
                                      llvm::ArrayRef<int64_t> start,
                                      llvm::ArrayRef<int64_t> stride,
                                      llvm::ArrayRef<int64_t> shape);
+  /// `value` with `low[i]` zeros before and `high[i]` after dimension `i`.
+  mlir::FailureOr<mlir::Value> padWithZeros(mlir::Value value,
+                                            llvm::ArrayRef<int64_t> low,
+                                            llvm::ArrayRef<int64_t> high);
   /// `values` concatenated along `axis`.
   mlir::FailureOr<mlir::Value> concat(mlir::ValueRange values, int64_t axis);
   /// A kiln.constant holding `tensor`.

@@ -8,25 +8,33 @@ import numpy as np
 from onnx import TensorProto, numpy_helper, save_model
 
 
-def run(work, name, model, arrays):
-    """Saves `model` as WORK/NAME.onnx, runs it on `arrays` (input name to
-    array) and returns its outputs by name."""
+def kiln_run(work, name, model, arrays, options):
+    """Saves `model` as WORK/NAME.onnx and runs kiln-run on it with `arrays`
+    (input name to array) and more `options`."""
     path = os.path.join(work, name + ".onnx")
     save_model(model, path)
-    out = os.path.join(work, name)
-    command = ["kiln-run", path, "--output-dir", out]
+    command = ["kiln-run", path] + options
     for input_name, array in arrays.items():
         file = os.path.join(work, "%s_%s.npy" % (name, input_name))
         np.save(file, array)
         command += ["--input", "%s=%s" % (input_name, file)]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    outputs = {}
-    for output in model.graph.output:
-        proto = TensorProto()
-        with open(os.path.join(out, output.name + ".pb"), "rb") as f:
-            proto.ParseFromString(f.read())
-        outputs[output.name] = numpy_helper.to_array(proto)
-    return outputs
+
+
+def read(path):
+    """The array in a TensorProto file."""
+    proto = TensorProto()
+    with open(path, "rb") as f:
+        proto.ParseFromString(f.read())
+    return numpy_helper.to_array(proto)
+
+
+def run(work, name, model, arrays):
+    """Runs `model` once on `arrays` and returns its outputs by name."""
+    out = os.path.join(work, name)
+    kiln_run(work, name, model, arrays, ["--output-dir", out])
+    return {output.name: read(os.path.join(out, output.name + ".pb"))
+            for output in model.graph.output}
 
 
 def close(actual, expected, rtol=1e-5, atol=1e-5):

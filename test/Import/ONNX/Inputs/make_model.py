@@ -139,6 +139,13 @@ def scatter_nd_shapes():
                  [tensor("y", F, [4, 3])], initializers=[index])
 
 
+def conv_groups():
+    """A Conv whose group count does not divide its channels."""
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="stem", group=2)
+    return model([node], [tensor("x", F, [1, 3, 8, 8]), tensor("w", F, [4, 1, 3, 3])],
+                 [tensor("y", F, None)])
+
+
 def undefined_input():
     return model([helper.make_node("Relu", ["nowhere"], ["y"], name="act")],
                  [tensor("x", F, [2])], [tensor("y", F, [2])])
@@ -267,6 +274,7 @@ BUILDERS = {
     "old_opset": old_opset,
     "undefined_input": undefined_input,
     "scatter_nd_shapes": scatter_nd_shapes,
+    "conv_groups": conv_groups,
     "reshape_mismatch": reshape_mismatch,
     "runtime_shape": runtime_shape,
 }
