@@ -1,8 +1,8 @@
 //===- ActivationImporters.cpp - ONNX activation functions ----------------===//
 //
 // Activations that kiln builds from its elementwise ops: LeakyRelu, PRelu,
-// Elu, Selu, Celu, HardSigmoid, HardSwish, Softsign, ThresholdedRelu and
-// Softplus.
+// Elu, Selu, Celu, HardSigmoid, HardSwish, Softsign, ThresholdedRelu,
+// Shrink and Softplus.
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,6 +160,20 @@ static LogicalResult importThresholdedRelu(NodeContext &node) {
   });
 }
 
+/// Shrink: x + bias below -lambd, x - bias above lambd, 0 between.
+static LogicalResult importShrink(NodeContext &node) {
+  FailureOr<double> lambd = node.floatAttr("lambd", 0.5);
+  FailureOr<double> bias = node.floatAttr("bias", 0.0);
+  if (failed(lambd) || failed(bias))
+    return failure();
+  return importActivation(node, [&](Activation &a) {
+    FailureOr<Value> inside =
+        a.below(*lambd, a.constant(0.0),
+                a.binary<SubOp>(a.x, a.constant(*bias)), /*inclusive=*/true);
+    return a.below(-*lambd, a.add(a.x, a.constant(*bias)), inside);
+  });
+}
+
 /// Softplus: log(exp(x) + 1).
 static LogicalResult importSoftplus(NodeContext &node) {
   return importActivation(node, [&](Activation &a) {
@@ -178,6 +192,7 @@ void registerActivationImporters(OpImporterTable &table) {
   table.add("Softsign", importSoftsign);
   table.add("ThresholdedRelu", importThresholdedRelu);
   table.add("Softplus", importSoftplus);
+  table.add("Shrink", importShrink);
 }
 
 } // namespace kiln

@@ -356,6 +356,59 @@ static LogicalResult importRMSNormalization(NodeContext &node) {
   return node.setResult(node.create1<MulOp>({output, node.input(1)}));
 }
 
+/// GlobalAveragePool and GlobalMaxPool: the reduction over every spatial
+/// dimension of [N, C, spatial...], kept as size 1.
+template <typename ReduceOp>
+static LogicalResult importGlobalPool(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  int64_t rank = node.inputRank(0);
+  if (rank < 3)
+    return node.error("input of rank ")
+           << rank << " has no spatial dimensions to pool";
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  return node.setResult(node.create1<ReduceOp>(
+      {node.input(0)}, {node.builder.getNamedAttr(
+                            "axes", node.builder.getDenseI64ArrayAttr(axes)),
+                        unitAttr(node, "keep_dims")}));
+}
+
+/// InstanceNormalization: each channel of each sample normalized over its
+/// spatial dimensions (a layer norm from axis 2, without its own scale),
+/// then scaled and shifted per channel.
+static LogicalResult importInstanceNormalization(NodeContext &node) {
+  FailureOr<double> epsilon = node.floatAttr("epsilon", 1e-5);
+  if (failed(node.requireInputs(3)) || failed(epsilon))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  if (rank < 3)
+    return node.error("input of rank ")
+           << rank << " has no spatial dimensions to normalize over";
+  FailureOr<SmallVector<Value>> normalized = node.create<LayerNormOp>(
+      {node.input(0)},
+      {node.builder.getNamedAttr("axis", node.builder.getI64IntegerAttr(2)),
+       node.builder.getNamedAttr("epsilon",
+                                 node.builder.getF64FloatAttr(*epsilon)),
+       node.builder.getNamedAttr(
+           "operandSegmentSizes",
+           node.builder.getDenseI32ArrayAttr({1, 0, 0}))});
+  if (failed(normalized))
+    return failure();
+  SmallVector<int64_t> perChannel(rank, 1);
+  perChannel[1] = type.getDimSize(1);
+  FailureOr<Value> scale = node.reshape(node.input(1), perChannel);
+  FailureOr<Value> bias = node.reshape(node.input(2), perChannel);
+  if (failed(scale) || failed(bias))
+    return failure();
+  FailureOr<Value> scaled = node.create1<MulOp>({normalized->front(), *scale});
+  if (failed(scaled))
+    return failure();
+  return node.setResult(node.create1<AddOp>({*scaled, *bias}));
+}
+
 void registerMathImporters(OpImporterTable &table) {
   table.add("MatMul", importMatMul);
   table.add("Gemm", importGemm);
@@ -379,6 +432,9 @@ void registerMathImporters(OpImporterTable &table) {
   table.add("Softmax", importSoftmax<SoftmaxOp>);
   table.add("LogSoftmax", importSoftmax<LogSoftmaxOp>);
   table.add("LayerNormalization", importLayerNormalization);
+  table.add("InstanceNormalization", importInstanceNormalization);
+  table.add("GlobalAveragePool", importGlobalPool<ReduceMeanOp>);
+  table.add("GlobalMaxPool", importGlobalPool<ReduceMaxOp>);
   table.add("RMSNormalization", importRMSNormalization);
 }
 

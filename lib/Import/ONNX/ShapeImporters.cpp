@@ -275,6 +275,51 @@ static LogicalResult importConstant(NodeContext &node) {
                                               "and sparse tensors are not)";
 }
 
+/// DepthToSpace and SpaceToDepth: blocks of `blocksize` x `blocksize`
+/// pixels moved between the channels and the two spatial dimensions of
+/// [N, C, H, W], as a reshape, a transpose and a reshape.
+static LogicalResult importSpaceDepth(NodeContext &node, bool toSpace) {
+  FailureOr<int64_t> block = node.intAttr("blocksize", std::nullopt);
+  FailureOr<std::string> mode = node.stringAttr("mode", "DCR");
+  if (failed(node.requireInputs(1)) || failed(block) || failed(mode))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  if (type.getRank() != 4 || *block < 1)
+    return node.error("needs an input of rank 4 and a positive blocksize");
+  int64_t b = *block, n = type.getDimSize(0), c = type.getDimSize(1),
+          h = type.getDimSize(2), w = type.getDimSize(3);
+  SmallVector<int64_t> split, permutation, result;
+  if (toSpace) {
+    if (c % (b * b) != 0)
+      return node.error("channels (")
+             << c << ") are not a multiple of blocksize^2 (" << b * b << ")";
+    if (*mode == "DCR") {
+      split = {n, b, b, c / (b * b), h, w};
+      permutation = {0, 3, 4, 1, 5, 2};
+    } else if (*mode == "CRD") {
+      split = {n, c / (b * b), b, b, h, w};
+      permutation = {0, 1, 4, 2, 5, 3};
+    } else {
+      return node.error("mode '") << *mode << "' is not DCR or CRD";
+    }
+    result = {n, c / (b * b), h * b, w * b};
+  } else {
+    if (h % b != 0 || w % b != 0)
+      return node.error("spatial size ")
+             << h << "x" << w << " is not a multiple of blocksize " << b;
+    split = {n, c, h / b, b, w / b, b};
+    permutation = {0, 3, 5, 1, 2, 4};
+    result = {n, c * b * b, h / b, w / b};
+  }
+  FailureOr<Value> blocks = node.reshape(node.input(0), split);
+  if (failed(blocks))
+    return failure();
+  FailureOr<Value> moved = node.transpose(*blocks, permutation);
+  if (failed(moved))
+    return failure();
+  return node.setResult(node.reshape(*moved, result));
+}
+
 void registerShapeImporters(OpImporterTable &table) {
   table.add("Shape", importShape);
   table.add("Size", importSize);
@@ -286,6 +331,10 @@ void registerShapeImporters(OpImporterTable &table) {
   table.add("ConstantOfShape", importConstantOfShape);
   table.add("Range", importRange);
   table.add("Constant", importConstant);
+  table.add("DepthToSpace",
+            [](NodeContext &node) { return importSpaceDepth(node, true); });
+  table.add("SpaceToDepth",
+            [](NodeContext &node) { return importSpaceDepth(node, false); });
 }
 
 } // namespace kiln

@@ -1,7 +1,7 @@
 //===- TensorImporters.cpp - ONNX ops that move tensor elements -----------===//
 //
 // Concat, Split, Slice, Transpose, Tile, Gather, GatherElements, GatherND,
-// ScatterElements, ScatterND, Pad, Trilu and CumSum.
+// ScatterElements, ScatterND, Pad, Trilu, CumSum, OneHot and Hardmax.
 //
 //===----------------------------------------------------------------------===//
 
@@ -485,6 +485,126 @@ static LogicalResult importScatterND(NodeContext &node) {
   return node.setResult(node.reshape(*scattered, data.getShape()));
 }
 
+/// Whether each position along `axis` of a new dimension of `depth`
+/// positions is the index `indices` holds there (i64, size 1 at `axis`).
+static FailureOr<Value> isIndexAlong(NodeContext &node, Value indices,
+                                     int64_t depth, int64_t axis) {
+  auto type = cast<RankedTensorType>(indices.getType());
+  SmallVector<int64_t> shape(type.getRank(), 1);
+  shape[axis] = depth;
+  SmallVector<int64_t> positions(depth);
+  for (int64_t i = 0; i < depth; ++i)
+    positions[i] = i;
+  return node.create1<CompareOp>(
+      {indices, node.constant(int64Tensor(shape, positions))},
+      {node.builder.getNamedAttr(
+          "predicate", ComparePredicateAttr::get(node.builder.getContext(),
+                                                 ComparePredicate::EQ))});
+}
+
+/// OneHot: `values`[1] where a new `axis` of `depth` positions is the index
+/// (negative ones counting from the end), `values`[0] elsewhere and for
+/// indices out of range.
+static LogicalResult importOneHot(NodeContext &node) {
+  FailureOr<int64_t> axisAttr = node.intAttr("axis", -1);
+  if (failed(node.requireInputs(3)) || failed(axisAttr))
+    return failure();
+  FailureOr<Tensor> depthValue = node.constantInput(1, "depth");
+  if (failed(depthValue))
+    return failure();
+  if (depthValue->getNumElements() != 1)
+    return node.error("depth must hold one value");
+  auto depth = static_cast<int64_t>(depthValue->getAsDouble(0));
+  RankedTensorType indices = node.inputType(0), values = node.inputType(2);
+  if (depth < 1)
+    return node.error("depth ") << depth << " is not positive";
+  if (values.getNumElements() != 2)
+    return node.error("values must hold two elements, off and on");
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(*axisAttr, indices.getRank() + 1);
+  if (failed(axis))
+    return failure();
+  MLIRContext *context = node.builder.getContext();
+  Type i64 = IntegerType::get(context, 64);
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.insert(shape.begin() + *axis, 1);
+  FailureOr<Value> wide =
+      node.create1<CastOp>({node.input(0)}, {}, {indices.clone(i64)});
+  if (failed(wide))
+    return failure();
+  FailureOr<Value> index = node.reshape(*wide, shape);
+  if (failed(index))
+    return failure();
+  FailureOr<Value> negative = node.create1<CompareOp>(
+      {*index, node.scalar(0.0, i64)},
+      {node.builder.getNamedAttr(
+          "predicate",
+          ComparePredicateAttr::get(context, ComparePredicate::LT))});
+  FailureOr<Value> wrapped =
+      node.create1<AddOp>({*index, node.scalar(double(depth), i64)});
+  if (failed(negative) || failed(wrapped))
+    return failure();
+  FailureOr<Value> resolved =
+      node.create1<WhereOp>({*negative, *wrapped, *index});
+  if (failed(resolved))
+    return failure();
+  FailureOr<Value> hot = isIndexAlong(node, *resolved, depth, *axis);
+  FailureOr<Value> flat = node.reshape(node.input(2), {2});
+  if (failed(hot) || failed(flat))
+    return failure();
+  // The off and on values, as scalars.
+  SmallVector<Value> offOn;
+  for (int64_t i = 0; i < 2; ++i) {
+    FailureOr<Value> one = node.slice(*flat, {i}, {1}, {1});
+    if (failed(one))
+      return failure();
+    FailureOr<Value> scalar = node.reshape(*one, {});
+    if (failed(scalar))
+      return failure();
+    offOn.push_back(*scalar);
+  }
+  return node.setResult(node.create1<WhereOp>({*hot, offOn[1], offOn[0]}));
+}
+
+/// Hardmax: 1 at the first maximum along `axis`, 0 elsewhere; before opset
+/// 13, over the input flattened to 2-D at `axis` (default 1).
+static LogicalResult importHardmax(NodeContext &node) {
+  bool flattens = node.opset < 13;
+  FailureOr<int64_t> axisAttr = node.intAttr("axis", flattens ? 1 : -1);
+  if (failed(node.requireInputs(1)) || failed(axisAttr))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  FailureOr<int64_t> axis = node.normalizeAxis(*axisAttr, type.getRank());
+  if (failed(axis))
+    return failure();
+  Value input = node.input(0);
+  int64_t along = *axis;
+  if (flattens) {
+    FailureOr<Value> rows =
+        node.reshape(input, {product(type.getShape().take_front(along)),
+                             product(type.getShape().drop_front(along))});
+    if (failed(rows))
+      return failure();
+    input = *rows;
+    along = 1;
+  }
+  auto rowsType = cast<RankedTensorType>(input.getType());
+  FailureOr<Value> first = node.create1<ArgMaxOp>(
+      {input},
+      {i64Attr(node, "axis", along),
+       node.builder.getNamedAttr("keep_dims", node.builder.getUnitAttr())});
+  if (failed(first))
+    return failure();
+  FailureOr<Value> hot =
+      isIndexAlong(node, *first, rowsType.getDimSize(along), along);
+  if (failed(hot))
+    return failure();
+  FailureOr<Value> ones = node.create1<CastOp>({*hot}, {}, {rowsType});
+  if (failed(ones))
+    return failure();
+  return node.setResult(node.reshape(*ones, type.getShape()));
+}
+
 void registerTensorImporters(OpImporterTable &table) {
   table.add("CumSum", importCumSum);
   table.add("ScatterElements", importScatterElements);
@@ -499,6 +619,8 @@ void registerTensorImporters(OpImporterTable &table) {
   table.add("GatherND", importGatherND);
   table.add("Pad", importPad);
   table.add("Trilu", importTrilu);
+  table.add("OneHot", importOneHot);
+  table.add("Hardmax", importHardmax);
 }
 
 } // namespace kiln
