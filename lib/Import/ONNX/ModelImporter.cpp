@@ -33,7 +33,6 @@ static const OpImporterTable &opImporters() {
     OpImporterTable t;
     registerActivationImporters(t);
     registerAttentionImporters(t);
-    registerConvImporter(t);
     registerEinsumImporter(t);
     registerElementwiseImporters(t);
     registerShapeImporters(t);
@@ -41,6 +40,7 @@ static const OpImporterTable &opImporters() {
     registerMathImporters(t);
     registerLossImporters(t);
     registerTrainingImporters(t);
+    registerWindowImporters(t);
     return t;
   }();
   return table;

@@ -184,8 +184,8 @@ FailureOr<Value> NodeContext::slice(Value value, ArrayRef<int64_t> start,
       {type.clone(shape)});
 }
 
-FailureOr<Value> NodeContext::padWithZeros(Value value, ArrayRef<int64_t> low,
-                                           ArrayRef<int64_t> high) {
+FailureOr<Value> NodeContext::padConstant(Value value, ArrayRef<int64_t> low,
+                                          ArrayRef<int64_t> high, double fill) {
   if (llvm::all_of(low, [](int64_t n) { return n == 0; }) &&
       llvm::all_of(high, [](int64_t n) { return n == 0; }))
     return value;
@@ -195,7 +195,7 @@ FailureOr<Value> NodeContext::padWithZeros(Value value, ArrayRef<int64_t> low,
            "mode", PadModeAttr::get(builder.getContext(), PadMode::Constant)),
        builder.getNamedAttr("low", builder.getDenseI64ArrayAttr(low)),
        builder.getNamedAttr("high", builder.getDenseI64ArrayAttr(high)),
-       builder.getNamedAttr("value", builder.getF64FloatAttr(0.0))});
+       builder.getNamedAttr("value", builder.getF64FloatAttr(fill))});
 }
 
 FailureOr<Value> NodeContext::concat(ValueRange values, int64_t axis) {
@@ -312,6 +312,28 @@ Value NodeContext::constant(const Tensor &tensor) {
   if (tensor.getNumElements() <= kFoldLimit)
     graph.constants[value] = tensor;
   return value;
+}
+
+Value NodeContext::int64Constant(ArrayRef<int64_t> shape,
+                                 ArrayRef<int64_t> values) {
+  Tensor tensor(DType::I64, shape);
+  llvm::copy(values, tensor.ints().begin());
+  return constant(tensor);
+}
+
+FailureOr<Value> NodeContext::isIndexAlong(Value indices, int64_t depth,
+                                           int64_t axis) {
+  auto type = cast<RankedTensorType>(indices.getType());
+  SmallVector<int64_t> shape(type.getRank(), 1);
+  shape[axis] = depth;
+  SmallVector<int64_t> positions(depth);
+  for (int64_t i = 0; i < depth; ++i)
+    positions[i] = i;
+  return create1<CompareOp>(
+      {indices, int64Constant(shape, positions)},
+      {builder.getNamedAttr("predicate",
+                            ComparePredicateAttr::get(builder.getContext(),
+                                                      ComparePredicate::EQ))});
 }
 
 Value NodeContext::scalar(double value, Type elementType) {

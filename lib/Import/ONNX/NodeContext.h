@@ -41,7 +41,6 @@ private:
 
 void registerActivationImporters(OpImporterTable &table);
 void registerAttentionImporters(OpImporterTable &table);
-void registerConvImporter(OpImporterTable &table);
 void registerEinsumImporter(OpImporterTable &table);
 void registerElementwiseImporters(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
@@ -49,6 +48,7 @@ void registerTensorImporters(OpImporterTable &table);
 void registerMathImporters(OpImporterTable &table);
 void registerLossImporters(OpImporterTable &table);
 void registerTrainingImporters(OpImporterTable &table);
+void registerWindowImporters(OpImporterTable &table);
 
 /// The key of a node in the OpImporterTable: its op type in the default
 /// domain, "<domain>.<op type>" in others.
@@ -161,10 +161,20 @@ public:
                                      llvm::ArrayRef<int64_t> start,
                                      llvm::ArrayRef<int64_t> stride,
                                      llvm::ArrayRef<int64_t> shape);
-  /// `value` with `low[i]` zeros before and `high[i]` after dimension `i`.
-  mlir::FailureOr<mlir::Value> padWithZeros(mlir::Value value,
-                                            llvm::ArrayRef<int64_t> low,
-                                            llvm::ArrayRef<int64_t> high);
+  /// An i64 constant of `shape` holding `values`.
+  mlir::Value int64Constant(llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<int64_t> values);
+  /// Whether each position along `axis` of a new dimension of `depth`
+  /// positions is the index `indices` holds there (i64, size 1 at `axis`):
+  /// a one-hot encoding, as booleans.
+  mlir::FailureOr<mlir::Value> isIndexAlong(mlir::Value indices, int64_t depth,
+                                            int64_t axis);
+  /// `value` with `low[i]` elements of `fill` before and `high[i]` after
+  /// dimension `i`.
+  mlir::FailureOr<mlir::Value> padConstant(mlir::Value value,
+                                           llvm::ArrayRef<int64_t> low,
+                                           llvm::ArrayRef<int64_t> high,
+                                           double fill);
   /// `values` concatenated along `axis`.
   mlir::FailureOr<mlir::Value> concat(mlir::ValueRange values, int64_t axis);
   /// A kiln.constant holding `tensor`.

@@ -214,12 +214,6 @@ template <typename OpTy> static LogicalResult importGatherLike(NodeContext &node
       {node.input(0), node.input(1)}, {i64Attr(node, "axis", *normalized)}));
 }
 
-static Tensor int64Tensor(ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
-  Tensor tensor(DType::I64, shape);
-  llvm::copy(values, tensor.ints().begin());
-  return tensor;
-}
-
 /// GatherND as a gather along one flattened axis: each index tuple (with the
 /// position of its batch, for batch_dims > 0) becomes a linear index into
 /// the data viewed as [batch * indexed dims, remaining dims...].
@@ -240,7 +234,7 @@ static FailureOr<Value> tuplePositions(NodeContext &node, Value indices,
     indices = *wide;
   }
   int64_t k = indexed.size();
-  Value sizes = node.constant(int64Tensor({k}, indexed));
+  Value sizes = node.int64Constant({k}, indexed);
   Value zero = node.scalar(0.0, i64);
   auto compare = node.builder.getNamedAttr(
       "predicate", ComparePredicateAttr::get(context, ComparePredicate::LT));
@@ -258,8 +252,8 @@ static FailureOr<Value> tuplePositions(NodeContext &node, Value indices,
   SmallVector<int64_t> strides(k, 1);
   for (int64_t j = k - 2; j >= 0; --j)
     strides[j] = strides[j + 1] * indexed[j + 1];
-  FailureOr<Value> weighted = node.create1<MulOp>(
-      {*resolved, node.constant(int64Tensor({k}, strides))});
+  FailureOr<Value> weighted =
+      node.create1<MulOp>({*resolved, node.int64Constant({k}, strides)});
   if (failed(weighted))
     return failure();
   return node.create1<ReduceSumOp>(
@@ -302,7 +296,7 @@ static LogicalResult importGatherND(NodeContext &node) {
     SmallVector<int64_t> shape(batchShape);
     shape.append(q - 1 - b, 1);
     FailureOr<Value> sum =
-        node.create1<AddOp>({flat, node.constant(int64Tensor(shape, offsets))});
+        node.create1<AddOp>({flat, node.int64Constant(shape, offsets)});
     if (failed(sum))
       return failure();
     flat = *sum;
@@ -485,23 +479,6 @@ static LogicalResult importScatterND(NodeContext &node) {
   return node.setResult(node.reshape(*scattered, data.getShape()));
 }
 
-/// Whether each position along `axis` of a new dimension of `depth`
-/// positions is the index `indices` holds there (i64, size 1 at `axis`).
-static FailureOr<Value> isIndexAlong(NodeContext &node, Value indices,
-                                     int64_t depth, int64_t axis) {
-  auto type = cast<RankedTensorType>(indices.getType());
-  SmallVector<int64_t> shape(type.getRank(), 1);
-  shape[axis] = depth;
-  SmallVector<int64_t> positions(depth);
-  for (int64_t i = 0; i < depth; ++i)
-    positions[i] = i;
-  return node.create1<CompareOp>(
-      {indices, node.constant(int64Tensor(shape, positions))},
-      {node.builder.getNamedAttr(
-          "predicate", ComparePredicateAttr::get(node.builder.getContext(),
-                                                 ComparePredicate::EQ))});
-}
-
 /// OneHot: `values`[1] where a new `axis` of `depth` positions is the index
 /// (negative ones counting from the end), `values`[0] elsewhere and for
 /// indices out of range.
@@ -548,7 +525,7 @@ static LogicalResult importOneHot(NodeContext &node) {
       node.create1<WhereOp>({*negative, *wrapped, *index});
   if (failed(resolved))
     return failure();
-  FailureOr<Value> hot = isIndexAlong(node, *resolved, depth, *axis);
+  FailureOr<Value> hot = node.isIndexAlong(*resolved, depth, *axis);
   FailureOr<Value> flat = node.reshape(node.input(2), {2});
   if (failed(hot) || failed(flat))
     return failure();
@@ -596,7 +573,7 @@ static LogicalResult importHardmax(NodeContext &node) {
   if (failed(first))
     return failure();
   FailureOr<Value> hot =
-      isIndexAlong(node, *first, rowsType.getDimSize(along), along);
+      node.isIndexAlong(*first, rowsType.getDimSize(along), along);
   if (failed(hot))
     return failure();
   FailureOr<Value> ones = node.create1<CastOp>({*hot}, {}, {rowsType});

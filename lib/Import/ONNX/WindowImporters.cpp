@@ -1,0 +1,443 @@
+//===- WindowImporters.cpp - ONNX ops over sliding windows ----------------===//
+//
+// Conv, AveragePool and MaxPool gather their input's windows (im2col): a
+// strided slice of the padded input per kernel position, stacked as
+// [N, C, K, O] (K kernel positions, O output positions, each flattened
+// row-major). A convolution is then a matrix product of its weights with the
+// windows, one batched kiln.matmul per group, which kiln's GEMMs, fusion and
+// autodiff treat as any product; a pool is a reduction over K. When the
+// kernel tiles the input (stride equal to the kernel, no dilation or
+// padding: a vision Transformer's patch embedding) the windows are a
+// reshape and a transpose of the input rather than one slice per position.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+/// Where the windows of one node lie along its spatial dimensions.
+struct WindowShape {
+  SmallVector<int64_t> kernel, strides, dilations, padBegin, padEnd, output;
+  /// Padding past `padEnd` that ceil_mode's last windows reach into: it
+  /// counts neither as input nor as padding.
+  SmallVector<int64_t> overhang;
+
+  /// Whether the windows tile the input without overlap, gaps or padding.
+  bool tiles() const {
+    for (size_t d = 0; d < kernel.size(); ++d)
+      if (strides[d] != kernel[d] || dilations[d] != 1 || padBegin[d] != 0 ||
+          padEnd[d] != 0 || overhang[d] != 0)
+        return false;
+    return true;
+  }
+};
+} // namespace
+
+/// `name`'s integers, one per spatial dimension, or `fallback` for each.
+static FailureOr<SmallVector<int64_t>>
+perDimension(NodeContext &node, StringRef name, size_t count, int64_t fallback) {
+  FailureOr<std::optional<SmallVector<int64_t>>> given = node.intsAttr(name);
+  if (failed(given))
+    return failure();
+  if (!*given)
+    return SmallVector<int64_t>(count, fallback);
+  if ((*given)->size() != count)
+    return node.error("attribute '")
+           << name << "' has " << (*given)->size() << " entries, expected "
+           << count;
+  return **given;
+}
+
+/// Reads the strides, dilations, pads, auto_pad and (for pools) ceil_mode
+/// of a node with `kernel` over `input` and places its windows.
+static FailureOr<WindowShape> windowShape(NodeContext &node,
+                                          RankedTensorType input,
+                                          ArrayRef<int64_t> kernel,
+                                          bool ceilMode) {
+  size_t spatial = input.getRank() - 2;
+  FailureOr<SmallVector<int64_t>> strides =
+      perDimension(node, "strides", spatial, 1);
+  FailureOr<SmallVector<int64_t>> dilations =
+      perDimension(node, "dilations", spatial, 1);
+  FailureOr<SmallVector<int64_t>> pads =
+      perDimension(node, "pads", 2 * spatial, 0);
+  FailureOr<std::string> autoPad = node.stringAttr("auto_pad", "NOTSET");
+  if (failed(strides) || failed(dilations) || failed(pads) || failed(autoPad))
+    return failure();
+  WindowShape shape;
+  shape.kernel.assign(kernel.begin(), kernel.end());
+  shape.strides = *strides;
+  shape.dilations = *dilations;
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t size = input.getDimSize(d + 2), stride = shape.strides[d];
+    if (stride < 1 || shape.dilations[d] < 1 || kernel[d] < 1 ||
+        (*pads)[d] < 0 || (*pads)[spatial + d] < 0)
+      return node.error("kernel, strides and dilations must be positive, "
+                        "pads not negative");
+    int64_t extent = shape.dilations[d] * (kernel[d] - 1) + 1;
+    int64_t begin = (*pads)[d], end = (*pads)[spatial + d];
+    if (*autoPad == "VALID") {
+      begin = end = 0;
+    } else if (*autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER") {
+      // As many outputs as strides fit; the odd padding element goes at the
+      // end (SAME_UPPER) or the beginning (SAME_LOWER).
+      int64_t outputs = (size + stride - 1) / stride;
+      int64_t total =
+          std::max<int64_t>(0, (outputs - 1) * stride + extent - size);
+      begin = *autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end = total - begin;
+    } else if (*autoPad != "NOTSET") {
+      return node.error("auto_pad '") << *autoPad << "' is not supported";
+    }
+    int64_t padded = size + begin + end;
+    if (padded < extent)
+      return node.error("the kernel (extent ")
+             << extent << ") is larger than the padded input (" << padded
+             << ") along spatial dimension " << d;
+    int64_t outputs = (padded - extent) / stride + 1;
+    // ceil_mode adds a last window that starts inside the input or its
+    // leading padding but runs past the end (as PyTorch does).
+    if (ceilMode && (padded - extent) % stride != 0 &&
+        outputs * stride < size + begin)
+      ++outputs;
+    shape.padBegin.push_back(begin);
+    shape.padEnd.push_back(end);
+    shape.output.push_back(outputs);
+    shape.overhang.push_back(
+        std::max<int64_t>(0, (outputs - 1) * stride + extent - padded));
+  }
+  return shape;
+}
+
+/// The windows of `input` [N, C, spatial...] as [N, C, K, O]: the input
+/// padded with `padding`, then with `overhang` past that.
+static FailureOr<Value> windows(NodeContext &node, Value input,
+                                const WindowShape &shape, double padding,
+                                double overhang) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
+  size_t spatial = shape.kernel.size();
+  int64_t kernelPositions = product(shape.kernel);
+  int64_t outputs = product(shape.output);
+  if (shape.tiles()) {
+    // [N, C, O1*k1, ...] -> [N, C, O1, k1, ...] -> [N, C, k1, ..., O1, ...].
+    SmallVector<int64_t> covered = {batch, channels}, split = {batch, channels};
+    SmallVector<int64_t> permutation = {0, 1};
+    for (size_t d = 0; d < spatial; ++d) {
+      covered.push_back(shape.output[d] * shape.kernel[d]);
+      split.append({shape.output[d], shape.kernel[d]});
+    }
+    for (size_t d = 0; d < spatial; ++d)
+      permutation.push_back(3 + 2 * d);
+    for (size_t d = 0; d < spatial; ++d)
+      permutation.push_back(2 + 2 * d);
+    SmallVector<int64_t> start(type.getRank(), 0), stride(type.getRank(), 1);
+    FailureOr<Value> cropped = node.slice(input, start, stride, covered);
+    if (failed(cropped))
+      return failure();
+    FailureOr<Value> blocks = node.reshape(*cropped, split);
+    if (failed(blocks))
+      return failure();
+    FailureOr<Value> moved = node.transpose(*blocks, permutation);
+    if (failed(moved))
+      return failure();
+    return node.reshape(*moved, {batch, channels, kernelPositions, outputs});
+  }
+  SmallVector<int64_t> low = {0, 0}, high = {0, 0}, none(type.getRank(), 0),
+                       past = {0, 0};
+  llvm::append_range(low, shape.padBegin);
+  llvm::append_range(high, shape.padEnd);
+  llvm::append_range(past, shape.overhang);
+  FailureOr<Value> padded = node.padConstant(input, low, high, padding);
+  if (failed(padded))
+    return failure();
+  padded = node.padConstant(*padded, none, past, overhang);
+  if (failed(padded))
+    return failure();
+  // One strided slice per kernel position, in row-major order.
+  SmallVector<Value> columns;
+  SmallVector<int64_t> position(spatial, 0);
+  SmallVector<int64_t> sliceShape = {batch, channels};
+  llvm::append_range(sliceShape, shape.output);
+  SmallVector<int64_t> stride = {1, 1};
+  llvm::append_range(stride, shape.strides);
+  for (int64_t k = 0; k < kernelPositions; ++k) {
+    SmallVector<int64_t> start = {0, 0};
+    for (size_t d = 0; d < spatial; ++d)
+      start.push_back(position[d] * shape.dilations[d]);
+    FailureOr<Value> taken = node.slice(*padded, start, stride, sliceShape);
+    if (failed(taken))
+      return failure();
+    FailureOr<Value> column =
+        node.reshape(*taken, {batch, channels, 1, outputs});
+    if (failed(column))
+      return failure();
+    columns.push_back(*column);
+    for (int64_t d = spatial - 1; d >= 0; --d) {
+      if (++position[d] < shape.kernel[d])
+        break;
+      position[d] = 0;
+    }
+  }
+  if (columns.size() == 1)
+    return columns.front();
+  return node.concat(columns, 2);
+}
+
+/// Checks that `node`'s input 0 is [N, C, spatial...].
+static LogicalResult requireSpatial(NodeContext &node) {
+  if (failed(node.requireInputs(1)))
+    return failure();
+  if (node.inputRank(0) < 3)
+    return node.error("input of rank ")
+           << node.inputRank(0) << " is not [N, C, spatial...]";
+  return success();
+}
+
+static LogicalResult importConv(NodeContext &node) {
+  if (failed(requireSpatial(node)) || failed(node.requireInputs(2)))
+    return failure();
+  RankedTensorType input = node.inputType(0), weights = node.inputType(1);
+  if (weights.getRank() != input.getRank())
+    return node.error("weights of rank ")
+           << weights.getRank() << " are not [M, C/group, kernel...] for an "
+           << "input of rank " << input.getRank();
+  ArrayRef<int64_t> kernel = weights.getShape().drop_front(2);
+  FailureOr<SmallVector<int64_t>> kernelShape =
+      perDimension(node, "kernel_shape", kernel.size(), 0);
+  FailureOr<int64_t> groups = node.intAttr("group", 1);
+  if (failed(kernelShape) || failed(groups))
+    return failure();
+  if (node.attribute("kernel_shape") && ArrayRef(*kernelShape) != kernel)
+    return node.error("kernel_shape does not match the weights' shape");
+  FailureOr<WindowShape> shape =
+      windowShape(node, input, kernel, /*ceilMode=*/false);
+  if (failed(shape))
+    return failure();
+  int64_t batch = input.getDimSize(0), channels = input.getDimSize(1);
+  int64_t maps = weights.getDimSize(0);
+  if (*groups < 1 || channels % *groups != 0 || maps % *groups != 0 ||
+      weights.getDimSize(1) * *groups != channels)
+    return node.error("group ") << *groups << " does not divide " << channels
+                                << " input channels and " << maps
+                                << " output channels with weights of "
+                                << weights.getDimSize(1) << " channels";
+  int64_t contracted = channels / *groups * product(kernel);
+  int64_t outputs = product(shape->output);
+  FailureOr<Value> patches = windows(node, node.input(0), *shape, 0.0, 0.0);
+  if (failed(patches))
+    return failure();
+  FailureOr<Value> grouped =
+      node.reshape(*patches, {batch, *groups, contracted, outputs});
+  FailureOr<Value> filters =
+      node.reshape(node.input(1), {*groups, maps / *groups, contracted});
+  if (failed(grouped) || failed(filters))
+    return failure();
+  FailureOr<Value> result = node.create1<MatmulOp>({*filters, *grouped});
+  if (failed(result))
+    return failure();
+  SmallVector<int64_t> resultShape = {batch, maps};
+  llvm::append_range(resultShape, shape->output);
+  result = node.reshape(*result, resultShape);
+  if (failed(result) || !node.hasInput(2))
+    return node.setResult(result);
+  // The bias, one per output channel, broadcast over the spatial positions.
+  SmallVector<int64_t> biasShape(resultShape.size(), 1);
+  biasShape[1] = maps;
+  FailureOr<Value> bias = node.reshape(node.input(2), biasShape);
+  if (failed(bias))
+    return failure();
+  return node.setResult(node.create1<AddOp>({*result, *bias}));
+}
+
+/// The windows of a pool's input, their geometry and the reduced result's
+/// shape.
+struct PoolWindows {
+  WindowShape shape;
+  SmallVector<int64_t> resultShape;
+};
+
+static FailureOr<PoolWindows> poolWindows(NodeContext &node) {
+  if (failed(requireSpatial(node)))
+    return failure();
+  RankedTensorType input = node.inputType(0);
+  size_t spatial = input.getRank() - 2;
+  FailureOr<std::optional<SmallVector<int64_t>>> kernel =
+      node.intsAttr("kernel_shape");
+  FailureOr<int64_t> ceilMode = node.intAttr("ceil_mode", 0);
+  if (failed(kernel) || failed(ceilMode))
+    return failure();
+  if (!*kernel || (*kernel)->size() != spatial)
+    return node.error("needs kernel_shape with one size per spatial "
+                      "dimension (")
+           << spatial << ")";
+  FailureOr<WindowShape> shape = windowShape(node, input, **kernel, *ceilMode);
+  if (failed(shape))
+    return failure();
+  PoolWindows pool{*shape, {input.getDimSize(0), input.getDimSize(1)}};
+  llvm::append_range(pool.resultShape, shape->output);
+  return pool;
+}
+
+/// `op` over the kernel positions of `windows` [N, C, K, O], reshaped to
+/// `shape`.
+template <typename ReduceOp>
+static FailureOr<Value> reduceWindows(NodeContext &node, Value windows,
+                                      ArrayRef<int64_t> shape) {
+  FailureOr<Value> reduced = node.create1<ReduceOp>(
+      {windows}, {node.builder.getNamedAttr(
+                     "axes", node.builder.getDenseI64ArrayAttr(2))});
+  if (failed(reduced))
+    return failure();
+  return node.reshape(*reduced, shape);
+}
+
+/// For each kernel position k and output position o of `shape` over
+/// `input`, the element of an input plane (one sample's channel) under that
+/// window's position k, flattened row-major (or column-major): [K, O].
+static SmallVector<int64_t> windowElements(RankedTensorType input,
+                                           const WindowShape &shape,
+                                           bool columnMajor) {
+  ArrayRef<int64_t> sizes = input.getShape().drop_front(2);
+  size_t spatial = sizes.size();
+  SmallVector<int64_t> weight(spatial, 1);
+  for (size_t d = 1; d < spatial; ++d) {
+    size_t fast = columnMajor ? d : spatial - 1 - d;
+    size_t previous = columnMajor ? d - 1 : spatial - d;
+    weight[fast] = weight[previous] * sizes[previous];
+  }
+  int64_t kernelPositions = product(shape.kernel);
+  int64_t outputs = product(shape.output);
+  SmallVector<int64_t> elements;
+  for (int64_t k = 0; k < kernelPositions; ++k)
+    for (int64_t o = 0; o < outputs; ++o) {
+      int64_t element = 0;
+      for (int64_t d = spatial - 1, kRest = k, oRest = o; d >= 0; --d) {
+        int64_t at = oRest % shape.output[d] * shape.strides[d] -
+                     shape.padBegin[d] +
+                     kRest % shape.kernel[d] * shape.dilations[d];
+        element += at * weight[d];
+        kRest /= shape.kernel[d];
+        oRest /= shape.output[d];
+      }
+      elements.push_back(element);
+    }
+  return elements;
+}
+
+/// MaxPool's Indices: where in the whole input each window's first maximum
+/// is, flattened row-major (storage_order 0) or with the spatial dimensions
+/// column-major (1).
+static FailureOr<Value> maxIndices(NodeContext &node, Value patches,
+                                   const PoolWindows &pool) {
+  FailureOr<int64_t> order = node.intAttr("storage_order", 0);
+  if (failed(order))
+    return failure();
+  RankedTensorType input = node.inputType(0);
+  int64_t batch = input.getDimSize(0), channels = input.getDimSize(1);
+  int64_t kernelPositions = product(pool.shape.kernel);
+  int64_t outputs = product(pool.shape.output);
+  FailureOr<Value> first = node.create1<ArgMaxOp>(
+      {patches},
+      {node.builder.getNamedAttr("axis", node.builder.getI64IntegerAttr(2)),
+       node.builder.getNamedAttr("keep_dims", node.builder.getUnitAttr())});
+  if (failed(first))
+    return failure();
+  FailureOr<Value> hot = node.isIndexAlong(*first, kernelPositions, 2);
+  if (failed(hot))
+    return failure();
+  Type i64 = IntegerType::get(node.builder.getContext(), 64);
+  Value elements =
+      node.int64Constant({1, 1, kernelPositions, outputs},
+                         windowElements(input, pool.shape, *order == 1));
+  FailureOr<Value> picked =
+      node.create1<WhereOp>({*hot, elements, node.scalar(0.0, i64)});
+  if (failed(picked))
+    return failure();
+  FailureOr<Value> inPlane =
+      reduceWindows<ReduceSumOp>(node, *picked, {batch, channels, outputs});
+  if (failed(inPlane))
+    return failure();
+  // Plus where each sample's channel starts.
+  int64_t plane = product(input.getShape().drop_front(2));
+  SmallVector<int64_t> starts;
+  for (int64_t i = 0; i < batch * channels; ++i)
+    starts.push_back(i * plane);
+  FailureOr<Value> indices = node.create1<AddOp>(
+      {*inPlane, node.int64Constant({batch, channels, 1}, starts)});
+  if (failed(indices))
+    return failure();
+  return node.reshape(*indices, pool.resultShape);
+}
+
+/// MaxPool: the largest element of each window (padding never wins), and
+/// where it is.
+static LogicalResult importMaxPool(NodeContext &node) {
+  FailureOr<PoolWindows> pool = poolWindows(node);
+  if (failed(pool))
+    return failure();
+  Type element = node.inputType(0).getElementType();
+  double lowest = -std::numeric_limits<double>::infinity();
+  if (auto integer = dyn_cast<IntegerType>(element))
+    lowest =
+        integer.isUnsigned() ? 0.0 : -std::ldexp(1.0, integer.getWidth() - 1);
+  FailureOr<Value> patches =
+      windows(node, node.input(0), pool->shape, lowest, lowest);
+  if (failed(patches))
+    return failure();
+  if (node.hasOutput(1)) {
+    FailureOr<Value> indices = maxIndices(node, *patches, *pool);
+    if (failed(indices))
+      return failure();
+    node.setOutput(1, *indices);
+  }
+  return node.setResult(
+      reduceWindows<ReduceMaxOp>(node, *patches, pool->resultShape));
+}
+
+/// AveragePool: each window's sum over the elements it covers, counting the
+/// padding with count_include_pad but never what ceil_mode adds past it.
+static LogicalResult importAveragePool(NodeContext &node) {
+  FailureOr<PoolWindows> pool = poolWindows(node);
+  FailureOr<int64_t> includePad = node.intAttr("count_include_pad", 0);
+  if (failed(pool) || failed(includePad))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  FailureOr<Value> patches = windows(node, node.input(0), pool->shape, 0, 0);
+  if (failed(patches))
+    return failure();
+  FailureOr<Value> sums =
+      reduceWindows<ReduceSumOp>(node, *patches, pool->resultShape);
+  if (failed(sums))
+    return failure();
+  // The elements each window averages: the same windows over ones (a
+  // constant the import folds).
+  SmallVector<int64_t> single(type.getShape());
+  single[0] = single[1] = 1;
+  FailureOr<Value> counted = windows(node, node.splat(1.0, type.clone(single)),
+                                     pool->shape, *includePad ? 1.0 : 0.0, 0.0);
+  if (failed(counted))
+    return failure();
+  SmallVector<int64_t> countShape(pool->resultShape);
+  countShape[0] = countShape[1] = 1;
+  FailureOr<Value> counts =
+      reduceWindows<ReduceSumOp>(node, *counted, countShape);
+  if (failed(counts))
+    return failure();
+  return node.setResult(node.create1<DivOp>({*sums, *counts}));
+}
+
+void registerWindowImporters(OpImporterTable &table) {
+  table.add("Conv", importConv);
+  table.add("MaxPool", importMaxPool);
+  table.add("AveragePool", importAveragePool);
+}
+
+} // namespace kiln
