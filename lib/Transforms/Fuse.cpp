@@ -392,6 +392,92 @@ static SmallVector<Operation *> unfuse(FusionOp fusion) {
   return ops;
 }
 
+/// Replaces `fusion` by one without result `index`, and drops what only
+/// that result needed from its body.
+static void dropResult(FusionOp fusion, unsigned index) {
+  Block &body = fusion.getBody().front();
+  body.getTerminator()->eraseOperand(index);
+  SmallVector<Type> types;
+  SmallVector<Value> kept;
+  for (auto [i, result] : llvm::enumerate(fusion->getResults()))
+    if (i != index) {
+      types.push_back(result.getType());
+      kept.push_back(result);
+    }
+  OpBuilder builder(fusion);
+  auto fresh =
+      builder.create<FusionOp>(fusion.getLoc(), types, fusion->getOperands());
+  fresh.getBody().takeBody(fusion.getBody());
+  for (auto [old, now] : llvm::zip(kept, fresh->getResults()))
+    old.replaceAllUsesWith(now);
+  fusion->erase();
+  for (Operation &op :
+       llvm::make_early_inc_range(llvm::reverse(fresh.getBody().front())))
+    if (op.use_empty() && !op.hasTrait<OpTrait::IsTerminator>())
+      op.erase();
+}
+
+/// Moves out of a fusion a bias gradient it computes beside what it yields:
+/// `product` reads, as the [k, n] operand it sums over k, a fusion's result
+/// (maybe reshaped), and the fusion also yields the sum of that value (in
+/// any shape whose last dimension is n) over all but its last dimension, as
+/// stored or exactly widened (BERT's query, key and value gradients, which
+/// attention writes in token order). The same sum of the operand, before
+/// `product`, replaces it, for cuBLASLt to compute.
+static void peelOperandSum(MatmulOp product) {
+  Value operand = product.getTransposeLhs()    ? product.getLhs()
+                  : !product.getTransposeRhs() ? product.getRhs()
+                                               : Value();
+  Value source = operand;
+  if (auto view = operand ? operand.getDefiningOp<ReshapeOp>() : ReshapeOp())
+    source = view.getInput();
+  auto fusion = source ? source.getDefiningOp<FusionOp>() : FusionOp();
+  if (!fusion || cast<RankedTensorType>(operand.getType()).getRank() != 2)
+    return;
+  auto yield = cast<YieldOp>(fusion.getBody().front().getTerminator());
+  Value stored = yield.getOperand(cast<OpResult>(source).getResultNumber());
+  while (auto view = stored.getDefiningOp<ReshapeOp>())
+    stored = view.getInput();
+  // The sums of `stored` (the same elements in the same order), maybe
+  // reshaped, maybe widened exactly.
+  SmallVector<Value> views = {stored};
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i].getUsers())
+      if (isa<ReshapeOp>(user) ||
+          (isa<CastOp>(user) && cast<CastOp>(user).widensExactly()))
+        views.push_back(user->getResult(0));
+  Type type = product.getType().getElementType();
+  int64_t columns = cast<RankedTensorType>(operand.getType()).getDimSize(1);
+  for (Value summed : views)
+    for (Operation *user : summed.getUsers()) {
+      auto sum = dyn_cast<ReduceSumOp>(user);
+      auto input = cast<RankedTensorType>(summed.getType());
+      if (!sum || !sum->hasOneUse() || *sum->user_begin() != yield ||
+          sum.getKeepDims() || sum.getType().getElementType() != type ||
+          input.getShape().back() != columns ||
+          !llvm::equal(sum.getAxes(),
+                       llvm::seq<int64_t>(0, input.getRank() - 1)))
+        continue;
+      unsigned index = sum->use_begin()->getOperandNumber();
+      Value result = fusion->getResult(index);
+      if (llvm::any_of(result.getUsers(), [&](Operation *reader) {
+            return !product->isBeforeInBlock(reader);
+          }))
+        continue;
+      OpBuilder builder(product);
+      Value read = operand;
+      auto operandType = cast<RankedTensorType>(operand.getType());
+      if (operandType.getElementType() != type)
+        read = builder.create<CastOp>(sum.getLoc(), operandType.clone(type),
+                                      operand);
+      Value peeled = builder.create<ReduceSumOp>(
+          sum.getLoc(), read, builder.getDenseI64ArrayAttr({0}), false);
+      result.replaceAllUsesWith(peeled);
+      dropResult(fusion, index);
+      return;
+    }
+}
+
 int fuseBiasGradients(func::FuncOp function) {
   SmallVector<MatmulOp> products;
   for (Operation &op : function.getBody().front())
@@ -399,7 +485,9 @@ int fuseBiasGradients(func::FuncOp function) {
       products.push_back(product);
   int fused = 0;
   for (MatmulOp product : products) {
-    // A sum that no fusion took, or one alone in its fusion.
+    // A sum that no fusion took, one alone in its fusion, or one a fusion
+    // computes of the operand it yields.
+    peelOperandSum(product);
     SmallVector<Operation *> epilogue = biasGradientEpilogue(product);
     SmallVector<FusionOp> sums;
     for (Value operand : product->getOperands())

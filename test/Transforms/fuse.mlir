@@ -644,3 +644,31 @@ func.func @sums_beside_no_gemm(%dy: tensor<8x6xf32>, %h: tensor<8x4xf32>, %x: te
   %dw2 = kiln.matmul %h, %flat {transpose_lhs} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %rows, %twice, %dw, %bias, %dw2 : tensor<8xf32>, tensor<6xf32>, tensor<6x4xf32>, tensor<8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Tests a bias gradient a fusion computes beside the gradient it puts in
+// token order (BERT's query, key and value): the sum moves out, onto the
+// weight gradient's operand (the same values, as the stored bf16 ones
+// widen exactly), and joins that product's fusion; the other fusion only
+// rearranges.
+// CHECK-LABEL: func @bias_gradient_out_of_a_fusion
+// CHECK: %[[T:.*]] = kiln.fusion %arg0 : (tensor<2x3x4x2xbf16>) -> tensor<8x6xbf16> {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.transpose
+// CHECK-NEXT: kiln.reshape
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[G:.*]]:2 = kiln.fusion %[[T]], %arg1 : (tensor<8x6xbf16>, tensor<8x5xbf16>) -> (tensor<6x5xf32>, tensor<6xf32>) {
+// CHECK: kiln.matmul {{.*}} {accumulate = f32, transpose_lhs}
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.reduce_sum {{.*}} {axes = array<i64: 0>}
+// CHECK: return %[[G]]#0, %[[G]]#1
+func.func @bias_gradient_out_of_a_fusion(%heads: tensor<2x3x4x2xbf16>, %x: tensor<8x5xbf16>) -> (tensor<6x5xf32>, tensor<6xf32>) {
+  %t = kiln.transpose %heads {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x2xbf16>) -> tensor<2x4x3x2xbf16>
+  %tokens = kiln.reshape %t : tensor<2x4x3x2xbf16> to tensor<2x4x6xbf16>
+  %wide = kiln.cast %tokens : tensor<2x4x6xbf16> to tensor<2x4x6xf32>
+  %db = kiln.reduce_sum %wide {axes = array<i64: 0, 1>} : (tensor<2x4x6xf32>) -> tensor<6xf32>
+  %flat = kiln.reshape %t : tensor<2x4x3x2xbf16> to tensor<8x6xbf16>
+  %dw = kiln.matmul %flat, %x {accumulate = f32, transpose_lhs} : (tensor<8x6xbf16>, tensor<8x5xbf16>) -> tensor<6x5xf32>
+  return %dw, %db : tensor<6x5xf32>, tensor<6xf32>
+}
