@@ -14,6 +14,7 @@
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Transforms/GemmEpilogues.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/StridedViews.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -417,25 +418,43 @@ static void dropResult(FusionOp fusion, unsigned index) {
       op.erase();
 }
 
+/// Whether `value` only rearranges a block argument (reshapes, transposes).
+static bool rearrangesArgument(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (!isa<ReshapeOp, TransposeOp>(op))
+      return false;
+    value = op->getOperand(0);
+  }
+  return isa<BlockArgument>(value);
+}
+
 /// Moves out of a fusion a bias gradient it computes beside what it yields:
-/// `product` reads, as the [k, n] operand it sums over k, a fusion's result
-/// (maybe reshaped), and the fusion also yields the sum of that value (in
-/// any shape whose last dimension is n) over all but its last dimension, as
-/// stored or exactly widened (BERT's query, key and value gradients, which
-/// attention writes in token order). The same sum of the operand, before
-/// `product`, replaces it, for cuBLASLt to compute.
-static void peelOperandSum(MatmulOp product) {
-  Value operand = product.getTransposeLhs()    ? product.getLhs()
-                  : !product.getTransposeRhs() ? product.getRhs()
-                                               : Value();
+/// `product` reads, as the [k, n] `operand` it sums over k, a fusion's result
+/// (maybe reshaped) that the fusion only rearranges from an operand (BERT's
+/// query, key and value gradients put in token order) or assembles exactly
+/// from several (GPT-2's packed q/k/v gradient), both of which attention
+/// writes in place, so that the fusion's kernel would read it from memory
+/// only to sum it; and the fusion also yields the sum of that value (in any
+/// shape whose last dimension is n, or of the assembly before it is rounded
+/// back) over all but its last dimension, as stored or exactly widened. The
+/// same sum of the operand, before `product`, replaces it, for cuBLASLt to
+/// compute. (A norm's gradient kernel sums what it computes at no extra
+/// read: its sums stay.)
+static void peelOperandSum(MatmulOp product, Value operand) {
   Value source = operand;
-  if (auto view = operand ? operand.getDefiningOp<ReshapeOp>() : ReshapeOp())
+  if (auto view = operand.getDefiningOp<ReshapeOp>())
     source = view.getInput();
-  auto fusion = source ? source.getDefiningOp<FusionOp>() : FusionOp();
+  auto fusion = source.getDefiningOp<FusionOp>();
   if (!fusion || cast<RankedTensorType>(operand.getType()).getRank() != 2)
     return;
   auto yield = cast<YieldOp>(fusion.getBody().front().getTerminator());
-  Value stored = yield.getOperand(cast<OpResult>(source).getResultNumber());
+  unsigned result = cast<OpResult>(source).getResultNumber();
+  Value stored = yield.getOperand(result);
+  // An assembly the result rounds back holds the result's values exactly.
+  if (roundsExactAssembly(fusion, result))
+    stored = stored.getDefiningOp<CastOp>().getInput();
+  else if (!rearrangesArgument(stored))
+    return;
   while (auto view = stored.getDefiningOp<ReshapeOp>())
     stored = view.getInput();
   // The sums of `stored` (the same elements in the same order), maybe
@@ -487,7 +506,10 @@ int fuseBiasGradients(func::FuncOp function) {
   for (MatmulOp product : products) {
     // A sum that no fusion took, one alone in its fusion, or one a fusion
     // computes of the operand it yields.
-    peelOperandSum(product);
+    if (!product.getTransposeRhs())
+      peelOperandSum(product, product.getRhs());
+    if (product.getTransposeLhs())
+      peelOperandSum(product, product.getLhs());
     SmallVector<Operation *> epilogue = biasGradientEpilogue(product);
     SmallVector<FusionOp> sums;
     for (Value operand : product->getOperands())

@@ -307,6 +307,12 @@ assembledParts(FusionOp fusion, unsigned result) {
 
 } // namespace
 
+bool roundsExactAssembly(Operation *fusion, unsigned result) {
+  auto assembly = cast<FusionOp>(fusion);
+  return yielded(assembly, result).getDefiningOp<CastOp>() &&
+         assembledParts(assembly, result);
+}
+
 DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
   DenseMap<Value, StridedView> views;
   Block &body = step.getBody().front();

@@ -672,3 +672,30 @@ func.func @bias_gradient_out_of_a_fusion(%heads: tensor<2x3x4x2xbf16>, %x: tenso
   %dw = kiln.matmul %flat, %x {accumulate = f32, transpose_lhs} : (tensor<8x6xbf16>, tensor<8x5xbf16>) -> tensor<6x5xf32>
   return %dw, %db : tensor<6x5xf32>, tensor<6xf32>
 }
+
+// -----
+
+// Tests a bias gradient summed from an exact assembly (GPT-2's packed q/k/v
+// gradient: 16-bit parts widened, inserted into zeros at disjoint places,
+// added, rounded back): the assembly holds the rounded values exactly, so
+// the sum moves onto the weight gradient's operand, the rounded result.
+// CHECK-LABEL: func @bias_gradient_of_an_assembly
+// CHECK: %[[A:.*]] = kiln.fusion %arg0, %arg1 : (tensor<4x2xbf16>, tensor<4x2xbf16>) -> tensor<4x4xbf16> {
+// CHECK-NOT: kiln.reduce_sum
+// CHECK: kiln.yield
+// CHECK: kiln.fusion %arg2, %[[A]] : (tensor<4x3xbf16>, tensor<4x4xbf16>) -> (tensor<3x4xf32>, tensor<4xf32>) {
+// CHECK: kiln.matmul {{.*}} {accumulate = f32, transpose_lhs}
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.reduce_sum {{.*}} {axes = array<i64: 0>}
+func.func @bias_gradient_of_an_assembly(%q: tensor<4x2xbf16>, %k: tensor<4x2xbf16>, %x: tensor<4x3xbf16>) -> (tensor<3x4xf32>, tensor<4xf32>) {
+  %zeros = kiln.constant dense<0.0> : tensor<4x4xf32>
+  %qw = kiln.cast %q : tensor<4x2xbf16> to tensor<4x2xf32>
+  %kw = kiln.cast %k : tensor<4x2xbf16> to tensor<4x2xf32>
+  %qi = kiln.insert_slice %zeros, %qw {start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  %ki = kiln.insert_slice %zeros, %kw {start = array<i64: 0, 2>, stride = array<i64: 1, 1>} : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x4xf32>
+  %packed = kiln.add %qi, %ki : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %db = kiln.reduce_sum %packed {axes = array<i64: 0>} : (tensor<4x4xf32>) -> tensor<4xf32>
+  %rounded = kiln.cast %packed : tensor<4x4xf32> to tensor<4x4xbf16>
+  %dw = kiln.matmul %x, %rounded {accumulate = f32, transpose_lhs} : (tensor<4x3xbf16>, tensor<4x4xbf16>) -> tensor<3x4xf32>
+  return %dw, %db : tensor<3x4xf32>, tensor<4xf32>
+}

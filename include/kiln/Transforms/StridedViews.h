@@ -50,6 +50,13 @@ struct StridedView {
 llvm::DenseMap<mlir::Value, StridedView>
 findStridedViews(mlir::func::FuncOp step);
 
+/// Whether `result` of `fusion` (a kiln.fusion) rounds back an assembly of
+/// exact widenings, as findStridedViews recognizes one: the unrounded
+/// assembly then holds exactly the values of the result widened (up to the
+/// sign of a zero), so what the fusion computes from it could be computed
+/// from the result.
+bool roundsExactAssembly(mlir::Operation *fusion, unsigned result);
+
 /// The strides of a row-major tensor of `shape`.
 llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 
