@@ -172,6 +172,10 @@ int main(int argc, char **argv) {
   if (profileSteps > 0)
     return fail("--profile times the steps of a compiled artifact on the "
                 "GPU: give a .kiln file from kiln-compile --target=cuda");
+  if (tuneGemms.getNumOccurrences() || gemmBiasGradients.getNumOccurrences())
+    return fail("--tune-gemms and --gemm-bias-gradients choose how cuBLASLt "
+                "runs a compiled artifact's GEMMs on the GPU: give a .kiln "
+                "file from kiln-compile --target=cuda");
   kiln::ImportOptions options;
   for (const std::string &dim : dims)
     if (!kiln::parseDimensionOption(dim, options))
