@@ -40,10 +40,12 @@ int fuseGemmEpilogues(mlir::func::FuncOp function);
 
 /// Makes each product of two matrices one fusion with the sum over its k
 /// dimension of one of its operands (a bias gradient beside a weight
-/// gradient), where that sum is alone in its fusion or in none (not summed
-/// as a norm's gradient kernel computes the operand): cuBLASLt's BGRADA/BGRADB
-/// epilogues sum the operand as the GEMM reads it. Returns how many it fused.
-/// Run after fuseElementwise.
+/// gradient), where that sum is alone in its fusion or in none, or computed
+/// by a fusion that only rearranges or exactly assembles the operand (whose
+/// kernel would read it back only to sum it), but not where a norm's
+/// gradient kernel sums it as it computes it: cuBLASLt's BGRADA/BGRADB
+/// epilogues sum the operand as the GEMM reads it. Returns how many it
+/// fused. Run after fuseElementwise.
 int fuseBiasGradients(mlir::func::FuncOp function);
 
 /// Puts the first copies of parameters that no other fusion computes (the
