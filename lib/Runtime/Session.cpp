@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -108,6 +109,15 @@ static cublasLtEpilogue_t cublasEpilogue(artifact::Epilogue epilogue) {
     break;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+/// Sets the epilogue of a matmul description.
+static bool setEpilogue(cublasLtMatmulDesc_t operation,
+                        cublasLtEpilogue_t epilogue) {
+  return cublasLtMatmulDescSetAttribute(operation,
+                                        CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                        &epilogue, sizeof(epilogue)) ==
+         CUBLAS_STATUS_SUCCESS;
 }
 
 /// The algorithms cuBLASLt proposes for `plan`, at most `count`, best
@@ -242,13 +252,13 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
             cublasLtGetStatusString(blasStatus);
     return false;
   }
-  std::vector<bool> withoutEpilogue(operations, false);
   for (size_t i = 0; i < operations; ++i) {
     const artifact::Gemm *g = model->operations()->Get(i)->gemm();
     if (!g)
       continue;
     GemmPlan plan;
     plan.gemm = g;
+    plan.index = i;
     bool biasGradient = artifact::writesBiasGradient(g->epilogue());
     plan.withoutEpilogue = biasGradient && !options.gemmBiasGradients;
     bool f64 = g->input_type() == ElementType::F64;
@@ -293,14 +303,9 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                  layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                  sizeof(stride)) == CUBLAS_STATUS_SUCCESS;
     }
-    auto setEpilogue = [&](cublasLtEpilogue_t epilogue) {
-      return cublasLtMatmulDescSetAttribute(
-                 plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                 sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS;
-    };
     if (ok && g->epilogue() != artifact::Epilogue::None &&
         !plan.withoutEpilogue)
-      ok = setEpilogue(cublasEpilogue(g->epilogue()));
+      ok = setEpilogue(plan.operation, cublasEpilogue(g->epilogue()));
     // Bias, bias gradient and aux have D's type, cuBLASLt's default; aux is
     // laid out as D.
     if (ok && (artifact::readsBias(g->epilogue()) || biasGradient)) {
@@ -330,14 +335,13 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     if (ok && biasGradient && plan.candidates.empty() &&
         !plan.withoutEpilogue) {
       plan.withoutEpilogue = true;
-      ok = setEpilogue(CUBLASLT_EPILOGUE_DEFAULT);
+      ok = setEpilogue(plan.operation, CUBLASLT_EPILOGUE_DEFAULT);
       if (ok)
         plan.candidates = proposeAlgorithms(s.blas, plan, count);
     }
     ok = ok && !plan.candidates.empty();
     if (ok)
       plan.algorithm = plan.candidates.front();
-    withoutEpilogue[i] = plan.withoutEpilogue;
     s.gemms.push_back(plan);
     if (!ok) {
       error = "cuBLASLt has no algorithm for GEMM " +
@@ -346,10 +350,7 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
       return false;
     }
   }
-  for (size_t i = 0; i < operations; ++i) {
-    int64_t of = model->operations()->Get(i)->epilogue_fallback_of();
-    s.skipped.push_back(of >= 0 && !withoutEpilogue[of]);
-  }
+  skipFallbacks();
 
   // Index checks start clear, whatever the arena was filled with.
   if (model->checks())
@@ -440,6 +441,29 @@ static cublasStatus_t runGemm(cublasLtHandle_t blas, const GemmPlan &plan,
                         &algorithm, workspace, kWorkspaceBytes, stream);
 }
 
+/// Launches `launch` with the argument table at `table` on `stream`.
+static cudaError_t launchKernel(cudaKernel_t kernel, void *table,
+                                const artifact::KernelLaunch &launch,
+                                cudaStream_t stream) {
+  void *arguments[] = {&table};
+  return cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
+                          dim3(launch.grid()), dim3(launch.block()), arguments,
+                          0, stream);
+}
+
+void Session::skipFallbacks() {
+  State &s = *state;
+  size_t operations = model->operations() ? model->operations()->size() : 0;
+  std::vector<bool> withoutEpilogue(operations, false);
+  for (const GemmPlan &plan : s.gemms)
+    withoutEpilogue[plan.index] = plan.withoutEpilogue;
+  s.skipped.clear();
+  for (size_t i = 0; i < operations; ++i) {
+    int64_t of = model->operations()->Get(i)->epilogue_fallback_of();
+    s.skipped.push_back(of >= 0 && !withoutEpilogue[of]);
+  }
+}
+
 bool Session::tuneGemms(std::string &error) {
   // Each candidate runs once to warm up, then three times between events;
   // the arena's current contents are as good inputs as any.
@@ -450,15 +474,22 @@ bool Session::tuneGemms(std::string &error) {
     error = "cannot create events to time GEMMs";
     return false;
   }
-  for (GemmPlan &plan : s.gemms) {
+  // The fastest of `plan`'s candidates, each followed by `after`, into
+  // `chosen`; its milliseconds, or -1 if none ran.
+  auto fastest = [&](const GemmPlan &plan, const std::function<bool()> &after,
+                     cublasLtMatmulAlgo_t &chosen) {
     float best = -1.0f;
     for (const cublasLtMatmulAlgo_t &algorithm : plan.candidates) {
-      if (runGemm(s.blas, plan, algorithm, s.arena, s.workspace, s.stream) !=
-          CUBLAS_STATUS_SUCCESS)
+      auto run = [&] {
+        return runGemm(s.blas, plan, algorithm, s.arena, s.workspace,
+                       s.stream) == CUBLAS_STATUS_SUCCESS &&
+               after();
+      };
+      if (!run())
         continue;
       cudaEventRecord(start, s.stream);
       for (int i = 0; i < 3; ++i)
-        runGemm(s.blas, plan, algorithm, s.arena, s.workspace, s.stream);
+        run();
       cudaEventRecord(stop, s.stream);
       float milliseconds = 0.0f;
       if (cudaEventSynchronize(stop) != cudaSuccess ||
@@ -466,14 +497,55 @@ bool Session::tuneGemms(std::string &error) {
         continue;
       if (best < 0.0f || milliseconds < best) {
         best = milliseconds;
-        plan.algorithm = algorithm;
+        chosen = algorithm;
       }
+    }
+    return best;
+  };
+  bool restored = true;
+  for (GemmPlan &plan : s.gemms) {
+    float best = fastest(plan, [] { return true; }, plan.algorithm);
+    if (!artifact::writesBiasGradient(plan.gemm->epilogue()) ||
+        plan.withoutEpilogue)
+      continue;
+    // Against the plain GEMM followed by the kernels that sum the bias
+    // gradient instead.
+    auto fallbacks = [&] {
+      for (size_t i = 0; i < model->operations()->size(); ++i) {
+        const artifact::Operation *operation = model->operations()->Get(i);
+        if (operation->epilogue_fallback_of() == int64_t(plan.index) &&
+            launchKernel(s.kernels[operation->kernel()->kernel()], s.tables[i],
+                         *operation->kernel(), s.stream) != cudaSuccess)
+          return false;
+      }
+      return true;
+    };
+    GemmPlan plain = plan;
+    cublasLtMatmulAlgo_t plainAlgorithm{};
+    float plainBest = -1.0f;
+    if (setEpilogue(plan.operation, CUBLASLT_EPILOGUE_DEFAULT)) {
+      plain.candidates = proposeAlgorithms(s.blas, plan, kTunedCandidates);
+      plainBest = fastest(plain, fallbacks, plainAlgorithm);
+    }
+    if (plainBest >= 0.0f && (best < 0.0f || plainBest < best)) {
+      plan.candidates = plain.candidates;
+      plan.algorithm = plainAlgorithm;
+      plan.withoutEpilogue = true;
+    } else if (!setEpilogue(plan.operation,
+                            cublasEpilogue(plan.gemm->epilogue()))) {
+      error = "cannot restore the bias gradient epilogue of " +
+              model->operations()->Get(plan.index)->origin()->str();
+      restored = false;
+      break;
     }
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  // GEMMs write activations and gradients only, which every step rewrites
-  // before reading: the timing runs leave nothing behind.
+  if (!restored)
+    return false;
+  skipFallbacks();
+  // GEMMs and fallbacks write activations and gradients only, which every
+  // step rewrites before reading: the timing runs leave nothing behind.
   return true;
 }
 
@@ -487,11 +559,8 @@ bool Session::enqueueOperations(std::string &error) {
     if (s.skipped[i])
       continue;
     if (const artifact::KernelLaunch *launch = operation->kernel()) {
-      void *table = s.tables[i];
-      void *arguments[] = {&table};
-      cudaError_t status = cudaLaunchKernel(
-          reinterpret_cast<const void *>(s.kernels[launch->kernel()]),
-          dim3(launch->grid()), dim3(launch->block()), arguments, 0, s.stream);
+      cudaError_t status = launchKernel(s.kernels[launch->kernel()],
+                                        s.tables[i], *launch, s.stream);
       if (status != cudaSuccess) {
         error = "cannot launch " + operation->origin()->str() + ": " +
                 cudaMessage(status);

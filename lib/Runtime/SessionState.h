@@ -46,6 +46,8 @@ inline cudaDataType_t cudaType(artifact::ElementType type) {
 /// first) and the one chosen.
 struct GemmPlan {
   const artifact::Gemm *gemm = nullptr;
+  /// Its place among the artifact's operations.
+  size_t index = 0;
   cublasLtMatmulDesc_t operation = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   std::vector<cublasLtMatmulAlgo_t> candidates;

@@ -32,7 +32,8 @@ struct SessionOptions {
   /// anything is written, so that tests see any read of an unwritten value.
   bool poison = false;
   /// Chooses each GEMM's algorithm by timing the heuristic's best
-  /// candidates at load, instead of taking its first.
+  /// candidates at load, instead of taking its first; and for a GEMM that
+  /// sums a bias gradient, whether it or the artifact's kernels are faster.
   bool tuneGemms = false;
   /// Lets cuBLASLt sum bias gradients as weight-gradient GEMMs read their
   /// operand (BGRADA/BGRADB) where it has an algorithm for that; off, or
@@ -94,6 +95,9 @@ private:
   bool initialize(const SessionOptions &options, std::string &error);
   bool enqueueOperations(std::string &error);
   bool tuneGemms(std::string &error);
+  /// Marks the operations the step skips: the fallbacks of the bias
+  /// gradient epilogues that GEMMs compute.
+  void skipFallbacks();
   bool measureCeilings(StepProfile &profile, std::string &error);
   /// Tensor `name` if it holds exactly `size` bytes.
   const artifact::Tensor *sized(const std::string &name, size_t size,
