@@ -1,6 +1,7 @@
 //===- WindowImporters.cpp - ONNX ops over sliding windows ----------------===//
 //
-// Conv, AveragePool and MaxPool gather their input's windows (im2col): a
+// Conv, ConvTranspose (a convolution of the input spread out by its
+// strides), AveragePool and MaxPool gather their input's windows (im2col): a
 // strided slice of the padded input per kernel position, stacked as
 // [N, C, K, O] (K kernel positions, O output positions, each flattened
 // row-major). A convolution is then a matrix product of its weights with the
@@ -13,6 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
+
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <limits>
@@ -201,50 +204,30 @@ static LogicalResult requireSpatial(NodeContext &node) {
   return success();
 }
 
-static LogicalResult importConv(NodeContext &node) {
-  if (failed(requireSpatial(node)) || failed(node.requireInputs(2)))
-    return failure();
-  RankedTensorType input = node.inputType(0), weights = node.inputType(1);
-  if (weights.getRank() != input.getRank())
-    return node.error("weights of rank ")
-           << weights.getRank() << " are not [M, C/group, kernel...] for an "
-           << "input of rank " << input.getRank();
-  ArrayRef<int64_t> kernel = weights.getShape().drop_front(2);
-  FailureOr<SmallVector<int64_t>> kernelShape =
-      perDimension(node, "kernel_shape", kernel.size(), 0);
-  FailureOr<int64_t> groups = node.intAttr("group", 1);
-  if (failed(kernelShape) || failed(groups))
-    return failure();
-  if (node.attribute("kernel_shape") && ArrayRef(*kernelShape) != kernel)
-    return node.error("kernel_shape does not match the weights' shape");
-  FailureOr<WindowShape> shape =
-      windowShape(node, input, kernel, /*ceilMode=*/false);
-  if (failed(shape))
-    return failure();
-  int64_t batch = input.getDimSize(0), channels = input.getDimSize(1);
-  int64_t maps = weights.getDimSize(0);
-  if (*groups < 1 || channels % *groups != 0 || maps % *groups != 0 ||
-      weights.getDimSize(1) * *groups != channels)
-    return node.error("group ") << *groups << " does not divide " << channels
-                                << " input channels and " << maps
-                                << " output channels with weights of "
-                                << weights.getDimSize(1) << " channels";
-  int64_t contracted = channels / *groups * product(kernel);
-  int64_t outputs = product(shape->output);
-  FailureOr<Value> patches = windows(node, node.input(0), *shape, 0.0, 0.0);
+/// Sets the node's result to the convolution of `input` [N, C, spatial...]
+/// with `weights` [M, C/groups, kernel...] over the windows `shape`, plus
+/// the node's input 2, the bias [M], if given.
+static LogicalResult convolve(NodeContext &node, Value input, Value weights,
+                              const WindowShape &shape, int64_t groups) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  int64_t batch = inputType.getDimSize(0), channels = inputType.getDimSize(1);
+  int64_t maps = cast<RankedTensorType>(weights.getType()).getDimSize(0);
+  int64_t contracted = channels / groups * product(shape.kernel);
+  int64_t outputs = product(shape.output);
+  FailureOr<Value> patches = windows(node, input, shape, 0.0, 0.0);
   if (failed(patches))
     return failure();
   FailureOr<Value> grouped =
-      node.reshape(*patches, {batch, *groups, contracted, outputs});
+      node.reshape(*patches, {batch, groups, contracted, outputs});
   FailureOr<Value> filters =
-      node.reshape(node.input(1), {*groups, maps / *groups, contracted});
+      node.reshape(weights, {groups, maps / groups, contracted});
   if (failed(grouped) || failed(filters))
     return failure();
   FailureOr<Value> result = node.create1<MatmulOp>({*filters, *grouped});
   if (failed(result))
     return failure();
   SmallVector<int64_t> resultShape = {batch, maps};
-  llvm::append_range(resultShape, shape->output);
+  llvm::append_range(resultShape, shape.output);
   result = node.reshape(*result, resultShape);
   if (failed(result) || !node.hasInput(2))
     return node.setResult(result);
@@ -255,6 +238,183 @@ static LogicalResult importConv(NodeContext &node) {
   if (failed(bias))
     return failure();
   return node.setResult(node.create1<AddOp>({*result, *bias}));
+}
+
+/// The group count of a Conv or ConvTranspose, checked against its
+/// `channels` input and `maps` output channels and the weights' `perGroup`
+/// channels (input ones for Conv, output ones for ConvTranspose).
+static FailureOr<int64_t> groupCount(NodeContext &node, int64_t channels,
+                                     int64_t maps, int64_t perGroup,
+                                     bool transposed) {
+  FailureOr<int64_t> groups = node.intAttr("group", 1);
+  if (failed(groups))
+    return failure();
+  if (*groups < 1 || channels % *groups != 0 || maps % *groups != 0 ||
+      perGroup * *groups != (transposed ? maps : channels))
+    return node.error("group ")
+           << *groups << " does not divide " << channels
+           << " input channels and " << maps
+           << " output channels with weights of " << perGroup << " channels";
+  return groups;
+}
+
+/// The weights' kernel size, which kernel_shape, if given, must repeat.
+static FailureOr<SmallVector<int64_t>>
+kernelOf(NodeContext &node, RankedTensorType input, RankedTensorType weights) {
+  if (weights.getRank() != input.getRank())
+    return node.error("weights of rank ")
+           << weights.getRank() << " do not fit an input of rank "
+           << input.getRank();
+  SmallVector<int64_t> kernel(weights.getShape().drop_front(2));
+  FailureOr<SmallVector<int64_t>> given =
+      perDimension(node, "kernel_shape", kernel.size(), 0);
+  if (failed(given))
+    return failure();
+  if (node.attribute("kernel_shape") && *given != kernel)
+    return node.error("kernel_shape does not match the weights' shape");
+  return kernel;
+}
+
+static LogicalResult importConv(NodeContext &node) {
+  if (failed(requireSpatial(node)) || failed(node.requireInputs(2)))
+    return failure();
+  RankedTensorType input = node.inputType(0), weights = node.inputType(1);
+  FailureOr<SmallVector<int64_t>> kernel = kernelOf(node, input, weights);
+  if (failed(kernel))
+    return failure();
+  FailureOr<int64_t> groups =
+      groupCount(node, input.getDimSize(1), weights.getDimSize(0),
+                 weights.getDimSize(1), /*transposed=*/false);
+  if (failed(groups))
+    return failure();
+  FailureOr<WindowShape> shape =
+      windowShape(node, input, *kernel, /*ceilMode=*/false);
+  if (failed(shape))
+    return failure();
+  return convolve(node, node.input(0), node.input(1), *shape, *groups);
+}
+
+/// ConvTranspose: the convolution, with stride 1, of the input spread
+/// `strides` apart (zeros between) and padded by the kernel's extent less
+/// `pads` (cropped where that is negative; `output_padding` more at the
+/// end), with each group's weights transposed (input and output channels
+/// swapped) and flipped along every spatial dimension.
+static LogicalResult importConvTranspose(NodeContext &node) {
+  if (failed(requireSpatial(node)) || failed(node.requireInputs(2)))
+    return failure();
+  RankedTensorType input = node.inputType(0), weights = node.inputType(1);
+  FailureOr<SmallVector<int64_t>> kernel = kernelOf(node, input, weights);
+  FailureOr<int64_t> groupAttr = node.intAttr("group", 1);
+  if (failed(kernel) || failed(groupAttr))
+    return failure();
+  size_t spatial = kernel->size();
+  int64_t batch = input.getDimSize(0), channels = input.getDimSize(1);
+  int64_t perGroup = weights.getDimSize(1);
+  int64_t maps = perGroup * std::max<int64_t>(*groupAttr, 1);
+  FailureOr<int64_t> groups =
+      groupCount(node, channels, maps, perGroup, /*transposed=*/true);
+  FailureOr<SmallVector<int64_t>> strides =
+      perDimension(node, "strides", spatial, 1);
+  FailureOr<SmallVector<int64_t>> dilations =
+      perDimension(node, "dilations", spatial, 1);
+  FailureOr<SmallVector<int64_t>> pads =
+      perDimension(node, "pads", 2 * spatial, 0);
+  FailureOr<SmallVector<int64_t>> outputPadding =
+      perDimension(node, "output_padding", spatial, 0);
+  FailureOr<std::optional<SmallVector<int64_t>>> outputShape =
+      node.intsAttr("output_shape");
+  FailureOr<std::string> autoPad = node.stringAttr("auto_pad", "NOTSET");
+  if (failed(groups) || failed(strides) || failed(dilations) || failed(pads) ||
+      failed(outputPadding) || failed(outputShape) || failed(autoPad))
+    return failure();
+  if (*autoPad != "NOTSET" && *autoPad != "SAME_UPPER" &&
+      *autoPad != "SAME_LOWER" && *autoPad != "VALID")
+    return node.error("auto_pad '") << *autoPad << "' is not supported";
+  // output_shape gives the spatial sizes (some exporters write all of
+  // [N, M, spatial...]).
+  SmallVector<int64_t> wanted;
+  if (*outputShape) {
+    if ((*outputShape)->size() < spatial)
+      return node.error("output_shape has fewer entries than spatial "
+                        "dimensions");
+    wanted.assign((*outputShape)->end() - spatial, (*outputShape)->end());
+  }
+  WindowShape shape;
+  shape.kernel = *kernel;
+  SmallVector<int64_t> spread = {batch, channels}, low = {0, 0}, high = {0, 0};
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t size = input.getDimSize(d + 2), stride = (*strides)[d];
+    int64_t dilation = (*dilations)[d], extra = (*outputPadding)[d];
+    if (stride < 1 || dilation < 1 || extra < 0)
+      return node.error("strides and dilations must be positive, "
+                        "output_padding not negative");
+    int64_t extent = dilation * ((*kernel)[d] - 1) + 1;
+    int64_t full = stride * (size - 1) + extra + extent;
+    int64_t begin = (*pads)[d], end = (*pads)[spatial + d];
+    if (*autoPad == "VALID") {
+      begin = end = 0;
+    } else if (*outputShape || *autoPad != "NOTSET") {
+      // The padding that gives the output size asked for (by default the
+      // input's times the stride); the odd element at the end for
+      // SAME_UPPER, at the beginning otherwise. A negative total (an output
+      // larger than the full one) adds zeros the same way.
+      int64_t total = full - (*outputShape ? wanted[d] : size * stride);
+      int64_t half = llvm::divideFloorSigned(total, int64_t(2));
+      begin = *autoPad == "SAME_UPPER" ? half : total - half;
+      end = total - begin;
+    }
+    int64_t output = full - begin - end;
+    if (output < 1)
+      return node.error("the output would have size ")
+             << output << " along spatial dimension " << d;
+    spread.push_back(stride * (size - 1) + 1);
+    low.push_back(extent - 1 - begin);
+    high.push_back(extent - 1 - end + extra);
+    shape.strides.push_back(1);
+    shape.dilations.push_back(dilation);
+    shape.padBegin.push_back(0);
+    shape.padEnd.push_back(0);
+    shape.overhang.push_back(0);
+    shape.output.push_back(output);
+  }
+  // The input spread out: inserted `strides` apart into zeros.
+  SmallVector<int64_t> origin(input.getRank(), 0), every = {1, 1};
+  llvm::append_range(every, *strides);
+  FailureOr<Value> spaced = node.create1<InsertSliceOp>(
+      {node.splat(0.0, input.clone(spread)), node.input(0)},
+      {node.builder.getNamedAttr("start",
+                                 node.builder.getDenseI64ArrayAttr(origin)),
+       node.builder.getNamedAttr("stride",
+                                 node.builder.getDenseI64ArrayAttr(every))});
+  if (failed(spaced))
+    return failure();
+  FailureOr<Value> padded = node.padConstant(*spaced, low, high, 0.0);
+  if (failed(padded))
+    return failure();
+  // [C, M/g, k...] -> [g, C/g, M/g, k...] -> [g, M/g, C/g, k...] ->
+  // [M, C/g, k...], each kernel reversed.
+  SmallVector<int64_t> split = {*groups, channels / *groups, perGroup};
+  llvm::append_range(split, *kernel);
+  SmallVector<int64_t> swap = {0, 2, 1};
+  for (size_t d = 0; d < spatial; ++d)
+    swap.push_back(3 + d);
+  SmallVector<int64_t> regrouped = {maps, channels / *groups};
+  llvm::append_range(regrouped, *kernel);
+  SmallVector<int64_t> last = {0, 0}, backwards = {1, 1};
+  for (int64_t size : *kernel) {
+    last.push_back(size - 1);
+    backwards.push_back(-1);
+  }
+  FailureOr<Value> filters = node.reshape(node.input(1), split);
+  if (succeeded(filters))
+    filters = node.transpose(*filters, swap);
+  if (succeeded(filters))
+    filters = node.reshape(*filters, regrouped);
+  if (succeeded(filters))
+    filters = node.slice(*filters, last, backwards, regrouped);
+  if (failed(filters))
+    return failure();
+  return convolve(node, *padded, *filters, shape, *groups);
 }
 
 /// The windows of a pool's input, their geometry and the reduced result's
@@ -436,6 +596,7 @@ static LogicalResult importAveragePool(NodeContext &node) {
 
 void registerWindowImporters(OpImporterTable &table) {
   table.add("Conv", importConv);
+  table.add("ConvTranspose", importConvTranspose);
   table.add("MaxPool", importMaxPool);
   table.add("AveragePool", importAveragePool);
 }

@@ -2,7 +2,9 @@
 1-D to 3-D, strides, dilations, explicit and automatic padding, groups
 (depthwise too), bias, and kernels that tile the input (patch embeddings,
 with a remainder the convolution skips); then the gradients kiln-run
---train computes for the weights and bias of two of them.
+--train computes for the weights and bias of two of them; then
+ConvTranspose against its definition as a scatter of the input through the
+kernel (strides, dilations, pads, output_padding, groups, bias).
 
 Usage: check_conv.py WORKDIR
 Prints "OK <case>" when kiln-run's output matches within 1e-5 relative +
@@ -122,6 +124,42 @@ def check_gradients(work, name, rng):
     print(("OK " if ok else "MISMATCH ") + name + " gradients")
 
 
+def transposed(x, w, b, strides, dilations, pads, output_padding, groups):
+    """ConvTranspose as ONNX defines it: each input element scattered
+    through the kernel, strides apart, then the pads cropped."""
+    spatial = x.ndim - 2
+    n, channels = x.shape[:2]
+    per_group = w.shape[1]
+    maps = per_group * groups
+    kernel = w.shape[2:]
+    full = [strides[d] * (x.shape[2 + d] - 1) + output_padding[d]
+            + dilations[d] * (kernel[d] - 1) + 1 for d in range(spatial)]
+    y = np.zeros((n, maps, *full))
+    for c in range(channels):
+        g = c // (channels // groups)
+        for i in itertools.product(*[range(s) for s in x.shape[2:]]):
+            for k in itertools.product(*[range(s) for s in kernel]):
+                o = tuple(i[d] * strides[d] + k[d] * dilations[d]
+                          for d in range(spatial))
+                y[(slice(None), slice(g * per_group, (g + 1) * per_group)) + o] += (
+                    x[(slice(None), c) + i][:, None] * w[(c, slice(None)) + k])
+    crop = tuple(slice(pads[d], full[d] - pads[spatial + d]) for d in range(spatial))
+    y = y[(slice(None), slice(None)) + crop]
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * spatial)
+    return y
+
+
+# name: (input shape, weight shape, bias, attributes)
+TRANSPOSED = {
+    "conv_transpose_2d_groups": ((1, 4, 3, 4), (4, 3, 3, 2), True,
+                                 {"strides": [2, 3], "dilations": [1, 2],
+                                  "pads": [1, 0, 0, 1],
+                                  "output_padding": [1, 0], "group": 2}),
+    "conv_transpose_1d": ((2, 3, 5), (3, 2, 4), False, {"strides": [2]}),
+}
+
+
 def main():
     work = sys.argv[1]
     os.makedirs(work, exist_ok=True)
@@ -145,6 +183,31 @@ def main():
         print(("OK " if close(actual, expected) else "MISMATCH ") + name)
     for name in ("conv2d_dilated_groups", "patch_embedding"):
         check_gradients(work, name, rng)
+    for name, (xs, ws, bias, attributes) in TRANSPOSED.items():
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal(ws).astype(np.float32)
+        arrays = {"x": x, "w": w}
+        if bias:
+            arrays["b"] = rng.standard_normal(
+                ws[1] * attributes.get("group", 1)).astype(np.float32)
+        spatial = len(xs) - 2
+        expected = transposed(
+            x.astype(np.float64), w.astype(np.float64),
+            arrays["b"].astype(np.float64) if bias else None,
+            attributes.get("strides", [1] * spatial),
+            attributes.get("dilations", [1] * spatial),
+            attributes.get("pads", [0] * 2 * spatial),
+            attributes.get("output_padding", [0] * spatial),
+            attributes.get("group", 1))
+        node = helper.make_node("ConvTranspose", list(arrays), ["y"], **attributes)
+        graph = helper.make_graph(
+            [node], name,
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
+             for n, a in arrays.items()],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        actual = run(work, name, model, arrays)["y"]
+        print(("OK " if close(actual, expected) else "MISMATCH ") + name)
 
 
 if __name__ == "__main__":
