@@ -233,37 +233,70 @@ template <typename OpTy> static LogicalResult importArgReduce(NodeContext &node)
   return node.setResult(node.create1<OpTy>({node.input(0)}, attributes));
 }
 
-/// Softmax and LogSoftmax along `axis`; before opset 13, over the input
-/// flattened to 2-D at `axis` (default 1), all of [axis, rank) at once.
-template <typename OpTy> static LogicalResult importSoftmax(NodeContext &node) {
+namespace {
+/// What Softmax, LogSoftmax and Hardmax normalize: input 0 along `axis`;
+/// before opset 13, the input flattened to 2-D at `axis` (default 1), all
+/// of [axis, rank) at once along its axis 1.
+struct Normalized {
+  Value input;
+  int64_t axis;
+};
+} // namespace
+
+static FailureOr<Normalized> normalizedAlong(NodeContext &node) {
   bool flattens = node.opset < 13;
-  FailureOr<int64_t> axis = node.intAttr("axis", flattens ? 1 : -1);
-  if (failed(node.requireInputs(1)) || failed(axis))
+  FailureOr<int64_t> axisAttr = node.intAttr("axis", flattens ? 1 : -1);
+  if (failed(node.requireInputs(1)) || failed(axisAttr))
     return failure();
   RankedTensorType type = node.inputType(0);
-  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, type.getRank());
-  if (failed(normalized))
+  FailureOr<int64_t> axis = node.normalizeAxis(*axisAttr, type.getRank());
+  if (failed(axis))
     return failure();
-  Value input = node.input(0);
-  int64_t along = *normalized;
-  if (flattens && along != type.getRank() - 1) {
-    ArrayRef<int64_t> shape = type.getShape();
-    FailureOr<Value> rows =
-        node.reshape(input, {product(shape.take_front(along)),
-                             product(shape.drop_front(along))});
-    if (failed(rows))
-      return failure();
-    input = *rows;
-    along = 1;
-  }
-  FailureOr<Value> result =
-      node.create1<OpTy>({input},
-                         {node.builder.getNamedAttr(
-                             "axis", node.builder.getI64IntegerAttr(along))},
-                         {cast<RankedTensorType>(input.getType())});
+  if (!flattens || *axis == type.getRank() - 1)
+    return Normalized{node.input(0), *axis};
+  ArrayRef<int64_t> shape = type.getShape();
+  FailureOr<Value> rows =
+      node.reshape(node.input(0), {product(shape.take_front(*axis)),
+                                   product(shape.drop_front(*axis))});
+  if (failed(rows))
+    return failure();
+  return Normalized{*rows, 1};
+}
+
+template <typename OpTy> static LogicalResult importSoftmax(NodeContext &node) {
+  FailureOr<Normalized> along = normalizedAlong(node);
+  if (failed(along))
+    return failure();
+  FailureOr<Value> result = node.create1<OpTy>(
+      {along->input},
+      {node.builder.getNamedAttr("axis",
+                                 node.builder.getI64IntegerAttr(along->axis))},
+      {cast<RankedTensorType>(along->input.getType())});
   if (failed(result))
     return failure();
-  return node.setResult(node.reshape(*result, type.getShape()));
+  return node.setResult(node.reshape(*result, node.inputType(0).getShape()));
+}
+
+/// Hardmax: 1 at the first maximum, 0 elsewhere.
+static LogicalResult importHardmax(NodeContext &node) {
+  FailureOr<Normalized> along = normalizedAlong(node);
+  if (failed(along))
+    return failure();
+  auto type = cast<RankedTensorType>(along->input.getType());
+  FailureOr<Value> first = node.create1<ArgMaxOp>(
+      {along->input}, {node.builder.getNamedAttr(
+                           "axis", node.builder.getI64IntegerAttr(along->axis)),
+                       unitAttr(node, "keep_dims")});
+  if (failed(first))
+    return failure();
+  FailureOr<Value> hot =
+      node.isIndexAlong(*first, type.getDimSize(along->axis), along->axis);
+  if (failed(hot))
+    return failure();
+  FailureOr<Value> ones = node.create1<CastOp>({*hot}, {}, {type});
+  if (failed(ones))
+    return failure();
+  return node.setResult(node.reshape(*ones, node.inputType(0).getShape()));
 }
 
 /// The attributes LayerNormalization and RMSNormalization share, as kiln
@@ -431,6 +464,7 @@ void registerMathImporters(OpImporterTable &table) {
   table.add("ArgMin", importArgReduce<ArgMinOp>);
   table.add("Softmax", importSoftmax<SoftmaxOp>);
   table.add("LogSoftmax", importSoftmax<LogSoftmaxOp>);
+  table.add("Hardmax", importHardmax);
   table.add("LayerNormalization", importLayerNormalization);
   table.add("InstanceNormalization", importInstanceNormalization);
   table.add("GlobalAveragePool", importGlobalPool<ReduceMeanOp>);

@@ -1,7 +1,7 @@
 //===- TensorImporters.cpp - ONNX ops that move tensor elements -----------===//
 //
 // Concat, Split, Slice, Transpose, Tile, Gather, GatherElements, GatherND,
-// ScatterElements, ScatterND, Pad, Trilu, CumSum, OneHot and Hardmax.
+// ScatterElements, ScatterND, Pad, Trilu, CumSum and OneHot.
 //
 //===----------------------------------------------------------------------===//
 
@@ -543,45 +543,6 @@ static LogicalResult importOneHot(NodeContext &node) {
   return node.setResult(node.create1<WhereOp>({*hot, offOn[1], offOn[0]}));
 }
 
-/// Hardmax: 1 at the first maximum along `axis`, 0 elsewhere; before opset
-/// 13, over the input flattened to 2-D at `axis` (default 1).
-static LogicalResult importHardmax(NodeContext &node) {
-  bool flattens = node.opset < 13;
-  FailureOr<int64_t> axisAttr = node.intAttr("axis", flattens ? 1 : -1);
-  if (failed(node.requireInputs(1)) || failed(axisAttr))
-    return failure();
-  RankedTensorType type = node.inputType(0);
-  FailureOr<int64_t> axis = node.normalizeAxis(*axisAttr, type.getRank());
-  if (failed(axis))
-    return failure();
-  Value input = node.input(0);
-  int64_t along = *axis;
-  if (flattens) {
-    FailureOr<Value> rows =
-        node.reshape(input, {product(type.getShape().take_front(along)),
-                             product(type.getShape().drop_front(along))});
-    if (failed(rows))
-      return failure();
-    input = *rows;
-    along = 1;
-  }
-  auto rowsType = cast<RankedTensorType>(input.getType());
-  FailureOr<Value> first = node.create1<ArgMaxOp>(
-      {input},
-      {i64Attr(node, "axis", along),
-       node.builder.getNamedAttr("keep_dims", node.builder.getUnitAttr())});
-  if (failed(first))
-    return failure();
-  FailureOr<Value> hot =
-      node.isIndexAlong(*first, rowsType.getDimSize(along), along);
-  if (failed(hot))
-    return failure();
-  FailureOr<Value> ones = node.create1<CastOp>({*hot}, {}, {rowsType});
-  if (failed(ones))
-    return failure();
-  return node.setResult(node.reshape(*ones, type.getShape()));
-}
-
 void registerTensorImporters(OpImporterTable &table) {
   table.add("CumSum", importCumSum);
   table.add("ScatterElements", importScatterElements);
@@ -597,7 +558,6 @@ void registerTensorImporters(OpImporterTable &table) {
   table.add("Pad", importPad);
   table.add("Trilu", importTrilu);
   table.add("OneHot", importOneHot);
-  table.add("Hardmax", importHardmax);
 }
 
 } // namespace kiln

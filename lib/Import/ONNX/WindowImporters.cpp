@@ -58,13 +58,17 @@ perDimension(NodeContext &node, StringRef name, size_t count, int64_t fallback) 
   return **given;
 }
 
-/// Reads the strides, dilations, pads, auto_pad and (for pools) ceil_mode
-/// of a node with `kernel` over `input` and places its windows.
-static FailureOr<WindowShape> windowShape(NodeContext &node,
-                                          RankedTensorType input,
-                                          ArrayRef<int64_t> kernel,
-                                          bool ceilMode) {
-  size_t spatial = input.getRank() - 2;
+namespace {
+/// The attributes every windowed op has, per spatial dimension.
+struct WindowAttributes {
+  SmallVector<int64_t> strides, dilations, pads;
+  std::string autoPad;
+};
+} // namespace
+
+/// Reads a windowed node's strides, dilations, pads and auto_pad.
+static FailureOr<WindowAttributes> windowAttributes(NodeContext &node,
+                                                    size_t spatial) {
   FailureOr<SmallVector<int64_t>> strides =
       perDimension(node, "strides", spatial, 1);
   FailureOr<SmallVector<int64_t>> dilations =
@@ -74,30 +78,49 @@ static FailureOr<WindowShape> windowShape(NodeContext &node,
   FailureOr<std::string> autoPad = node.stringAttr("auto_pad", "NOTSET");
   if (failed(strides) || failed(dilations) || failed(pads) || failed(autoPad))
     return failure();
+  if (*autoPad != "NOTSET" && *autoPad != "SAME_UPPER" &&
+      *autoPad != "SAME_LOWER" && *autoPad != "VALID")
+    return node.error("auto_pad '") << *autoPad << "' is not supported";
+  for (size_t d = 0; d < spatial; ++d)
+    if ((*strides)[d] < 1 || (*dilations)[d] < 1 || (*pads)[d] < 0 ||
+        (*pads)[spatial + d] < 0)
+      return node.error("strides and dilations must be positive, pads not "
+                        "negative");
+  return WindowAttributes{*strides, *dilations, *pads, *autoPad};
+}
+
+/// Reads the strides, dilations, pads, auto_pad and (for pools) ceil_mode
+/// of a node with `kernel` over `input` and places its windows.
+static FailureOr<WindowShape> windowShape(NodeContext &node,
+                                          RankedTensorType input,
+                                          ArrayRef<int64_t> kernel,
+                                          bool ceilMode) {
+  size_t spatial = input.getRank() - 2;
+  FailureOr<WindowAttributes> attributes = windowAttributes(node, spatial);
+  if (failed(attributes))
+    return failure();
+  const SmallVector<int64_t> &pads = attributes->pads;
+  const std::string &autoPad = attributes->autoPad;
   WindowShape shape;
   shape.kernel.assign(kernel.begin(), kernel.end());
-  shape.strides = *strides;
-  shape.dilations = *dilations;
+  shape.strides = attributes->strides;
+  shape.dilations = attributes->dilations;
   for (size_t d = 0; d < spatial; ++d) {
     int64_t size = input.getDimSize(d + 2), stride = shape.strides[d];
-    if (stride < 1 || shape.dilations[d] < 1 || kernel[d] < 1 ||
-        (*pads)[d] < 0 || (*pads)[spatial + d] < 0)
-      return node.error("kernel, strides and dilations must be positive, "
-                        "pads not negative");
+    if (kernel[d] < 1)
+      return node.error("kernel sizes must be positive");
     int64_t extent = shape.dilations[d] * (kernel[d] - 1) + 1;
-    int64_t begin = (*pads)[d], end = (*pads)[spatial + d];
-    if (*autoPad == "VALID") {
+    int64_t begin = pads[d], end = pads[spatial + d];
+    if (autoPad == "VALID") {
       begin = end = 0;
-    } else if (*autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER") {
+    } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       // As many outputs as strides fit; the odd padding element goes at the
       // end (SAME_UPPER) or the beginning (SAME_LOWER).
       int64_t outputs = (size + stride - 1) / stride;
       int64_t total =
           std::max<int64_t>(0, (outputs - 1) * stride + extent - size);
-      begin = *autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      begin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
       end = total - begin;
-    } else if (*autoPad != "NOTSET") {
-      return node.error("auto_pad '") << *autoPad << "' is not supported";
     }
     int64_t padded = size + begin + end;
     if (padded < extent)
@@ -313,23 +336,15 @@ static LogicalResult importConvTranspose(NodeContext &node) {
   int64_t maps = perGroup * std::max<int64_t>(*groupAttr, 1);
   FailureOr<int64_t> groups =
       groupCount(node, channels, maps, perGroup, /*transposed=*/true);
-  FailureOr<SmallVector<int64_t>> strides =
-      perDimension(node, "strides", spatial, 1);
-  FailureOr<SmallVector<int64_t>> dilations =
-      perDimension(node, "dilations", spatial, 1);
-  FailureOr<SmallVector<int64_t>> pads =
-      perDimension(node, "pads", 2 * spatial, 0);
+  FailureOr<WindowAttributes> attributes = windowAttributes(node, spatial);
   FailureOr<SmallVector<int64_t>> outputPadding =
       perDimension(node, "output_padding", spatial, 0);
   FailureOr<std::optional<SmallVector<int64_t>>> outputShape =
       node.intsAttr("output_shape");
-  FailureOr<std::string> autoPad = node.stringAttr("auto_pad", "NOTSET");
-  if (failed(groups) || failed(strides) || failed(dilations) || failed(pads) ||
-      failed(outputPadding) || failed(outputShape) || failed(autoPad))
+  if (failed(groups) || failed(attributes) || failed(outputPadding) ||
+      failed(outputShape))
     return failure();
-  if (*autoPad != "NOTSET" && *autoPad != "SAME_UPPER" &&
-      *autoPad != "SAME_LOWER" && *autoPad != "VALID")
-    return node.error("auto_pad '") << *autoPad << "' is not supported";
+  const std::string &autoPad = attributes->autoPad;
   // output_shape gives the spatial sizes (some exporters write all of
   // [N, M, spatial...]).
   SmallVector<int64_t> wanted;
@@ -343,24 +358,23 @@ static LogicalResult importConvTranspose(NodeContext &node) {
   shape.kernel = *kernel;
   SmallVector<int64_t> spread = {batch, channels}, low = {0, 0}, high = {0, 0};
   for (size_t d = 0; d < spatial; ++d) {
-    int64_t size = input.getDimSize(d + 2), stride = (*strides)[d];
-    int64_t dilation = (*dilations)[d], extra = (*outputPadding)[d];
-    if (stride < 1 || dilation < 1 || extra < 0)
-      return node.error("strides and dilations must be positive, "
-                        "output_padding not negative");
+    int64_t size = input.getDimSize(d + 2), stride = attributes->strides[d];
+    int64_t dilation = attributes->dilations[d], extra = (*outputPadding)[d];
+    if (extra < 0)
+      return node.error("output_padding must not be negative");
     int64_t extent = dilation * ((*kernel)[d] - 1) + 1;
     int64_t full = stride * (size - 1) + extra + extent;
-    int64_t begin = (*pads)[d], end = (*pads)[spatial + d];
-    if (*autoPad == "VALID") {
+    int64_t begin = attributes->pads[d], end = attributes->pads[spatial + d];
+    if (autoPad == "VALID") {
       begin = end = 0;
-    } else if (*outputShape || *autoPad != "NOTSET") {
+    } else if (*outputShape || autoPad != "NOTSET") {
       // The padding that gives the output size asked for (by default the
       // input's times the stride); the odd element at the end for
       // SAME_UPPER, at the beginning otherwise. A negative total (an output
       // larger than the full one) adds zeros the same way.
       int64_t total = full - (*outputShape ? wanted[d] : size * stride);
       int64_t half = llvm::divideFloorSigned(total, int64_t(2));
-      begin = *autoPad == "SAME_UPPER" ? half : total - half;
+      begin = autoPad == "SAME_UPPER" ? half : total - half;
       end = total - begin;
     }
     int64_t output = full - begin - end;
@@ -379,7 +393,7 @@ static LogicalResult importConvTranspose(NodeContext &node) {
   }
   // The input spread out: inserted `strides` apart into zeros.
   SmallVector<int64_t> origin(input.getRank(), 0), every = {1, 1};
-  llvm::append_range(every, *strides);
+  llvm::append_range(every, attributes->strides);
   FailureOr<Value> spaced = node.create1<InsertSliceOp>(
       {node.splat(0.0, input.clone(spread)), node.input(0)},
       {node.builder.getNamedAttr("start",

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from kiln_case import close, kiln_run, read, run
+from kiln_case import close, kiln_run, read, run, single_node
 
 
 def reference(x, w, b, strides, dilations, pads, groups):
@@ -172,13 +172,7 @@ def main():
         arrays = {"x": x, "w": w}
         if b is not None:
             arrays["b"] = b
-        node = helper.make_node("Conv", list(arrays), ["y"], **attributes)
-        graph = helper.make_graph(
-            [node], name,
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
-             for n, a in arrays.items()],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model = single_node("Conv", name, arrays, ["y"], attributes)
         actual = run(work, name, model, arrays)["y"]
         print(("OK " if close(actual, expected) else "MISMATCH ") + name)
     for name in ("conv2d_dilated_groups", "patch_embedding"):
@@ -199,13 +193,7 @@ def main():
             attributes.get("pads", [0] * 2 * spatial),
             attributes.get("output_padding", [0] * spatial),
             attributes.get("group", 1))
-        node = helper.make_node("ConvTranspose", list(arrays), ["y"], **attributes)
-        graph = helper.make_graph(
-            [node], name,
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
-             for n, a in arrays.items()],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model = single_node("ConvTranspose", name, arrays, ["y"], attributes)
         actual = run(work, name, model, arrays)["y"]
         print(("OK " if close(actual, expected) else "MISMATCH ") + name)
 

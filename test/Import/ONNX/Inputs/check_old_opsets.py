@@ -13,9 +13,8 @@ import os
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
 
-from kiln_case import close, run
+from kiln_case import close, run, single_node
 
 
 def softmax(x, axis):
@@ -61,15 +60,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(0)
     for name, opset, op, attributes, inputs, expected in cases(rng):
-        node = helper.make_node(op, list(inputs), list(expected), **attributes)
-        graph = helper.make_graph(
-            [node], name,
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
-             for n, a in inputs.items()],
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
-             for n in expected])
-        model = helper.make_model(
-            graph, opset_imports=[helper.make_opsetid("", opset)])
+        model = single_node(op, name, inputs, list(expected), attributes, opset)
         got = run(work, name, model, inputs)
         ok = all(close(got[n], want.astype(np.float64))
                  for n, want in expected.items())

@@ -11,9 +11,8 @@ import os
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
 
-from kiln_case import close, run
+from kiln_case import close, run, single_node
 
 
 def instance_norm(x, scale, bias, epsilon):
@@ -55,13 +54,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(0)
     for name, op, attributes, inputs, reference in cases(rng):
-        node = helper.make_node(op, list(inputs), ["y"], **attributes)
-        graph = helper.make_graph(
-            [node], name,
-            [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
-             for n, a in inputs.items()],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model = single_node(op, name, inputs, ["y"], attributes)
         actual = run(work, name, model, inputs)["y"]
         expected = reference(*[a.astype(np.float64) for a in inputs.values()])
         print(("OK " if close(actual, expected) else "MISMATCH ") + name)

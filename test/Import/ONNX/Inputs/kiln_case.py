@@ -5,7 +5,20 @@ import os
 import subprocess
 
 import numpy as np
-from onnx import TensorProto, numpy_helper, save_model
+from onnx import TensorProto, helper, numpy_helper, save_model
+
+
+def single_node(op, name, inputs, outputs, attributes, opset=17):
+    """A model of one `op` node, with `attributes`, from the f32 arrays
+    `inputs` (name to array) to the f32 `outputs` (names)."""
+    node = helper.make_node(op, list(inputs), list(outputs), **attributes)
+    graph = helper.make_graph(
+        [node], name,
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape)
+         for n, a in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+         for n in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
 def kiln_run(work, name, model, arrays, options):
