@@ -35,6 +35,7 @@ static const OpImporterTable &opImporters() {
     registerAttentionImporters(t);
     registerEinsumImporter(t);
     registerElementwiseImporters(t);
+    registerResizeImporter(t);
     registerShapeImporters(t);
     registerTensorImporters(t);
     registerMathImporters(t);
