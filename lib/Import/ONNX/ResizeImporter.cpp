@@ -12,6 +12,8 @@
 
 #include "NodeContext.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 using namespace mlir;
@@ -159,7 +161,6 @@ static FailureOr<Value> resampleAxis(NodeContext &node, Value value,
 }
 
 static LogicalResult importResize(NodeContext &node) {
-  Sampling sampling;
   FailureOr<std::string> mode = node.stringAttr("mode", "nearest");
   FailureOr<std::string> coordinates =
       node.stringAttr("coordinate_transformation_mode", "half_pixel");
@@ -186,7 +187,8 @@ static LogicalResult importResize(NodeContext &node) {
       *policy != "not_smaller")
     return node.error("keep_aspect_ratio_policy '")
            << *policy << "' is not supported";
-  sampling = {*mode, *coordinates, *nearest, *cubicA, *excludeOutside != 0};
+  Sampling sampling{*mode, *coordinates, *nearest, *cubicA,
+                    *excludeOutside != 0};
   RankedTensorType type = node.inputType(0);
   int64_t rank = type.getRank();
   if (*mode != "nearest" && !isa<FloatType>(type.getElementType()))
