@@ -251,8 +251,8 @@ TEST_P(LlamaTargetTest, StepMatchesInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Precisions, LlamaTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
-// Convolutions (patches sliced from the padded input, and patches that tile
-// it), in fp32 and in bf16.
+// Convolutions (patches sliced from the padded input, grouped, and patches
+// that tile it), in fp32 and in bf16.
 class VitTargetTest : public TargetTest,
                       public ::testing::WithParamInterface<Precision> {};
 

@@ -240,13 +240,36 @@ static LogicalResult convolve(NodeContext &node, Value input, Value weights,
   FailureOr<Value> patches = windows(node, input, shape, 0.0, 0.0);
   if (failed(patches))
     return failure();
-  FailureOr<Value> grouped =
-      node.reshape(*patches, {batch, groups, contracted, outputs});
   FailureOr<Value> filters =
       node.reshape(weights, {groups, maps / groups, contracted});
-  if (failed(grouped) || failed(filters))
+  if (failed(filters))
     return failure();
-  FailureOr<Value> result = node.create1<MatmulOp>({*filters, *grouped});
+  FailureOr<Value> result;
+  if (groups == 1) {
+    // [M, CK] x [N, CK, O]: one weight matrix for the whole batch.
+    FailureOr<Value> columns =
+        node.reshape(*patches, {batch, contracted, outputs});
+    if (failed(columns))
+      return failure();
+    result = node.create1<MatmulOp>({*filters, *columns});
+  } else {
+    // [g, M/g, CK] x [g, CK, N * O]: a batch of one product per group, the
+    // samples side by side (a GEMM batch cannot broadcast the weights over
+    // the samples and step through the groups).
+    FailureOr<Value> grouped =
+        node.reshape(*patches, {batch, groups, contracted, outputs});
+    if (succeeded(grouped))
+      grouped = node.transpose(*grouped, {1, 2, 0, 3});
+    if (succeeded(grouped))
+      grouped = node.reshape(*grouped, {groups, contracted, batch * outputs});
+    if (failed(grouped))
+      return failure();
+    result = node.create1<MatmulOp>({*filters, *grouped});
+    if (succeeded(result))
+      result = node.reshape(*result, {groups, maps / groups, batch, outputs});
+    if (succeeded(result))
+      result = node.transpose(*result, {2, 0, 1, 3});
+  }
   if (failed(result))
     return failure();
   SmallVector<int64_t> resultShape = {batch, maps};

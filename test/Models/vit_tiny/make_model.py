@@ -1,6 +1,7 @@
 """Writes the tiny vision-Transformer-style test model, built with ONNX's
 helper (no exporter): a 3x3 convolution with padding (the general
-patches-and-matmul path) and ReLU, a 4x4 stride-4 patch embedding (patches
+patches-and-matmul path) and ReLU, a depthwise 3x3 convolution (one
+product per group), a 4x4 stride-4 patch embedding (patches
 that tile the image), position embeddings, a pre-norm residual MLP, mean
 pooling and a classifier with the cross-entropy loss, at opset 17.
 
@@ -26,6 +27,7 @@ BATCH, CHANNELS, SIZE, WIDTH, PATCH, CLASSES = 2, 3, 8, 16, 4, 5
 TOKENS = (SIZE // PATCH) ** 2
 initializers = [
     weight("stem.weight", 4, CHANNELS, 3, 3), weight("stem.bias", 4),
+    weight("depthwise.weight", 4, 1, 3, 3),
     weight("patch.weight", WIDTH, 4, PATCH, PATCH), weight("patch.bias", WIDTH),
     weight("position", TOKENS, WIDTH),
     weight("norm.weight", WIDTH, scale=1.0), weight("norm.bias", WIDTH),
@@ -38,7 +40,9 @@ nodes = [
     helper.make_node("Conv", ["pixel_values", "stem.weight", "stem.bias"], ["s"],
                      pads=[1, 1, 1, 1]),
     helper.make_node("Relu", ["s"], ["sr"]),
-    helper.make_node("Conv", ["sr", "patch.weight", "patch.bias"], ["p"],
+    helper.make_node("Conv", ["sr", "depthwise.weight"], ["d"], group=4,
+                     pads=[1, 1, 1, 1]),
+    helper.make_node("Conv", ["d", "patch.weight", "patch.bias"], ["p"],
                      kernel_shape=[PATCH, PATCH], strides=[PATCH, PATCH]),
     helper.make_node("Reshape", ["p", "tokens_shape"], ["pf"]),
     helper.make_node("Transpose", ["pf"], ["t"], perm=[0, 2, 1]),
