@@ -1,6 +1,7 @@
 //===- Fuse.h - elementwise fusion ------------------------------*- C++ -*-===//
 //
-// Groups elementwise chains into kiln.fusion regions (Fuse.cpp).
+// Groups elementwise chains into kiln.fusion regions (Fuse.cpp), and GEMMs
+// with what cuBLASLt computes around them (FuseGemmEpilogues.cpp).
 //
 //===----------------------------------------------------------------------===//
 
