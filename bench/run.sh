@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # kiln against the PyTorch anchors (../shared/anchors) in one run on one GPU,
-# then the ratios (bench/ratios.py). Parts, in the order given (default:
-# gpt2-kiln gpt2-torch-compile bert-kiln bert-torch):
+# then the ratios (bench/ratios.py). Parts, in the order given (default: all,
+# in this order):
 #
-#   gpt2-kiln           GPT-2 124M, B16 T1024: the ablation rows, fp32 to
-#                       bf16 with tensor-core attention and a padded
-#                       vocabulary, then that with the bias gradients
-#                       summed by kernels instead of their GEMMs
+#   gpt2-ablation       GPT-2 124M, B16 T1024: the ablation's rows, one
+#                       kiln option on over the previous: fp32, tf32, bf16
+#                       (the exported attention, no fusion, no padding, a
+#                       launch per op and parameter, no CUDA graph), +
+#                       fusion, + kiln's attention, + vocab 50304, + CUDA
+#                       graph
+#   gpt2-kiln           GPT-2 124M with everything on (+ batched optimizer
+#                       launches), then with the bias gradients summed by
+#                       kernels instead of their GEMMs
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
-#   bert-kiln           BERT-base classification, B64 T256, bf16
+#   bert-kiln           BERT-base classification, B64 T256, bf16, with
+#                       the exported attention and with kiln's
 #   bert-torch          the BERT anchor (eager, AMP, torch.compile)
+#
+# Parts must fit a device call's ten minutes each: gpt2-ablation is best
+# a call of its own with gpt2-torch-eager.
 #
 # Every result is one JSON line in $OUT/bench.jsonl (OUT defaults to
 # bench-results). KILN_SHARED points at the shared directory (default
@@ -23,7 +32,9 @@ python="${PYTHON:-python3}"
 mkdir -p "$out"
 results="$out/bench.jsonl"
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(gpt2-kiln gpt2-torch-compile bert-kiln bert-torch)
+[ ${#parts[@]} -gt 0 ] ||
+  parts=(gpt2-ablation gpt2-kiln gpt2-torch-eager gpt2-torch-compile bert-kiln
+    bert-torch)
 
 gpt2="$shared/fixtures/graphs/gpt2_124m.onnx"
 bert="$shared/fixtures/graphs/bert_base_cls.onnx"
@@ -33,22 +44,36 @@ bert_row() { kiln "$1" "$bert" 64 256 30522 2 "${@:2}"; }
 
 for part in "${parts[@]}"; do
   case "$part" in
+  gpt2-ablation)
+    # Each row turns one option on over the previous; gpt2-kiln's first row
+    # turns on the last, batched optimizer launches.
+    base=(--rewrite-attention=false --fuse=false --pad-max-overhead 0
+      --batch-launches=false)
+    KILN_RUN_FLAGS=--cuda-graph=false gpt2_row "kiln fp32" --precision fp32 "${base[@]}"
+    KILN_RUN_FLAGS=--cuda-graph=false gpt2_row "kiln tf32" --precision tf32 "${base[@]}"
+    KILN_RUN_FLAGS=--cuda-graph=false gpt2_row "kiln bf16" --precision bf16 "${base[@]}"
+    KILN_RUN_FLAGS=--cuda-graph=false gpt2_row "kiln bf16 + fusion" \
+      --precision bf16 --rewrite-attention=false --pad-max-overhead 0 \
+      --batch-launches=false
+    KILN_RUN_FLAGS=--cuda-graph=false gpt2_row "kiln bf16 + fusion + attention" \
+      --precision bf16 --pad-max-overhead 0 --batch-launches=false
+    KILN_RUN_FLAGS=--cuda-graph=false gpt2_row \
+      "kiln bf16 + fusion + attention + vocab 50304" --precision bf16 \
+      --batch-launches=false
+    gpt2_row "kiln bf16 + fusion + attention + vocab 50304 + CUDA graph" \
+      --precision bf16 --batch-launches=false
+    ;;
   gpt2-kiln)
-    gpt2_row "kiln fp32" --precision fp32 --exact-attention --pad-max-overhead 0
-    gpt2_row "kiln tf32" --precision tf32 --exact-attention --pad-max-overhead 0
-    gpt2_row "kiln bf16" --precision bf16 --exact-attention --pad-max-overhead 0
-    gpt2_row "kiln bf16, tensor-core attention" --precision bf16 \
-      --pad-max-overhead 0
-    gpt2_row "kiln bf16, tensor-core attention, vocab 50304" --precision bf16
+    gpt2_row "kiln bf16, all on" --precision bf16
     KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
-      "kiln bf16, tensor-core attention, vocab 50304, bias gradients by kernels" \
-      --precision bf16
+      "kiln bf16, all on, bias gradients by kernels" --precision bf16
     ;;
   gpt2-torch-eager) "$python" "$shared/anchors/gpt2_torch.py" eager | tee -a "$results" ;;
   gpt2-torch-compile) "$python" "$shared/anchors/gpt2_torch.py" compile | tee -a "$results" ;;
   bert-kiln)
-    bert_row "kiln bf16" --precision bf16 --exact-attention
-    bert_row "kiln bf16, tensor-core attention" --precision bf16
+    bert_row "kiln bf16, exported attention" --precision bf16 \
+      --rewrite-attention=false
+    bert_row "kiln bf16, all on" --precision bf16
     ;;
   bert-torch) "$python" "$shared/anchors/bert_torch.py" | tee -a "$results" ;;
   *) echo "bench/run.sh: unknown part '$part'" >&2; exit 1 ;;

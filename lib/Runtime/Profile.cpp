@@ -90,10 +90,13 @@ std::string formatProfile(const artifact::Artifact &artifact,
     floor += row.floorMilliseconds;
     launches += row.launches;
   }
-  std::string text = format(
-      "step: %.3f ms replayed as a CUDA graph; %.3f ms launched operation by "
-      "operation (%d operations)\n",
-      profile.stepMilliseconds, total, launches);
+  std::string text =
+      format("step: %.3f ms %s; %.3f ms launched operation by operation (%d "
+             "operations)\n",
+             profile.stepMilliseconds,
+             profile.launchedEachStep ? "launched without a CUDA graph"
+                                      : "replayed as a CUDA graph",
+             total, launches);
   if (profile.bytesPerSecond > 0 && profile.flopsPerSecond > 0)
     text += format("ceilings measured: %.0f GB/s (copy), %.1f TFLOP/s "
                    "(GEMM); the step's floor: %.3f ms\n",

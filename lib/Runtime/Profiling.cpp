@@ -153,6 +153,7 @@ bool Session::profile(int steps, StepProfile &result, std::string &error) {
     result.skipped.push_back(!runs(i));
   }
   result.stepMilliseconds = median(stepTimes);
+  result.launchedEachStep = s.launchEachStep;
   return measureCeilings(result, error);
 }
 

@@ -160,6 +160,7 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     return false;
   }
   s.device = options.device;
+  s.launchEachStep = !options.cudaGraph;
   cudaDeviceProp properties;
   auto check = [&](cudaError_t result, const char *what) {
     if (result != cudaSuccess)
@@ -596,6 +597,8 @@ std::pair<int, int> Session::gemmBiasGradients() const {
 
 bool Session::step(std::string &error) {
   State &s = *state;
+  if (s.launchEachStep)
+    return enqueueOperations(error);
   if (!s.replay) {
     cudaError_t status =
         cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal);

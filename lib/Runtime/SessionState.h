@@ -72,6 +72,9 @@ struct Session::State {
   /// Per operation: whether the step skips it (the fallback of an epilogue
   /// its GEMM computes).
   std::vector<bool> skipped;
+  /// The step as a CUDA graph, captured at the first step; or every step
+  /// launched anew when `launchEachStep`.
+  bool launchEachStep = false;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t replay = nullptr;
   /// While profiling: events recorded before each operation and after the

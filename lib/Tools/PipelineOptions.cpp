@@ -38,6 +38,11 @@ static cl::opt<bool> rewriteAttention(
     "rewrite-attention", cl::init(true), cl::cat(pipelineOptions()),
     cl::desc("Replace attention with kiln.attention, which stores no "
              "batch x heads x T x T tensor (=false keeps the exported ops)"));
+static cl::opt<bool>
+    fuse("fuse", cl::init(true), cl::cat(pipelineOptions()),
+         cl::desc("Fuse elementwise chains, GEMM epilogues and the optimizer's "
+                  "updates into kernels (=false: one kernel per op, the "
+                  "ablation's baseline)"));
 
 static cl::opt<double> padMaxOverhead(
     "pad-max-overhead", cl::init(0.01), cl::cat(pipelineOptions()),
@@ -143,6 +148,7 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   config.optimizer.lossScaling.enabled = needsLossScaling(*parsed);
   config.autodiff.loss = loss;
   config.rewriteAttention = rewriteAttention;
+  config.fuse = fuse;
   if (padMaxOverhead < 0)
     return bad("--pad-max-overhead must not be negative");
   config.padMaxOverhead = padMaxOverhead;
@@ -160,12 +166,12 @@ double initialAccumulatorFromOptions() { return initialAccumulator; }
 std::string pipelineOptionsIdentity() {
   // The attention rewrite changes rounding (SDPA's scale), so it counts.
   return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
-                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}",
+                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}|{21}",
                  precision, narrowNorms, optimizer, microBatches, loss,
                  rewriteAttention, padMaxOverhead, recompute, weightDecay,
                  betas, eps, momentum, dampening, nesterov, lrDecay,
                  initialAccumulator, noDecayBiasesNorms, clipGradNorm, freeze,
-                 recomputeProducts, maxRecomputedProducts)
+                 recomputeProducts, maxRecomputedProducts, fuse)
       .str();
 }
 

@@ -38,15 +38,18 @@ void buildTrainingPipeline(OpPassManager &manager,
   manager.addPass(
       createKilnBuildTrainingStep(config.function, config.optimizer));
   bool recomputes = config.recompute || config.recomputeProducts;
+  // Unfused, a GELU reads its product as stored: there is no epilogue.
   manager.addPass(createKilnAssignPrecision(KilnAssignPrecisionOptions{
       precisionName(config.precision).str(), config.narrowNorms,
-      config.geluEpilogue && !recomputes}));
-  manager.addNestedPass<func::FuncOp>(createKilnFuse());
+      config.geluEpilogue && config.fuse && !recomputes}));
+  if (config.fuse)
+    manager.addNestedPass<func::FuncOp>(createKilnFuse());
   if (recomputes)
     manager.addNestedPass<func::FuncOp>(
         createKilnRecompute(KilnRecomputeOptions{
             config.recomputeProducts, config.maxRecomputedProducts}));
-  manager.addNestedPass<func::FuncOp>(createKilnFuseParameterCopies());
+  if (config.fuse)
+    manager.addNestedPass<func::FuncOp>(createKilnFuseParameterCopies());
   manager.addNestedPass<func::FuncOp>(createKilnPlanMemory());
 }
 
@@ -92,6 +95,10 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
       llvm::cl::desc("A tanh GELU of a biased product computes on the f32 "
                      "sum, as the GEMM's epilogue (off when recomputing)"),
       llvm::cl::init(true)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Fuse ops into kernels (false: one kernel "
+                                   "per op)"),
+                    llvm::cl::init(true)};
   Option<bool> rewriteAttention{*this, "rewrite-attention",
                          llvm::cl::desc("Rewrite attention into kiln.attention"),
                          llvm::cl::init(true)};
@@ -142,6 +149,7 @@ void registerTrainingPipeline() {
         config.precision = *precision;
         config.narrowNorms = options.narrowNorms;
         config.geluEpilogue = options.geluEpilogue;
+        config.fuse = options.fuse;
         config.optimizer.lossScaling.enabled = needsLossScaling(*precision);
         config.rewriteAttention = options.rewriteAttention;
         config.padMaxOverhead = options.padMaxOverhead;

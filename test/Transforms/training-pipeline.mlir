@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s --kiln-training-pipeline="precision=bf16" | FileCheck %s
 // RUN: kiln-opt %s --kiln-training-pipeline="optimizer=sgd" | FileCheck %s --check-prefix=SGD
+// RUN: kiln-opt %s --kiln-training-pipeline="precision=bf16 fuse=false" | FileCheck %s --check-prefix=UNFUSED
 // RUN: not kiln-opt %s --kiln-training-pipeline="optimizer=lion" -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not kiln-opt %s --kiln-build-training-step -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOGRAD
 
@@ -25,6 +26,12 @@
 // CHECK: kiln.yield %{{.*}}, %{{.*}} : tensor<f32>, tensor<2x4xbf16>
 // CHECK: kiln.matmul {{.*}}{accumulate = f32{{.*}}transpose_lhs} : (tensor<2x4xbf16>, tensor<2x4xbf16>) -> tensor<4x4xf32>
 // CHECK: kiln.adamw
+// With fuse=false every op stays on its own, each result with a buffer.
+// UNFUSED-LABEL: func.func @main_step(
+// UNFUSED-NOT: kiln.fusion
+// UNFUSED: kiln.tanh {{.*}}kiln.offsets
+// UNFUSED-NOT: kiln.fusion
+// UNFUSED: kiln.adamw
 // SGD-NOT: bf16
 // SGD-LABEL: func.func @main_step(
 // SGD: kiln.sgd

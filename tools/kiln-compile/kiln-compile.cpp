@@ -81,6 +81,12 @@ static cl::opt<bool> exactAttention(
              "interpreter does, in double on CUDA cores, instead of tensor "
              "cores (slow; for checking results)"),
     cl::cat(category));
+static cl::opt<bool> batchLaunches(
+    "batch-launches", cl::init(true),
+    cl::desc("--target=cuda: consecutive launches of one kernel (the "
+             "optimizer's updates of equal-shaped parameters) are one launch "
+             "(=false: a launch each, the ablation's unbatched optimizer)"),
+    cl::cat(category));
 
 /// What --max-memory recomputes for the chosen batch to fit: nothing,
 /// "activations", or "activations and N of M products".
@@ -334,6 +340,9 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.exactAttention = exactAttention;
   if (exactAttention)
     targetOptions.optionsText += "|exact-attention";
+  targetOptions.batchLaunches = batchLaunches;
+  if (!batchLaunches)
+    targetOptions.optionsText += "|unbatched-launches";
   if (!recomputedToFit.empty())
     targetOptions.optionsText += "|recomputed-to-fit: " + recomputedToFit;
   auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);

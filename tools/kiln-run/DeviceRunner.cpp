@@ -205,6 +205,7 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs,
   options.seed = spec->seed;
   options.tuneGemms = run.tuneGemms;
   options.gemmBiasGradients = run.gemmBiasGradients;
+  options.cudaGraph = run.cudaGraph;
   if (run.profileSteps > 0 && !run.train)
     return fail("--profile times training steps: give --train");
   std::string error;

@@ -1,5 +1,4 @@
-//===- DeviceRunner.h - kiln-run on a compiled artifact ----------*- C++
-//-*-===//
+//===- DeviceRunner.h - kiln-run on a compiled artifact --------*- C++ -*-===//
 
 #ifndef KILN_TOOLS_KILN_RUN_DEVICERUNNER_H
 #define KILN_TOOLS_KILN_RUN_DEVICERUNNER_H
@@ -21,6 +20,8 @@ struct ArtifactRunOptions {
   bool tuneGemms = false;
   /// Let cuBLASLt sum bias gradients where it can (SessionOptions).
   bool gemmBiasGradients = true;
+  /// Replay the step as a CUDA graph (SessionOptions).
+  bool cudaGraph = true;
   /// After training, profile this many more steps and print where their
   /// time goes (0: no profile).
   int profileSteps = 0;

@@ -58,6 +58,11 @@ static cl::opt<bool> gemmBiasGradients(
     cl::desc("With a .kiln artifact: let cuBLASLt sum each bias gradient as "
              "the weight gradient's GEMM reads its operand, where it has an "
              "algorithm for that (=false: the artifact's kernels sum them)"));
+static cl::opt<bool> cudaGraph(
+    cl::cat(category), "cuda-graph", cl::init(true),
+    cl::desc("With a .kiln artifact: capture the step once as a CUDA graph "
+             "and replay it (=false: launch its operations one by one every "
+             "step)"));
 static cl::opt<int> profileSteps(
     cl::cat(category), "profile", cl::init(0),
     cl::desc("With a .kiln artifact and --train: after training, time this "
@@ -144,6 +149,7 @@ static int runArtifactCommand() {
   options.train = kiln::trainingRequested();
   options.tuneGemms = tuneGemms;
   options.gemmBiasGradients = gemmBiasGradients;
+  options.cudaGraph = cudaGraph;
   options.profileSteps = profileSteps;
   options.outputDirectory = outputDirectory;
   return kiln::runArtifact(modelPath, *tensors, options, printOutput);
@@ -172,10 +178,11 @@ int main(int argc, char **argv) {
   if (profileSteps > 0)
     return fail("--profile times the steps of a compiled artifact on the "
                 "GPU: give a .kiln file from kiln-compile --target=cuda");
-  if (tuneGemms.getNumOccurrences() || gemmBiasGradients.getNumOccurrences())
-    return fail("--tune-gemms and --gemm-bias-gradients choose how cuBLASLt "
-                "runs a compiled artifact's GEMMs on the GPU: give a .kiln "
-                "file from kiln-compile --target=cuda");
+  if (tuneGemms.getNumOccurrences() || gemmBiasGradients.getNumOccurrences() ||
+      cudaGraph.getNumOccurrences())
+    return fail("--tune-gemms, --gemm-bias-gradients and --cuda-graph choose "
+                "how a compiled artifact runs on the GPU: give a .kiln file "
+                "from kiln-compile --target=cuda");
   kiln::ImportOptions options;
   for (const std::string &dim : dims)
     if (!kiln::parseDimensionOption(dim, options))

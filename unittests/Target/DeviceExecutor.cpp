@@ -29,6 +29,7 @@ public:
     runtime::SessionOptions options;
     options.poison = true;
     options.gemmBiasGradients = executorOptions.gemmBiasGradients;
+    options.cudaGraph = executorOptions.cudaGraph;
     if (written)
       session = runtime::Session::load(path.str().str(), options, error);
     llvm::sys::fs::remove(path);

@@ -35,11 +35,14 @@ public:
   virtual std::string indexError() = 0;
 };
 
-/// How an executor runs the artifact's GEMMs.
+/// How an executor runs the artifact (runtime::SessionOptions).
 struct ExecutorOptions {
   /// GEMMs sum bias gradients (BGRADA/BGRADB) where they can; off, the
-  /// artifact's fallback kernels do (runtime::SessionOptions).
+  /// artifact's fallback kernels do.
   bool gemmBiasGradients = true;
+  /// On a GPU, the step is replayed as a CUDA graph; off, launched
+  /// operation by operation. The emulation always runs them in order.
+  bool cudaGraph = true;
 };
 
 /// The executor this test binary was built for; null with `error` set.

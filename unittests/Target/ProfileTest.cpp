@@ -110,6 +110,13 @@ TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
                         "operations)"),
             std::string::npos)
       << report;
+
+  // Without the CUDA graph, the step's time is that of its launches.
+  profile.launchedEachStep = true;
+  report = runtime::formatProfile(artifact, profile, /*top=*/2);
+  EXPECT_NE(report.find("step: 0.018 ms launched without a CUDA graph;"),
+            std::string::npos)
+      << report;
 }
 
 // The compiler records every operation's bytes (at least what it writes)

@@ -46,11 +46,17 @@ double relativeError(const Tensor &a, const Tensor &b) {
 }
 
 /// What a step compares beyond its precision: 16-bit norms,
-/// recomputation, the bias gradients GEMMs sum summed by kernels instead.
+/// recomputation, the bias gradients GEMMs sum summed by kernels instead,
+/// the ablation's baseline (the exported attention, no fusion, a launch per
+/// parameter update, no CUDA graph).
 struct StepOptions {
   bool narrowNorms = false;
   bool recompute = false;
   bool gemmBiasGradients = true;
+  bool rewriteAttention = true;
+  bool fuse = true;
+  bool batchLaunches = true;
+  bool cudaGraph = true;
 };
 
 class TargetTest : public ::testing::Test {
@@ -73,6 +79,8 @@ protected:
     spec.pipeline.precision = precision;
     spec.pipeline.narrowNorms = narrowNorms;
     spec.pipeline.recompute = stepOptions.recompute;
+    spec.pipeline.rewriteAttention = stepOptions.rewriteAttention;
+    spec.pipeline.fuse = stepOptions.fuse;
     spec.schedule.lr = 1e-2;
     auto trainer = Trainer::create(*module, *forward, spec);
     ASSERT_TRUE(mlir::succeeded(trainer));
@@ -93,8 +101,12 @@ protected:
     cuda::TargetOptions options;
     options.archs = kiln::testing::executorArchitectures();
     options.exactAttention = true;
+    options.batchLaunches = stepOptions.batchLaunches;
     auto compiled = cuda::compileFunction(step, options);
     ASSERT_TRUE(mlir::succeeded(compiled));
+    launches = 0;
+    for (const auto &operation : (*compiled)->operations)
+      launches += operation->kernel != nullptr;
     for (const auto &operation : (*compiled)->operations)
       if (operation->gemm &&
           operation->gemm->output_type != artifact::ElementType::F32)
@@ -102,6 +114,7 @@ protected:
     std::string error;
     kiln::testing::ExecutorOptions executorOptions;
     executorOptions.gemmBiasGradients = stepOptions.gemmBiasGradients;
+    executorOptions.cudaGraph = stepOptions.cudaGraph;
     auto executor =
         kiln::testing::makeExecutor(**compiled, error, executorOptions);
     ASSERT_TRUE(executor) << error;
@@ -192,6 +205,8 @@ protected:
   mlir::OwningOpRef<mlir::ModuleOp> module;
   /// The compared artifact's GEMMs with a 16-bit result, by epilogue.
   std::map<artifact::Epilogue, int> narrowGemms;
+  /// The compared artifact's kernel launches.
+  int launches = 0;
 };
 
 /// A directory the build recorded, unless the environment moves it (the
@@ -286,6 +301,31 @@ TEST_F(TargetTest, RecomputedStepMatchesInterpreter) {
                source("examples/gpt2_tiny/labels.pb")},
               Precision::BF16, 2e-6, {},
               {/*narrowNorms=*/false, /*recompute=*/true});
+}
+
+// The ablation's baseline: the exported attention ops, no fusion (every op
+// a kernel, products stored before their bias), a launch per parameter
+// update instead of one per shape, and on a GPU no CUDA graph; fusing, then
+// batching, launches fewer kernels.
+TEST_F(TargetTest, UnfusedStepMatchesInterpreter) {
+  std::vector<std::string> batch = {source("examples/gpt2_tiny/input_ids.pb"),
+                                    source("examples/gpt2_tiny/labels.pb")};
+  StepOptions baseline;
+  baseline.rewriteAttention = false;
+  baseline.fuse = false;
+  baseline.batchLaunches = false;
+  baseline.cudaGraph = false;
+  compareStep(source("examples/gpt2_tiny/model.onnx"), batch, Precision::BF16,
+              2e-6, {}, baseline);
+  int unfused = launches;
+  for (bool *on : {&baseline.fuse, &baseline.batchLaunches}) {
+    *on = true;
+    int previous = launches;
+    compareStep(source("examples/gpt2_tiny/model.onnx"), batch, Precision::BF16,
+                2e-6, {}, baseline);
+    EXPECT_LT(launches, previous);
+  }
+  EXPECT_GT(unfused, 2 * launches);
 }
 
 #ifdef KILN_FIXTURES_DIR

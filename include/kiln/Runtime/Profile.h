@@ -26,8 +26,11 @@ struct StepProfile {
   /// Per operation: whether the step skips it (Session::runs), so that it
   /// has no row.
   std::vector<bool> skipped;
-  /// The median time of a whole step replayed as its CUDA graph.
+  /// The median time of a whole step as the session runs it: replayed as
+  /// its CUDA graph, or launched operation by operation without events
+  /// when `launchedEachStep` (SessionOptions::cudaGraph off).
   double stepMilliseconds = 0;
+  bool launchedEachStep = false;
   /// The device's ceilings as measured: a device-to-device copy (bytes
   /// read plus written per second) and a large GEMM of the step's operand
   /// type (operations per second); 0 where not measured.

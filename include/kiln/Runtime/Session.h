@@ -39,6 +39,10 @@ struct SessionOptions {
   /// operand (BGRADA/BGRADB) where it has an algorithm for that; off, or
   /// where it has none, the artifact's kernels sum them.
   bool gemmBiasGradients = true;
+  /// Captures the step once as a CUDA graph and replays it; off, every
+  /// step launches its operations one by one (the ablation's row without
+  /// the graph: the host's launch time shows).
+  bool cudaGraph = true;
 };
 
 class Session {

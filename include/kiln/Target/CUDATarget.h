@@ -33,6 +33,10 @@ struct TargetOptions {
   /// Attention by the kernels that round exactly as the interpreter does
   /// (CUDA cores, in double) rather than on tensor cores: slow, for checking.
   bool exactAttention = false;
+  /// Consecutive launches of one kernel (the multi-tensor optimizer's
+  /// updates of equal-shaped parameters) become one launch walking their
+  /// argument tables; off, each is a launch of its own.
+  bool batchLaunches = true;
 };
 
 /// Lowers `function`, a single-block function whose values the memory plan

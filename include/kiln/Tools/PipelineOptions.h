@@ -1,5 +1,4 @@
-//===- PipelineOptions.h - the pipeline's command-line options ---*- C++
-//-*-===//
+//===- PipelineOptions.h - the pipeline's command-line options -*- C++ -*-===//
 //
 // The options that choose how the training step is compiled, shared by
 // kiln-compile and kiln-run so that both spell and check them alike.
@@ -18,7 +17,7 @@ namespace kiln {
 
 /// The category of the options that shape the compiled step: --precision,
 /// --optimizer and its hyperparameters, --micro-batches, --loss, --freeze,
-/// --rewrite-attention, --pad-max-overhead, --recompute.
+/// --fuse, --rewrite-attention, --pad-max-overhead, --recompute.
 llvm::cl::OptionCategory &pipelineOptions();
 
 /// The pipeline those options ask for, the optimizer with torch.optim's

@@ -31,6 +31,10 @@ struct TrainingPipelineConfig {
   /// sum. Off whenever the pipeline recomputes: only a GELU of the stored
   /// sum can be recomputed alone, bit for bit.
   bool geluEpilogue = true;
+  /// Fuse elementwise chains, GEMM epilogues and the multi-tensor update
+  /// into kernels; off, every op is its own kernel (the ablation's
+  /// baseline).
+  bool fuse = true;
   /// Replace spelled-out attention with kiln.attention (FlashAttention).
   bool rewriteAttention = true;
   /// Pad weights to tensor-core friendly GEMM sizes (vocabulary 50304),
@@ -48,8 +52,8 @@ struct TrainingPipelineConfig {
 };
 
 /// GELU recognition -> attention rewrite -> tensor-core padding -> autodiff
-/// -> training step -> precision -> fusion -> [recompute] -> parameter
-/// copies -> memory plan.
+/// -> training step -> precision -> [fusion] -> [recompute] -> [parameter
+/// copies] -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
                            const TrainingPipelineConfig &config);
 

@@ -254,9 +254,9 @@ LogicalResult Lowering::emitKernels(Operation *origin,
   // Consecutive launches of one kernel that share no scratch (the
   // per-parameter updates of a multi-tensor optimizer) become one launch
   // that walks their argument tables in turn.
-  auto batches = [](const KernelPlan &a, const KernelPlan &b) {
-    return a.body == b.body && a.grid == b.grid && a.block == b.block &&
-           !a.partialBytes && !a.checksIndices;
+  auto batches = [&](const KernelPlan &a, const KernelPlan &b) {
+    return options.batchLaunches && a.body == b.body && a.grid == b.grid &&
+           a.block == b.block && !a.partialBytes && !a.checksIndices;
   };
   for (size_t first = 0; first < kernels.size();) {
     size_t last = first + 1;
