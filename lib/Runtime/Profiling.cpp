@@ -208,8 +208,8 @@ bool Session::measureCeilings(StepProfile &result, std::string &error) {
   bool ok =
       cudaMalloc(&operand.pointer, values.size()) == cudaSuccess &&
       cudaMalloc(&product.pointer, n * n * (f64 ? 8 : 4)) == cudaSuccess &&
-      cudaMemcpy(operand.pointer, values.data(), values.size(),
-                 cudaMemcpyHostToDevice) == cudaSuccess &&
+      cudaMemcpyAsync(operand.pointer, values.data(), values.size(),
+                      cudaMemcpyHostToDevice, s.stream) == cudaSuccess &&
       cublasLtMatmulDescCreate(&operation,
                                f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
                                out) == CUBLAS_STATUS_SUCCESS &&

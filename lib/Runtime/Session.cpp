@@ -415,6 +415,10 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                "cannot upload parameters"))
       return false;
   }
+  // Those copies ran on the legacy default stream, which the session's
+  // non-blocking stream does not wait for.
+  if (!check(cudaDeviceSynchronize(), "cannot initialize GPU memory"))
+    return false;
   if (options.tuneGemms && !tuneGemms(error))
     return false;
   return true;
@@ -671,10 +675,12 @@ bool Session::write(const std::string &name, const void *data, size_t size,
     if (status == cudaSuccess)
       status = cudaEventRecord(buffer.uploaded, s.stream);
   } else {
-    status = cudaStreamSynchronize(s.stream);
+    // On the session's stream: a copy on the default stream would not be
+    // ordered before the next step.
+    status = cudaMemcpyAsync(s.arena + t->offset(), data, size,
+                             cudaMemcpyHostToDevice, s.stream);
     if (status == cudaSuccess)
-      status =
-          cudaMemcpy(s.arena + t->offset(), data, size, cudaMemcpyHostToDevice);
+      status = cudaStreamSynchronize(s.stream);
   }
   if (status != cudaSuccess) {
     error = "cannot write '" + name + "': " + cudaMessage(status);
