@@ -165,13 +165,17 @@ double initialAccumulatorFromOptions() { return initialAccumulator; }
 
 std::string pipelineOptionsIdentity() {
   // The attention rewrite changes rounding (SDPA's scale), so it counts.
-  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}|{11}|{12}|{13}|"
-                 "{14}|{15}|{16}|{17}|{18}|{19}|{20}|{21}",
+  // Doubles in full ({N:e16}): formatv's default keeps two decimals.
+  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6:e16}|{7}|{8:e16}|{9}|{10:e16}|"
+                 "{11:e16}|{12:e16}|{13}|{14:e16}|{15:e16}|{16}|{17:e16}|{18}|"
+                 "{19}|{20}|{21}",
                  precision, narrowNorms, optimizer, microBatches, loss,
-                 rewriteAttention, padMaxOverhead, recompute, weightDecay,
-                 betas, eps, momentum, dampening, nesterov, lrDecay,
-                 initialAccumulator, noDecayBiasesNorms, clipGradNorm, freeze,
-                 recomputeProducts, maxRecomputedProducts, fuse)
+                 rewriteAttention, double(padMaxOverhead), recompute,
+                 double(weightDecay), betas, double(eps), double(momentum),
+                 double(dampening), nesterov, double(lrDecay),
+                 double(initialAccumulator), noDecayBiasesNorms,
+                 double(clipGradNorm), freeze, recomputeProducts,
+                 maxRecomputedProducts, fuse)
       .str();
 }
 

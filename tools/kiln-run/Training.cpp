@@ -152,9 +152,9 @@ static Expected<TrainingSpec> readSpec() {
 /// Everything that must match for a checkpoint to resume: all options that
 /// change the numbers, except the total number of steps.
 static std::string specIdentity() {
-  return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}|{7}|{8}|{9}|{10}",
-                 pipelineOptionsIdentity(), lr, schedule, warmup, minLr, seed,
-                 data, labels, batch, seq, train)
+  return formatv("{0}|{1:e16}|{2}|{3}|{4:e16}|{5}|{6}|{7}|{8}|{9}|{10}",
+                 pipelineOptionsIdentity(), double(lr), schedule, warmup,
+                 double(minLr), seed, data, labels, batch, seq, train)
       .str();
 }
 
