@@ -13,4 +13,4 @@ $SUDO apt-get install -y -q --no-install-recommends \
   flatbuffers-compiler libflatbuffers-dev \
   libonnx-testdata \
   python3-onnx python3-numpy \
-  pybind11-dev zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev
+  pybind11-dev python3-dev zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev

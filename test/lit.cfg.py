@@ -19,6 +19,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "llama_
 config.environment["FILECHECK_OPTS"] = (
     "-enable-var-scope --allow-unused-prefixes=false")
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# The kiln Python package, as the build lays it out.
+config.environment["PYTHONPATH"] = os.path.join(config.kiln_obj_root, "python")
 config.substitutions.append(("%fixtures", config.kiln_fixtures_dir))
 
 # FileCheck, not and count live off PATH on Debian; the kiln tools first.

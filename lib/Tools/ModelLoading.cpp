@@ -17,18 +17,25 @@ using namespace mlir;
 
 namespace kiln {
 
+std::string formatDiagnostic(Diagnostic &diagnostic) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  const char *severity =
+      diagnostic.getSeverity() == DiagnosticSeverity::Error     ? "error"
+      : diagnostic.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                : "note";
+  if (auto file = dyn_cast<FileLineColLoc>(diagnostic.getLocation()))
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn() << ": ";
+  else if (auto name = dyn_cast<NameLoc>(diagnostic.getLocation()))
+    os << "'" << name.getName().getValue() << "': ";
+  os << severity << ": " << diagnostic.str();
+  return text;
+}
+
 ToolDiagnostics::ToolDiagnostics(MLIRContext *context) : context(context) {
   id = context->getDiagEngine().registerHandler([](Diagnostic &diagnostic) {
-    const char *severity =
-        diagnostic.getSeverity() == DiagnosticSeverity::Error     ? "error"
-        : diagnostic.getSeverity() == DiagnosticSeverity::Warning ? "warning"
-                                                                   : "note";
-    if (auto file = dyn_cast<FileLineColLoc>(diagnostic.getLocation()))
-      llvm::errs() << file.getFilename().getValue() << ":" << file.getLine()
-                   << ":" << file.getColumn() << ": ";
-    else if (auto name = dyn_cast<NameLoc>(diagnostic.getLocation()))
-      llvm::errs() << "'" << name.getName().getValue() << "': ";
-    llvm::errs() << severity << ": " << diagnostic.str() << "\n";
+    llvm::errs() << formatDiagnostic(diagnostic) << "\n";
     return success();
   });
 }

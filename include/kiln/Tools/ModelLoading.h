@@ -17,8 +17,11 @@
 
 namespace kiln {
 
-/// Prints diagnostics as "error: message", prefixed by the location when
-/// the diagnostic has a file location, for as long as it lives.
+/// A diagnostic as the tools print it: "error: message", prefixed by its
+/// file location or the ONNX node it names.
+std::string formatDiagnostic(mlir::Diagnostic &diagnostic);
+
+/// Prints diagnostics (formatDiagnostic) for as long as it lives.
 class ToolDiagnostics {
 public:
   explicit ToolDiagnostics(mlir::MLIRContext *context);

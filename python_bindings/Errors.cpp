@@ -1,0 +1,33 @@
+//===- Errors.cpp - kiln's failures as Python exceptions ------------------===//
+
+#include "Errors.h"
+
+#include "kiln/Tools/ModelLoading.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+namespace kiln::python {
+
+DiagnosticCapture::DiagnosticCapture(mlir::MLIRContext &context)
+    : context(context) {
+  id = context.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+      messages += (messages.empty() ? "" : "\n") + formatDiagnostic(d);
+    return mlir::success();
+  });
+}
+
+DiagnosticCapture::~DiagnosticCapture() {
+  context.getDiagEngine().eraseHandler(id);
+}
+
+void DiagnosticCapture::check(mlir::LogicalResult result,
+                              const std::string &fallback) {
+  if (mlir::succeeded(result))
+    return;
+  std::string message = messages.empty() ? fallback : messages;
+  messages.clear();
+  raise(message);
+}
+
+} // namespace kiln::python

@@ -1,0 +1,111 @@
+//===- NumpyTensors.cpp - interpreter tensors as NumPy arrays -------------===//
+
+#include "NumpyTensors.h"
+
+#include "Errors.h"
+
+#include <cstring>
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+/// The NumPy type that holds `type` exactly.
+static const char *numpyType(DType type) {
+  switch (type) {
+  case DType::F64:
+    return "float64";
+  case DType::F16:
+    return "float16";
+  case DType::F32:
+  case DType::BF16:
+  case DType::TF32:
+    return "float32";
+  case DType::I64:
+    return "int64";
+  case DType::I32:
+    return "int32";
+  case DType::I16:
+    return "int16";
+  case DType::I8:
+    return "int8";
+  case DType::U64:
+    return "uint64";
+  case DType::U32:
+    return "uint32";
+  case DType::U16:
+    return "uint16";
+  case DType::U8:
+    return "uint8";
+  case DType::Bool:
+    return "bool";
+  }
+  return "float64";
+}
+
+py::array toNumpy(const Tensor &tensor) {
+  std::vector<py::ssize_t> shape(tensor.getShape().begin(),
+                                 tensor.getShape().end());
+  py::array wide =
+      tensor.isFloat()
+          ? py::array(py::array_t<double>(shape, tensor.floats().data()))
+          : py::array(py::array_t<int64_t>(shape, tensor.ints().data()));
+  return wide.attr("astype")(numpyType(tensor.getDType()));
+}
+
+/// "i64[2x32]", as kiln-run writes a type.
+static std::string describe(mlir::RankedTensorType type) {
+  std::optional<DType> dtype = dtypeOf(type.getElementType());
+  std::string text = dtype ? dtypeName(*dtype).str() : "?";
+  text += "[";
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    text += (d ? "x" : "") + std::to_string(type.getDimSize(d));
+  return text + "]";
+}
+
+Tensor fromNumpy(py::handle value, mlir::RankedTensorType type,
+                 const std::string &name) {
+  // NumPy makes an array of objects of anything else.
+  py::array array = py::array::ensure(value);
+  if (!array || !std::strchr("fiub", array.dtype().kind()))
+    raise("input '" + name + "' must be a NumPy array (" + describe(type) +
+          ")");
+  std::optional<DType> dtype = dtypeOf(type.getElementType());
+  if (!dtype)
+    raise("input '" + name + "' has a type kiln cannot read");
+  char kind = array.dtype().kind();
+  bool floating = kind == 'f', integer = kind == 'i' || kind == 'u',
+       boolean = kind == 'b';
+  bool wanted = *dtype == DType::Bool ? boolean
+                : isFloat(*dtype)     ? floating
+                                      : integer;
+  std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+  if (!wanted || shape != std::vector<int64_t>(type.getShape().begin(),
+                                               type.getShape().end())) {
+    std::string got = py::str(array.dtype()).cast<std::string>() + "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+      got += (i ? "x" : "") + std::to_string(shape[i]);
+    raise("input '" + name + "' must be " + describe(type) + ", got " + got +
+          "]");
+  }
+  Tensor tensor(*dtype, shape);
+  if (tensor.isFloat()) {
+    auto values =
+        py::array_t<double, py::array::c_style | py::array::forcecast>(array);
+    for (int64_t i = 0; i < tensor.getNumElements(); ++i)
+      tensor.setFromDouble(i, values.data()[i]);
+  } else {
+    auto values =
+        py::array_t<int64_t, py::array::c_style | py::array::forcecast>(array);
+    for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
+      int64_t element = values.data()[i];
+      if (wrapToElementType(*dtype, element) != element)
+        raise("input '" + name + "' holds " + std::to_string(element) +
+              ", which " + describe(type) + " cannot");
+      tensor.ints()[i] = element;
+    }
+  }
+  return tensor;
+}
+
+} // namespace kiln::python
