@@ -1,12 +1,14 @@
 //===- Module.cpp - the kiln Python module --------------------------------===//
 //
 // `import kiln`: kiln.Model imports a model and runs it forward,
-// kiln.Trainer trains it on the reference interpreter, kiln.Error is every
-// failure (docs/python.md).
+// kiln.Trainer trains it on the reference interpreter, kiln.compile writes
+// its step as a CUDA artifact, kiln.Error is every failure
+// (docs/python.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Errors.h"
+#include "PyCompile.h"
 #include "PyModel.h"
 #include "PyTrainer.h"
 
@@ -38,68 +40,18 @@ parsed from kiln IR (.mlir), its symbolic dimensions bound by `dims`.)")
       .def("ir", &Model::ir, "The model as kiln IR.");
 
   py::class_<PyTrainer>(m, "Trainer", R"(Trains a Model on the reference
-interpreter with kiln's training pipeline; the arguments are kiln-run's
-training options (docs/python.md).)")
-      .def(
-          py::init([](Model &model, const std::string &loss,
-                      const std::string &optimizer,
-                      const std::string &precision, double lr,
-                      const std::string &schedule, int64_t warmup, double minLr,
-                      int64_t steps, std::optional<double> weightDecay,
-                      std::pair<double, double> betas,
-                      std::optional<double> eps, double momentum,
-                      double dampening, bool nesterov, double lrDecay,
-                      double initialAccumulator, bool noDecayBiasesNorms,
-                      double clipGradNorm, const std::string &train,
-                      const std::string &freeze, int64_t microBatches,
-                      uint64_t seed, bool narrowNorms, bool rewriteAttention,
-                      bool fuse, double padMaxOverhead, bool recompute) {
-            TrainerOptions o;
-            o.loss = loss;
-            o.optimizer = optimizer;
-            o.precision = precision;
-            o.lr = lr;
-            o.schedule = schedule;
-            o.warmup = warmup;
-            o.minLr = minLr;
-            o.steps = steps;
-            o.weightDecay = weightDecay;
-            o.betas = betas;
-            o.eps = eps;
-            o.momentum = momentum;
-            o.dampening = dampening;
-            o.nesterov = nesterov;
-            o.lrDecay = lrDecay;
-            o.initialAccumulator = initialAccumulator;
-            o.noDecayBiasesNorms = noDecayBiasesNorms;
-            o.clipGradNorm = clipGradNorm;
-            o.train = train;
-            o.freeze = freeze;
-            o.microBatches = microBatches;
-            o.seed = seed;
-            o.narrowNorms = narrowNorms;
-            o.rewriteAttention = rewriteAttention;
-            o.fuse = fuse;
-            o.padMaxOverhead = padMaxOverhead;
-            o.recompute = recompute;
-            return std::make_unique<PyTrainer>(model, o);
-          }),
-          py::arg("model"), py::kw_only(), py::arg("loss") = "",
-          py::arg("optimizer") = "adamw", py::arg("precision") = "fp32",
-          py::arg("lr") = 1e-3, py::arg("schedule") = "constant",
-          py::arg("warmup") = 0, py::arg("min_lr") = 0.0, py::arg("steps") = 1,
-          py::arg("weight_decay") = py::none(),
-          py::arg("betas") = std::pair<double, double>(0.9, 0.999),
-          py::arg("eps") = py::none(), py::arg("momentum") = 0.0,
-          py::arg("dampening") = 0.0, py::arg("nesterov") = false,
-          py::arg("lr_decay") = 0.0, py::arg("initial_accumulator_value") = 0.0,
-          py::arg("no_decay_biases_norms") = false,
-          py::arg("clip_grad_norm") = 0.0, py::arg("train") = "",
-          py::arg("freeze") = "", py::arg("micro_batches") = 1,
-          py::arg("seed") = 0, py::arg("narrow_norms") = false,
-          py::arg("rewrite_attention") = true, py::arg("fuse") = true,
-          py::arg("pad_max_overhead") = 0.01, py::arg("recompute") = false,
-          py::keep_alive<1, 2>())
+interpreter with kiln's training pipeline. The keyword arguments are
+kiln-run's training options with underscores (docs/python.md): loss,
+optimizer, precision, lr, schedule, warmup, min_lr, steps, weight_decay,
+betas, eps, momentum, dampening, nesterov, lr_decay,
+initial_accumulator_value, no_decay_biases_norms, clip_grad_norm, train,
+freeze, micro_batches, seed, narrow_norms, rewrite_attention, fuse,
+pad_max_overhead, recompute.)")
+      .def(py::init([](Model &model, const py::kwargs &options) {
+             return std::make_unique<PyTrainer>(
+                 model, trainerOptions(options, /*run=*/true));
+           }),
+           py::arg("model"), py::keep_alive<1, 2>())
       .def("step", &PyTrainer::step, py::arg("feeds"),
            "Runs the next step; returns its loss, grad_norm and lr (and, "
            "with loss scaling, skipped and loss_scale).")
@@ -113,4 +65,13 @@ training options (docs/python.md).)")
       .def("export_onnx", &PyTrainer::exportOnnx, py::arg("path"))
       .def("export_safetensors", &PyTrainer::exportSafetensors,
            py::arg("path"));
+
+  m.def("compile", &compileStep, py::arg("model"), py::arg("output"),
+        py::kw_only(), py::arg("arch") = std::vector<std::string>{"sm_90"},
+        py::arg("exact_attention") = false, py::arg("batch_launches") = true,
+        R"(Writes the training step of `model` as a CUDA artifact for
+kiln-run (kiln-compile --target=cuda); more keyword arguments are the
+pipeline options of kiln.Trainer. Needs no GPU. Returns what the step
+runs: operations, gemms, kernel_launches, fallback_launches, kernels,
+arena_bytes.)");
 }

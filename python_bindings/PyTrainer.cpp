@@ -9,92 +9,11 @@
 #include "kiln/TensorIO/ModelExport.h"
 #include "kiln/Training/Safetensors.h"
 
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 namespace py = pybind11;
 
 namespace kiln::python {
-
-TrainingSpec trainingSpecFrom(const TrainerOptions &o) {
-  TrainingSpec spec;
-  TrainingPipelineConfig &pipeline = spec.pipeline;
-  std::optional<OptimizerKind> kind = parseOptimizerKind(o.optimizer);
-  if (!kind)
-    raise("unknown optimizer '" + o.optimizer + "' (adamw, sgd or adagrad)");
-  OptimizerOptions &optimizer = pipeline.optimizer = torchDefaults(*kind);
-  auto [beta1, beta2] = o.betas;
-  if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
-    raise("betas must lie in [0, 1)");
-  optimizer.beta1 = beta1;
-  optimizer.beta2 = beta2;
-  if (o.weightDecay)
-    optimizer.weightDecay = *o.weightDecay;
-  if (o.eps)
-    optimizer.epsilon = *o.eps;
-  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-    raise("nesterov needs momentum > 0 and no dampening");
-  optimizer.momentum = o.momentum;
-  optimizer.dampening = o.dampening;
-  optimizer.nesterov = o.nesterov;
-  optimizer.lrDecay = o.lrDecay;
-  optimizer.exemptBiasesAndNorms = o.noDecayBiasesNorms;
-  if (o.clipGradNorm < 0)
-    raise("clip_grad_norm must not be negative");
-  optimizer.clipGradNorm = o.clipGradNorm;
-  if (o.microBatches < 1)
-    raise("micro_batches must be at least 1");
-  optimizer.microBatches = o.microBatches;
-  std::optional<Precision> precision = parsePrecision(o.precision);
-  if (!precision)
-    raise("unknown precision '" + o.precision + "' (fp32, tf32, bf16 or fp16)");
-  if (o.narrowNorms && *precision != Precision::BF16 &&
-      *precision != Precision::FP16)
-    raise("narrow_norms needs precision 'bf16' or 'fp16'");
-  pipeline.precision = *precision;
-  pipeline.narrowNorms = o.narrowNorms;
-  optimizer.lossScaling.enabled = needsLossScaling(*precision);
-  pipeline.autodiff = {o.loss, o.train, o.freeze};
-  pipeline.rewriteAttention = o.rewriteAttention;
-  pipeline.fuse = o.fuse;
-  if (o.padMaxOverhead < 0)
-    raise("pad_max_overhead must not be negative");
-  pipeline.padMaxOverhead = o.padMaxOverhead;
-  pipeline.recompute = o.recompute;
-  static const std::map<std::string, ScheduleKind> schedules = {
-      {"constant", ScheduleKind::Constant},
-      {"linear", ScheduleKind::Linear},
-      {"cosine", ScheduleKind::Cosine}};
-  auto schedule = schedules.find(o.schedule);
-  if (schedule == schedules.end())
-    raise("unknown schedule '" + o.schedule + "' (constant, linear or cosine)");
-  if (o.lr <= 0 || o.warmup < 0 || o.minLr < 0)
-    raise("lr must be positive, warmup and min_lr not negative");
-  if (o.steps < 1)
-    raise("steps must be at least 1");
-  spec.schedule = {schedule->second, o.lr, o.warmup, o.minLr};
-  spec.totalSteps = o.steps;
-  spec.seed = o.seed;
-  spec.initialAccumulator = o.initialAccumulator;
-  return spec;
-}
-
-/// Everything in `o` that changes the numbers: what a checkpoint must agree
-/// with to resume (the total number of steps may change).
-static std::string identityOf(const TrainerOptions &o) {
-  return llvm::formatv(
-             "python|{0}|{1}|{2}|{3:e16}|{4}|{5}|{6:e16}|{7:e16}|{8:e16}|"
-             "{9:e16}|{10:e16}|{11:e16}|{12:e16}|{13}|{14:e16}|{15:e16}|{16}|"
-             "{17:e16}|{18}|{19}|{20}|{21}|{22}|{23}|{24}|{25:e16}|{26}",
-             o.loss, o.optimizer, o.precision, o.lr, o.schedule, o.warmup,
-             o.minLr, o.weightDecay.value_or(-1), o.eps.value_or(-1),
-             o.betas.first, o.betas.second, o.momentum, o.dampening, o.nesterov,
-             o.lrDecay, o.initialAccumulator, o.noDecayBiasesNorms,
-             o.clipGradNorm, o.train, o.freeze, o.microBatches, o.seed,
-             o.narrowNorms, o.rewriteAttention, o.fuse, o.padMaxOverhead,
-             o.recompute)
-      .str();
-}
 
 PyTrainer::PyTrainer(Model &model, const TrainerOptions &options)
     : model(model) {

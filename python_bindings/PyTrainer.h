@@ -10,40 +10,12 @@
 #define KILN_PYTHON_PYTRAINER_H
 
 #include "PyModel.h"
+#include "PyOptions.h"
 
 #include "kiln/Training/Checkpoint.h"
 #include "kiln/Training/Trainer.h"
 
-#include <optional>
-
 namespace kiln::python {
-
-/// The keyword arguments of kiln.Trainer, as given.
-struct TrainerOptions {
-  std::string loss, optimizer = "adamw", precision = "fp32";
-  double lr = 1e-3;
-  std::string schedule = "constant";
-  int64_t warmup = 0;
-  double minLr = 0.0;
-  int64_t steps = 1;
-  std::optional<double> weightDecay, eps;
-  std::pair<double, double> betas = {0.9, 0.999};
-  double momentum = 0.0, dampening = 0.0;
-  bool nesterov = false;
-  double lrDecay = 0.0, initialAccumulator = 0.0;
-  bool noDecayBiasesNorms = false;
-  double clipGradNorm = 0.0;
-  std::string train, freeze;
-  int64_t microBatches = 1;
-  uint64_t seed = 0;
-  bool narrowNorms = false, rewriteAttention = true, fuse = true;
-  double padMaxOverhead = 0.01;
-  bool recompute = false;
-};
-
-/// The training spec `options` ask for; raises kiln.Error naming the
-/// argument on a bad value.
-TrainingSpec trainingSpecFrom(const TrainerOptions &options);
 
 class PyTrainer {
 public:

@@ -38,6 +38,26 @@ bool writesBiasGradient(Epilogue epilogue) {
   return epilogue == Epilogue::BiasGradA || epilogue == Epilogue::BiasGradB;
 }
 
+Summary summarize(const ArtifactT &artifact) {
+  Summary summary;
+  summary.operations = artifact.operations.size();
+  summary.kernels = artifact.kernel_names.size();
+  for (const auto &op : artifact.operations) {
+    summary.fallbacks += op->epilogue_fallback_of >= 0;
+    if (!op->gemm)
+      continue;
+    Epilogue epilogue = op->gemm->epilogue;
+    ++summary.gemms;
+    summary.bias += epilogue == Epilogue::Bias;
+    summary.gelu +=
+        epilogue == Epilogue::GeluBias || epilogue == Epilogue::GeluAuxBias;
+    summary.dgelu += epilogue == Epilogue::DGelu;
+    summary.biasGradients += writesBiasGradient(epilogue);
+  }
+  summary.launches = summary.operations - summary.gemms - summary.fallbacks;
+  return summary;
+}
+
 int64_t biasLength(Epilogue epilogue, int64_t m, int64_t n) {
   if (epilogue == Epilogue::BiasGradA)
     return m;

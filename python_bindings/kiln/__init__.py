@@ -7,8 +7,9 @@
 
 kiln.Model imports a model and runs it forward; kiln.Trainer trains it on
 the reference interpreter with kiln-run's options and checkpoint format;
-every failure raises kiln.Error. See docs/python.md.
+kiln.compile writes its step as a CUDA artifact for kiln-run; every
+failure raises kiln.Error. See docs/python.md.
 """
-from ._kiln import Error, Model, Trainer, __version__
+from ._kiln import Error, Model, Trainer, __version__, compile
 
-__all__ = ["Error", "Model", "Trainer", "__version__"]
+__all__ = ["Error", "Model", "Trainer", "__version__", "compile"]

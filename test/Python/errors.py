@@ -75,5 +75,14 @@ attempt("no checkpoint", lambda: kiln.Trainer(model).load_checkpoint(
 # CHECK: export from IR: export_onnx needs a model imported from ONNX
 attempt("export from IR", lambda: kiln.Trainer(
     kiln.Model(ir)).export_onnx("x.onnx"))
+# CHECK: unknown option: unknown option 'learning_rate' (docs/python.md lists them)
+attempt("unknown option", lambda: kiln.Trainer(model, learning_rate=1e-3))
+# CHECK: option type: option 'lr' cannot be <class 'str'>
+attempt("option type", lambda: kiln.Trainer(model, lr="fast"))
+# A compiled step takes the run's options when it trains.
+# CHECK: run option: 'steps' is an option of the run, which kiln-run takes with the compiled step
+attempt("run option", lambda: kiln.compile(model, "x.kiln", steps=10))
+# CHECK: architecture: arch expects names like sm_80 or sm_90, got '90'
+attempt("architecture", lambda: kiln.compile(model, "x.kiln", arch=["90"]))
 # CHECK: training graph: {{.*}} trains itself (TrainingInfoProto): run it with kiln-run --train
 attempt("training graph", lambda: kiln.Trainer(kiln.Model(training)))

@@ -358,28 +358,16 @@ static int compileForCuda(PlannedStep &planned) {
   std::string error;
   if (!kiln::artifact::write(**artifact, outputPath, error))
     return fail(error);
-  using kiln::artifact::Epilogue;
-  size_t gemms = 0, bias = 0, gelu = 0, dgelu = 0, gradients = 0, fallbacks = 0;
-  for (auto &op : (*artifact)->operations) {
-    fallbacks += op->epilogue_fallback_of >= 0;
-    if (!op->gemm)
-      continue;
-    Epilogue epilogue = op->gemm->epilogue;
-    ++gemms;
-    bias += epilogue == Epilogue::Bias;
-    gelu += epilogue == Epilogue::GeluBias || epilogue == Epilogue::GeluAuxBias;
-    dgelu += epilogue == Epilogue::DGelu;
-    gradients += kiln::artifact::writesBiasGradient(epilogue);
-  }
-  size_t launches = (*artifact)->operations.size() - gemms - fallbacks;
+  kiln::artifact::Summary summary = kiln::artifact::summarize(**artifact);
   outs() << formatv(
       "wrote {0}: {1} operations ({2} GEMMs: {3} with a bias epilogue, {4} "
       "with bias and GELU, {5} with DGELU, {6} summing a bias gradient; {7} "
       "kernel launches (and {8} where cuBLASLt cannot sum a bias gradient) "
       "of {9} distinct kernels), arena {10}, cubins for {11}\n",
-      outputPath, (*artifact)->operations.size(), gemms, bias, gelu, dgelu,
-      gradients, launches, fallbacks, (*artifact)->kernel_names.size(),
-      size((*artifact)->arena_bytes), llvm::join(targetOptions.archs, ", "));
+      outputPath, summary.operations, summary.gemms, summary.bias,
+      summary.gelu, summary.dgelu, summary.biasGradients, summary.launches,
+      summary.fallbacks, summary.kernels, size((*artifact)->arena_bytes),
+      llvm::join(targetOptions.archs, ", "));
   return 0;
 }
 
@@ -408,8 +396,7 @@ int main(int argc, char **argv) {
     return fail("--target=cuda needs -o MODEL.kiln (or --print-cuda, "
                 "--report-traffic)");
   for (const std::string &arch : archs)
-    if (!StringRef(arch).starts_with("sm_") || arch.size() < 5 ||
-        !isdigit(static_cast<unsigned char>(arch[3])))
+    if (!kiln::cuda::isArchitectureName(arch))
       return fail("--arch expects names like sm_80 or sm_90, got '" + arch +
                   "'");
 

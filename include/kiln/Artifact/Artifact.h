@@ -36,6 +36,18 @@ bool writesBiasGradient(Epilogue epilogue);
 /// or writes (0: none).
 int64_t biasLength(Epilogue epilogue, int64_t m, int64_t n);
 
+/// What an artifact runs, as kiln-compile reports it.
+struct Summary {
+  size_t operations = 0, gemms = 0;
+  /// GEMMs by epilogue: bias, bias and GELU, DGELU, a bias gradient.
+  size_t bias = 0, gelu = 0, dgelu = 0, biasGradients = 0;
+  /// Kernel launches every step, and those that run only where cuBLASLt
+  /// cannot sum a bias gradient.
+  size_t launches = 0, fallbacks = 0;
+  size_t kernels = 0;
+};
+Summary summarize(const ArtifactT &artifact);
+
 /// Checks that `bytes` hold a well-formed artifact of this format version
 /// whose every offset lies inside its arena. On failure `error` says why.
 const Artifact *verify(const std::vector<uint8_t> &bytes, std::string &error);

@@ -45,6 +45,9 @@ struct TargetOptions {
 mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>>
 compileFunction(mlir::func::FuncOp function, const TargetOptions &options);
 
+/// Whether `arch` names a GPU architecture as --arch takes it ("sm_90").
+bool isArchitectureName(llvm::StringRef arch);
+
 /// Compiles CUDA C++ `source` with NVRTC to a cubin for `arch` ("sm_90"),
 /// or to PTX when `ptx` is set.
 llvm::Expected<std::vector<uint8_t>>

@@ -2,11 +2,19 @@
 
 #include "kiln/Target/CUDATarget.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <nvrtc.h>
 
 #include <memory>
 
 namespace kiln::cuda {
+
+bool isArchitectureName(llvm::StringRef arch) {
+  return arch.starts_with("sm_") && arch.size() >= 5 &&
+         llvm::all_of(arch.drop_front(3),
+                      [](char c) { return c >= '0' && c <= '9'; });
+}
 
 llvm::Expected<std::vector<uint8_t>>
 compileWithNVRTC(const std::string &source, const std::string &arch, bool ptx) {

@@ -1,0 +1,71 @@
+//===- PyCompile.cpp - kiln.compile: a step as a CUDA artifact ------------===//
+
+#include "PyCompile.h"
+
+#include "Errors.h"
+#include "PyOptions.h"
+
+#include "kiln/Artifact/Artifact.h"
+#include "kiln/Target/CUDATarget.h"
+#include "kiln/Tools/ModelLoading.h"
+#include "kiln/Training/Checkpoint.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+py::dict compileStep(Model &model, const std::string &output,
+                     const std::vector<std::string> &archs, bool exactAttention,
+                     bool batchLaunches, const py::kwargs &keywords) {
+  TrainerOptions options = trainerOptions(keywords, /*run=*/false);
+  TrainingPipelineConfig config = trainingSpecFrom(options).pipeline;
+  if (archs.empty())
+    raise("arch names no architecture (such as sm_90)");
+  for (const std::string &arch : archs)
+    if (!cuda::isArchitectureName(arch))
+      raise("arch expects names like sm_80 or sm_90, got '" + arch + "'");
+
+  mlir::OwningOpRef<mlir::ModuleOp> module = model.getModule().clone();
+  config.function = model.getForward().getSymName().str();
+  DiagnosticCapture diagnostics(model.getContext());
+  mlir::FailureOr<TrainingFunctions> functions =
+      runTrainingPipeline(*module, config);
+  diagnostics.check(functions, "cannot build the training step");
+
+  cuda::TargetOptions target;
+  target.archs = archs;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
+      llvm::MemoryBuffer::getFile(model.getPath());
+  target.modelHash = digest(bytes ? (*bytes)->getBuffer() : llvm::StringRef());
+  target.optionsText = "python|" + identityOf(options);
+  target.initialAccumulator = options.initialAccumulator;
+  target.exactAttention = exactAttention;
+  target.batchLaunches = batchLaunches;
+  if (exactAttention)
+    target.optionsText += "|exact-attention";
+  if (!batchLaunches)
+    target.optionsText += "|unbatched-launches";
+  mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>> compiled =
+      cuda::compileFunction(functions->step, target);
+  diagnostics.check(compiled, "cannot compile the step");
+  artifact::ArtifactT &result = **compiled;
+  result.vocabulary = tokenVocabulary(
+      module->lookupSymbol<mlir::func::FuncOp>(config.function));
+  std::string error;
+  if (!artifact::write(result, output, error))
+    raise(error);
+
+  artifact::Summary summary = artifact::summarize(result);
+  py::dict report;
+  report["operations"] = summary.operations;
+  report["gemms"] = summary.gemms;
+  report["kernel_launches"] = summary.launches;
+  report["fallback_launches"] = summary.fallbacks;
+  report["kernels"] = summary.kernels;
+  report["arena_bytes"] = result.arena_bytes;
+  return report;
+}
+
+} // namespace kiln::python

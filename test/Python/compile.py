@@ -1,0 +1,28 @@
+# UNSUPPORTED: gpu
+# RUN: kiln-compile %S/../../examples/gpt2_tiny/model.onnx --precision bf16 --target=cuda --arch=sm_80,sm_90 -o %t.cli.kiln > %t.txt
+# RUN: %python %s %S/../../examples %t.kiln >> %t.txt
+# RUN: FileCheck %s < %t.txt
+# RUN: not kiln-run %t.kiln --train --steps 1 2>&1 | FileCheck %s --check-prefix=LOAD
+
+# kiln.compile writes the step kiln-compile writes for the same options (no
+# GPU needed), an artifact that kiln-run verifies and loads.
+# CHECK: wrote {{.*}}: [[OPS:[0-9]+]] operations ([[GEMMS:[0-9]+]] GEMMs: {{.*}}; [[LAUNCHES:[0-9]+]] kernel launches (and [[FALLBACKS:[0-9]+]] where {{.*}}) of [[KERNELS:[0-9]+]] distinct kernels), arena
+# CHECK: python: [[OPS]] operations, [[GEMMS]] GEMMs, [[LAUNCHES]] kernel launches, [[FALLBACKS]] fallbacks, [[KERNELS]] kernels
+# LOAD: no CUDA GPU is available
+import os
+import sys
+
+import kiln
+
+examples, output = sys.argv[1:]
+model = kiln.Model(f"{examples}/gpt2_tiny/model.onnx")
+report = kiln.compile(model, output, precision="bf16", arch=["sm_80", "sm_90"])
+print(f"python: {report['operations']} operations, {report['gemms']} GEMMs, "
+      f"{report['kernel_launches']} kernel launches, "
+      f"{report['fallback_launches']} fallbacks, {report['kernels']} kernels")
+assert report["arena_bytes"] > 0 and os.path.getsize(output) > 0
+
+# Without fusion, as the ablation's baseline, many more launches.
+unfused = kiln.compile(model, output + ".unfused", precision="bf16",
+                       fuse=False, batch_launches=False)
+assert unfused["kernel_launches"] > 2 * report["kernel_launches"], unfused
