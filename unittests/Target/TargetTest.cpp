@@ -281,6 +281,27 @@ TEST_P(VitTargetTest, StepMatchesInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Precisions, VitTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
+// An encoder-decoder: a learned relative position bias (attention kept as
+// exported), cross-attention from 8 to 12 positions with a padding mask,
+// the tied embedding read by a lookup and the output projection.
+class T5TargetTest : public TargetTest,
+                     public ::testing::WithParamInterface<Precision> {};
+
+TEST_P(T5TargetTest, StepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  import.dimensions["source"] = 12;
+  import.dimensions["target"] = 8;
+  compareStep(source("test/Models/t5_tiny/model.onnx"),
+              {source("test/Models/t5_tiny/input_ids.npy"),
+               source("test/Models/t5_tiny/attention_mask.npy"),
+               source("test/Models/t5_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, T5TargetTest,
+                         ::testing::Values(Precision::FP32, Precision::BF16));
+
 // 16-bit norms in a whole step: GPT-2's layer norms read a bf16 input and
 // write a bf16 output, their gradients f32 from the same bf16 copy (the
 // Llama test model spells its RMS norm out, so KernelTest's NarrowNorms
