@@ -16,6 +16,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace kiln::python {
 
@@ -41,7 +42,8 @@ template <typename T> T check(llvm::Expected<T> value) {
   return std::move(*value);
 }
 
-/// Collects the errors emitted on a context while it lives.
+/// Collects the errors emitted on a context while it lives; warnings go to
+/// Python's warnings (UserWarning) when the call ends.
 class DiagnosticCapture {
 public:
   explicit DiagnosticCapture(mlir::MLIRContext &context);
@@ -58,6 +60,7 @@ private:
   mlir::MLIRContext &context;
   mlir::DiagnosticEngine::HandlerID id;
   std::string messages;
+  std::vector<std::string> warnings;
 };
 
 } // namespace kiln::python

@@ -187,6 +187,7 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp forward,
   FailureOr<SmallVector<ParameterOp>> selected = selectParameters(function, options);
   if (failed(selected))
     return failure();
+  warnAboutUntiedCopies(*selected);
   SmallVector<Value> parameterValues;
   for (ParameterOp op : *selected)
     parameterValues.push_back(op.getResult());

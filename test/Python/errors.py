@@ -1,14 +1,15 @@
 # RUN: %python %S/../Import/ONNX/Inputs/make_model.py training_info %t.training.onnx
-# RUN: %python %s %S/../../examples %t.training.onnx %S/../Transforms/training-pipeline.mlir | FileCheck %s
+# RUN: %python %s %S/../../examples %t.training.onnx %S/../Transforms/training-pipeline.mlir %S/../Transforms/autodiff-untied-copies.mlir | FileCheck %s
 
 # Every failure is a kiln.Error (a RuntimeError) that says what is wrong.
 import sys
+import warnings
 
 import numpy as np
 
 import kiln
 
-examples, training, ir = sys.argv[1:]
+examples, training, ir, untied = sys.argv[1:]
 model = kiln.Model(f"{examples}/gpt2_tiny/model.onnx")
 ids = np.load(f"{examples}/data/sample.npy")
 
@@ -86,3 +87,12 @@ attempt("run option", lambda: kiln.compile(model, "x.kiln", steps=10))
 attempt("architecture", lambda: kiln.compile(model, "x.kiln", arch=["90"]))
 # CHECK: training graph: {{.*}} trains itself (TrainingInfoProto): run it with kiln-run --train
 attempt("training graph", lambda: kiln.Trainer(kiln.Model(training)))
+
+# Warnings are Python warnings: a weight written twice trains apart.
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    kiln.Trainer(kiln.Model(untied))
+# CHECK: UserWarning: {{.*}}parameter 'head' holds exactly the transpose of 'table'
+# CHECK: UserWarning: {{.*}}parameter 'copy' holds exactly the values of 'table'
+for warning in caught:
+    print(f"{warning.category.__name__}: {warning.message}")

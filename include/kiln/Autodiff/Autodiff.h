@@ -31,6 +31,11 @@ struct AutodiffOptions {
 mlir::FailureOr<llvm::SmallVector<ParameterOp>>
 selectParameters(mlir::func::FuncOp function, const AutodiffOptions &options);
 
+/// Warns on each trained parameter (a matrix or larger, not constant) that
+/// holds exactly the values, or the transpose, of another: most likely one
+/// weight that PyTorch ties and the exporter wrote twice (UntiedCopies.cpp).
+void warnAboutUntiedCopies(llvm::ArrayRef<ParameterOp> parameters);
+
 /// Adds `@<forward>_grad` next to `forward`: the same arguments, the forward
 /// results, then one gradient per trainable parameter, in order of first
 /// use, each with a `kiln.gradient_of` attribute naming its parameter. Uses
