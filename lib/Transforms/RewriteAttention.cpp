@@ -1,20 +1,28 @@
 //===- RewriteAttention.cpp - attention pattern matching ------------------===//
 //
-// Matches, from each last-axis softmax of rank 4 outwards, the attention
-// that exporters emit:
+// Matches, from each last-axis softmax outwards, the attention that
+// exporters emit:
 //
 //   scores = matmul(q [* c1], k^T [* c2]) [* c | / c]
-//   scores = scores + mask | where(keep, scores, lowest) | where(drop, lowest,
-//   scores) p = softmax(scores) [then where(is_nan(p), 0, p)] [then dropout(p)]
+//   scores = scores [+ bias] [masked: where(keep, scores, lowest) or
+//            where(drop, lowest, scores)], the two in either order
+//   p = softmax(scores) [then where(is_nan(p), 0, p)] [then dropout(p)]
 //   output = matmul(p, v)
 //
-// with key and value optionally repeated for grouped-query heads
-// (reshape -> broadcast -> reshape). Every intermediate must have no other
-// use (else its [B, H, Tq, Tk] value is needed anyway) and the mask must not
-// depend on a parameter (it gets no gradient). A constant mask that is all
-// "keep" disappears, and one that is exactly causal becomes the causal flag:
-// both are exact, since a -inf or lowest-float score contributes exactly 0.
-// Anything else is left alone.
+// on [B, H, T, D] operands, or with the heads flattened into the batch of
+// 3-D products ([B * H, T, D], as BLOOM, OPT and BART export their bmm),
+// reshaped to [B, H, ...] and back anywhere between the products; key and
+// value optionally repeated for grouped-query heads (reshape -> broadcast
+// -> reshape). Every intermediate must have no other use (else its
+// [B, H, Tq, Tk] value is needed anyway) and the masks must not depend on a
+// parameter (they get no gradient). A constant mask that is all "keep"
+// disappears, and one that is exactly causal becomes the causal flag: both
+// are exact, since a -inf or lowest-float score contributes exactly 0 where
+// a row keeps some key, and a constant causal mask keeps one in every row.
+// A bias and a constant boolean mask become one additive mask. A row that
+// drops every key (possible only with masks that inputs decide) gives 0,
+// where the exported softmax gives equal weights or NaN. Anything else is
+// left alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,11 +53,20 @@ struct AttentionMatch {
   Value query, key, value; // key may still be transposed: see keyTransposed
   bool keyTransposed = false, valueTransposed = false, queryTransposed = false;
   double scale = 1.0;
-  Value scores;            // the [B, H, Tq, Tk] softmax input
-  Value mask;              // additive (float) or boolean (true: keep)
-  bool negateMask = false; // the boolean mask is true where a key is dropped
+  /// [B, H] of the scores: the products' leading dimensions, or, where
+  /// they are 3-D, the split that a reshape between them shows ([B * H, 1]
+  /// where none does).
+  SmallVector<int64_t> heads;
+  /// An additive mask (float), and a boolean one: true where a key is kept,
+  /// or, with `negateKeep`, where it is dropped. Each with the shape of the
+  /// scores it applies to (3-D where the heads are flattened).
+  Value bias, keep;
+  SmallVector<int64_t> biasScores, keepScores;
+  bool negateKeep = false;
+  /// The score the boolean mask gives a dropped key: -inf or the lowest.
+  Value excluded;
   DropoutOp dropout;
-  MatmulOp output;
+  MatmulOp product, output;
   llvm::SetVector<Operation *> replaced;
 };
 } // namespace
@@ -120,49 +137,94 @@ static Value peelScale(const Literals &literals, Value value, double &scale,
   return value;
 }
 
-/// Peels the additive or boolean mask off the softmax input.
+/// Records the [B, H] split that `shape` (rank 4) shows; false if it
+/// contradicts one recorded before.
+static bool recordHeads(ArrayRef<int64_t> shape, AttentionMatch &match) {
+  SmallVector<int64_t> heads(shape.take_front(2));
+  if (!match.heads.empty() && match.heads != heads)
+    return false;
+  match.heads = heads;
+  return true;
+}
+
+/// Whether `reshape` splits [B * H, x, y] into [B, H, x, y] or merges them
+/// back; records the split.
+static bool isHeadReshape(ReshapeOp reshape, AttentionMatch &match) {
+  ArrayRef<int64_t> from = shapeOf(reshape.getInput()),
+                    to = shapeOf(reshape.getResult());
+  if (from.size() + to.size() != 7 || from.take_back(2) != to.take_back(2) ||
+      !recordHeads(from.size() == 4 ? from : to, match))
+    return false;
+  match.replaced.insert(reshape);
+  return true;
+}
+
+/// Peels a head reshape (isHeadReshape) off `value`.
+static Value peelHeadReshape(Value value, AttentionMatch &match) {
+  auto reshape = value.getDefiningOp<ReshapeOp>();
+  return reshape && value.hasOneUse() && isHeadReshape(reshape, match)
+             ? reshape.getInput()
+             : value;
+}
+
+/// Follows `value`'s only user if it is a head reshape.
+static Value peelHeadReshapeForward(Value value, AttentionMatch &match) {
+  auto reshape = dyn_cast_if_present<ReshapeOp>(onlyUser(value));
+  return reshape && isHeadReshape(reshape, match) ? reshape.getResult() : value;
+}
+
+/// Whether `scores` is a product, after scales and head reshapes.
+static bool comesFromProduct(const Literals &literals, Value scores) {
+  AttentionMatch scratch;
+  for (Value previous; previous != scores;) {
+    previous = scores;
+    double ignored = 1.0;
+    scores = peelScale(literals, scores, ignored, scratch.replaced);
+    scores = peelHeadReshape(scores, scratch);
+  }
+  return scores.getDefiningOp<MatmulOp>() != nullptr;
+}
+
+/// Peels an additive or a boolean mask off the scores, unless the match
+/// already has one of its kind.
 static Value peelMask(const Literals &literals, Value scores,
                       AttentionMatch &match) {
   Operation *op = scores.getDefiningOp();
   if (!op || !scores.hasOneUse())
     return scores;
-  if (auto add = dyn_cast<AddOp>(op)) {
+  SmallVector<int64_t> shape(shapeOf(scores));
+  if (auto add = dyn_cast<AddOp>(op); add && !match.bias) {
     // The scores side is the one of the result's type that a matmul makes.
     for (auto [s, m] : {std::pair(add.getLhs(), add.getRhs()),
                         std::pair(add.getRhs(), add.getLhs())}) {
-      if (s.getType() != scores.getType())
+      if (s.getType() != scores.getType() || !comesFromProduct(literals, s))
         continue;
-      double ignored = 1.0;
-      llvm::SetVector<Operation *> scratch;
-      if (!peelScale(literals, s, ignored, scratch).getDefiningOp<MatmulOp>())
-        continue;
-      match.mask = m;
+      match.bias = m;
+      match.biasScores = shape;
       match.replaced.insert(op);
       return s;
     }
     return scores;
   }
-  if (auto where = dyn_cast<WhereOp>(op)) {
-    Type element = getElementTypeOrSelf(scores.getType());
-    std::optional<double> onTrue = literals.value(where.getOnTrue()),
-                          onFalse = literals.value(where.getOnFalse());
-    if (onFalse && excludesScore(*onFalse, element) &&
-        where.getOnTrue().getType() == scores.getType()) {
-      match.mask = where.getCondition();
-      match.replaced.insert(op);
-      match.replaced.insert(where.getOnFalse().getDefiningOp());
-      return where.getOnTrue();
-    }
-    if (onTrue && excludesScore(*onTrue, element) &&
-        where.getOnFalse().getType() == scores.getType()) {
-      match.mask = where.getCondition();
-      match.negateMask = true;
-      match.replaced.insert(op);
-      match.replaced.insert(where.getOnTrue().getDefiningOp());
-      return where.getOnFalse();
-    }
-  }
-  return scores;
+  auto where = dyn_cast<WhereOp>(op);
+  if (!where || match.keep)
+    return scores;
+  Type element = getElementTypeOrSelf(scores.getType());
+  std::optional<double> onTrue = literals.value(where.getOnTrue()),
+                        onFalse = literals.value(where.getOnFalse());
+  bool keeps = onFalse && excludesScore(*onFalse, element) &&
+               where.getOnTrue().getType() == scores.getType();
+  bool drops = onTrue && excludesScore(*onTrue, element) &&
+               where.getOnFalse().getType() == scores.getType();
+  if (!keeps && !drops)
+    return scores;
+  match.keep = where.getCondition();
+  match.keepScores = shape;
+  match.negateKeep = !keeps;
+  match.replaced.insert(op);
+  match.excluded = keeps ? where.getOnFalse() : where.getOnTrue();
+  match.replaced.insert(match.excluded.getDefiningOp());
+  return keeps ? where.getOnTrue() : where.getOnFalse();
 }
 
 /// Undoes the repetition of key/value heads for grouped-query attention:
@@ -221,101 +283,6 @@ static bool broadcastsTo(ArrayRef<int64_t> shape, ArrayRef<int64_t> target) {
     if (dim != 1 && dim != into)
       return false;
   return true;
-}
-
-/// Whether q, k and v have the attention shapes: batch and head dims equal
-/// to the output's (the products broadcast nothing).
-static bool hasAttentionShapes(AttentionMatch &match) {
-  ArrayRef<int64_t> out = shapeOf(match.output.getResult());
-  for (Value operand : {match.query, match.key, match.value})
-    if (shapeOf(operand).take_front(2) != out.take_front(2))
-      return false;
-  return true;
-}
-
-/// Matches the pattern around `softmax`.
-static std::optional<AttentionMatch> matchAttention(const Literals &literals,
-                                                    SoftmaxOp softmax) {
-  auto type = cast<RankedTensorType>(softmax.getType());
-  if (type.getRank() != 4 || softmax.getAxis() != 3)
-    return std::nullopt;
-  AttentionMatch match;
-  match.replaced.insert(softmax);
-  match.scores = softmax.getInput();
-
-  // Backwards: mask, scale, product, per-operand scales.
-  Value scores = peelMask(literals, softmax.getInput(), match);
-  scores = peelScale(literals, scores, match.scale, match.replaced);
-  auto product = scores.getDefiningOp<MatmulOp>();
-  if (!product || !scores.hasOneUse() ||
-      shapeOf(product.getLhs()).size() != 4 ||
-      shapeOf(product.getRhs()).size() != 4)
-    return std::nullopt;
-  match.replaced.insert(product);
-  match.query =
-      peelScale(literals, product.getLhs(), match.scale, match.replaced);
-  match.queryTransposed = product.getTransposeLhs();
-  match.key =
-      peelScale(literals, product.getRhs(), match.scale, match.replaced);
-  match.keyTransposed = !product.getTransposeRhs();
-  if (match.mask && (!dependsOnNoParameter(match.mask) ||
-                     !broadcastsTo(shapeOf(match.mask), type.getShape())))
-    return std::nullopt;
-
-  // Forwards: the NaN guard of SDPA exports, dropout, the product with v.
-  Value probabilities = softmax.getResult();
-  if (!probabilities.hasOneUse()) {
-    auto users = llvm::to_vector(probabilities.getUsers());
-    if (users.size() != 2)
-      return std::nullopt;
-    auto isNan = dyn_cast<IsNanOp>(users[0]);
-    auto where = dyn_cast<WhereOp>(users[1]);
-    if (!isNan) {
-      isNan = dyn_cast<IsNanOp>(users[1]);
-      where = dyn_cast<WhereOp>(users[0]);
-    }
-    std::optional<double> zero =
-        where ? literals.value(where.getOnTrue()) : std::nullopt;
-    if (!isNan || !where || where.getCondition() != isNan.getResult() ||
-        !isNan.getResult().hasOneUse() || where.getOnFalse() != probabilities ||
-        zero != 0.0 || where.getType() != probabilities.getType())
-      return std::nullopt;
-    match.replaced.insert(isNan);
-    match.replaced.insert(where);
-    match.replaced.insert(where.getOnTrue().getDefiningOp());
-    probabilities = where.getResult();
-  }
-  if (auto dropout = dyn_cast_if_present<DropoutOp>(onlyUser(probabilities))) {
-    if (!dropout.getMask().use_empty())
-      return std::nullopt;
-    match.dropout = dropout;
-    match.replaced.insert(dropout);
-    probabilities = dropout.getOutput();
-  }
-  auto output = dyn_cast_if_present<MatmulOp>(onlyUser(probabilities));
-  if (!output || output.getLhs() != probabilities || output.getTransposeLhs() ||
-      shapeOf(output.getRhs()).size() != 4)
-    return std::nullopt;
-  match.output = output;
-  match.replaced.insert(output);
-  match.value = output.getRhs();
-  match.valueTransposed = output.getTransposeRhs();
-  if (!hasAttentionShapes(match))
-    return std::nullopt;
-  return match;
-}
-
-/// `value` with its last two dimensions swapped; a transpose that swaps
-/// them back is looked through.
-static Value swapLastTwo(OpBuilder &builder, Location loc, Value value,
-                         llvm::SetVector<Operation *> &replaced) {
-  SmallVector<int64_t> swap = {0, 1, 3, 2};
-  if (auto transpose = value.getDefiningOp<TransposeOp>())
-    if (transpose.getPermutation() == ArrayRef<int64_t>(swap)) {
-      replaced.insert(transpose);
-      return transpose.getInput();
-    }
-  return builder.create<TransposeOp>(loc, value, swap);
 }
 
 namespace {
@@ -377,39 +344,239 @@ static std::optional<ConstantMask> constantMask(const Literals &literals,
   return result;
 }
 
+/// `shape` with its heads split from the batch: [B, H, x, y] for
+/// [B * H, x, y]; empty where they do not multiply out.
+static SmallVector<int64_t> withHeads(ArrayRef<int64_t> shape,
+                                      ArrayRef<int64_t> heads) {
+  if (shape.size() == 4)
+    return SmallVector<int64_t>(shape);
+  if (shape.size() != 3 || shape[0] != heads[0] * heads[1])
+    return {};
+  return {heads[0], heads[1], shape[1], shape[2]};
+}
+
+/// Whether q, k, v and the output are [B, H, x, y] with the match's B and
+/// H (the products broadcast nothing).
+static bool hasAttentionShapes(AttentionMatch &match) {
+  Value output = match.output.getResult();
+  for (Value operand : {match.query, match.key, match.value, output}) {
+    SmallVector<int64_t> shape = withHeads(shapeOf(operand), match.heads);
+    if (shape.empty() ||
+        ArrayRef<int64_t>(shape).take_front(2) != ArrayRef(match.heads))
+      return false;
+  }
+  return true;
+}
+
+/// Whether `mask` can stand for what it did in `scores`: it reads no
+/// parameter and broadcasts to them without changing them.
+static bool isMaskOf(Value mask, ArrayRef<int64_t> scores) {
+  return !mask ||
+         (dependsOnNoParameter(mask) && broadcastsTo(shapeOf(mask), scores));
+}
+
+/// Matches the pattern around `softmax`.
+static std::optional<AttentionMatch> matchAttention(const Literals &literals,
+                                                    SoftmaxOp softmax) {
+  auto type = cast<RankedTensorType>(softmax.getType());
+  if (type.getRank() < 3 || type.getRank() > 4 ||
+      softmax.getAxis() != static_cast<uint64_t>(type.getRank() - 1))
+    return std::nullopt;
+  AttentionMatch match;
+  match.replaced.insert(softmax);
+  if (type.getRank() == 4 && !recordHeads(type.getShape(), match))
+    return std::nullopt;
+
+  // Backwards: masks, scale, product, per-operand scales, with the heads
+  // split or merged anywhere between them.
+  Value scores = softmax.getInput();
+  for (Value previous; previous != scores;) {
+    previous = scores;
+    scores = peelMask(literals, peelHeadReshape(scores, match), match);
+  }
+  for (Value previous; previous != scores;) {
+    previous = scores;
+    scores = peelScale(literals, peelHeadReshape(scores, match), match.scale,
+                       match.replaced);
+  }
+  auto product = scores.getDefiningOp<MatmulOp>();
+  if (!product || !scores.hasOneUse())
+    return std::nullopt;
+  size_t rank = shapeOf(scores).size();
+  if (rank < 3 || shapeOf(product.getLhs()).size() != rank ||
+      shapeOf(product.getRhs()).size() != rank)
+    return std::nullopt;
+  match.product = product;
+  match.replaced.insert(product);
+  match.query =
+      peelScale(literals, product.getLhs(), match.scale, match.replaced);
+  match.queryTransposed = product.getTransposeLhs();
+  match.key =
+      peelScale(literals, product.getRhs(), match.scale, match.replaced);
+  match.keyTransposed = !product.getTransposeRhs();
+  if (!isMaskOf(match.bias, match.biasScores) ||
+      !isMaskOf(match.keep, match.keepScores))
+    return std::nullopt;
+  // A bias with a boolean mask that inputs decide (BLOOM's ALiBi with the
+  // causal and padding mask) stays as exported: a left-padded row that
+  // drops every key is a row of equal weights there, which the loss reads
+  // (the last padding position predicts the first token), and 0 in
+  // kiln.attention.
+  if (match.bias && match.keep &&
+      !constantMask(literals, match.keep, match.negateKeep))
+    return std::nullopt;
+
+  // Forwards: the NaN guard of SDPA exports, dropout, the product with v.
+  Value probabilities = peelHeadReshapeForward(softmax.getResult(), match);
+  if (!probabilities.hasOneUse()) {
+    auto users = llvm::to_vector(probabilities.getUsers());
+    if (users.size() != 2)
+      return std::nullopt;
+    auto isNan = dyn_cast<IsNanOp>(users[0]);
+    auto where = dyn_cast<WhereOp>(users[1]);
+    if (!isNan) {
+      isNan = dyn_cast<IsNanOp>(users[1]);
+      where = dyn_cast<WhereOp>(users[0]);
+    }
+    std::optional<double> zero =
+        where ? literals.value(where.getOnTrue()) : std::nullopt;
+    if (!isNan || !where || where.getCondition() != isNan.getResult() ||
+        !isNan.getResult().hasOneUse() || where.getOnFalse() != probabilities ||
+        zero != 0.0 || where.getType() != probabilities.getType())
+      return std::nullopt;
+    match.replaced.insert(isNan);
+    match.replaced.insert(where);
+    match.replaced.insert(where.getOnTrue().getDefiningOp());
+    probabilities = where.getResult();
+  }
+  probabilities = peelHeadReshapeForward(probabilities, match);
+  if (auto dropout = dyn_cast_if_present<DropoutOp>(onlyUser(probabilities))) {
+    if (!dropout.getMask().use_empty())
+      return std::nullopt;
+    match.dropout = dropout;
+    match.replaced.insert(dropout);
+    probabilities = peelHeadReshapeForward(dropout.getOutput(), match);
+  }
+  auto output = dyn_cast_if_present<MatmulOp>(onlyUser(probabilities));
+  if (!output || output.getLhs() != probabilities || output.getTransposeLhs() ||
+      shapeOf(output.getRhs()).size() != shapeOf(probabilities).size())
+    return std::nullopt;
+  match.output = output;
+  match.replaced.insert(output);
+  match.value = output.getRhs();
+  match.valueTransposed = output.getTransposeRhs();
+  if (match.heads.empty()) // 3-D throughout: each batch entry one head
+    match.heads = {shapeOf(match.query)[0], 1};
+  if (!hasAttentionShapes(match))
+    return std::nullopt;
+  return match;
+}
+
+/// `value` with its last two dimensions swapped; a transpose that swaps
+/// them back is looked through.
+static Value swapLastTwo(OpBuilder &builder, Location loc, Value value,
+                         llvm::SetVector<Operation *> &replaced) {
+  SmallVector<int64_t> swap = {0, 1, 3, 2};
+  if (auto transpose = value.getDefiningOp<TransposeOp>())
+    if (transpose.getPermutation() == ArrayRef<int64_t>(swap)) {
+      replaced.insert(transpose);
+      return transpose.getInput();
+    }
+  return builder.create<TransposeOp>(loc, value, swap);
+}
+
+/// `value` as [B, H, x, y]: as it is, as the 4-D value a head reshape
+/// merged (looked through), or split by a new reshape.
+static Value toHeads(OpBuilder &builder, Location loc, Value value,
+                     AttentionMatch &match) {
+  if (shapeOf(value).size() == 4)
+    return value;
+  if (auto reshape = value.getDefiningOp<ReshapeOp>())
+    if (value.hasOneUse() && shapeOf(reshape.getInput()).size() == 4 &&
+        isHeadReshape(reshape, match))
+      return reshape.getInput();
+  auto type = cast<RankedTensorType>(value.getType());
+  return builder.create<ReshapeOp>(
+      loc, type.clone(withHeads(type.getShape(), match.heads)), value);
+}
+
+/// A mask of 3-D scores [B * H, Tq, Tk] as one of [B, H, Tq, Tk]: a mask
+/// over all of B * H split as the scores, any other with unit B and H.
+static Value maskToHeads(OpBuilder &builder, Location loc, Value mask,
+                         ArrayRef<int64_t> scores, AttentionMatch &match) {
+  if (scores.size() == 4)
+    return mask;
+  auto type = cast<RankedTensorType>(mask.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<int64_t> split =
+      shape.size() == 3 && shape[0] != 1
+          ? SmallVector<int64_t>{match.heads[0], match.heads[1], shape[1],
+                                 shape[2]}
+          : SmallVector<int64_t>{1, 1, shape.size() > 1 ? shape.end()[-2] : 1,
+                                 shape.empty() ? 1 : shape.back()};
+  return builder.create<ReshapeOp>(loc, type.clone(split), mask);
+}
+
+/// Whether constants alone make `mask` keep every score or exactly the
+/// causal ones (setting `causal`); its ops are then replaced.
+static bool isConstantMask(const Literals &literals, Value mask, bool negate,
+                           ArrayRef<int64_t> scores, bool &causal,
+                           AttentionMatch &match) {
+  std::optional<ConstantMask> constant = constantMask(literals, mask, negate);
+  if (!constant)
+    return false;
+  bool isCausal = keepsExactly(constant->keep, constant->shape, scores,
+                               /*causal=*/true);
+  if (!isCausal && !keepsExactly(constant->keep, constant->shape, scores,
+                                 /*causal=*/false))
+    return false;
+  causal |= isCausal;
+  match.replaced.insert(constant->ops.begin(), constant->ops.end());
+  return true;
+}
+
+/// The masks of `match` as kiln.attention takes them: constant ones gone
+/// (or the causal flag), a boolean mask as it is, a bias and a constant
+/// boolean mask as one additive mask that adds the excluded score where the
+/// boolean one drops a key.
+static Value attentionMask(OpBuilder &builder, Location loc,
+                           const Literals &literals, AttentionMatch &match,
+                           bool &causal) {
+  Value bias = match.bias, keep = match.keep;
+  if (bias &&
+      isConstantMask(literals, bias, false, match.biasScores, causal, match))
+    bias = nullptr;
+  if (keep && isConstantMask(literals, keep, match.negateKeep, match.keepScores,
+                             causal, match))
+    keep = nullptr;
+  if (bias)
+    bias = maskToHeads(builder, loc, bias, match.biasScores, match);
+  if (!keep)
+    return bias;
+  keep = maskToHeads(builder, loc, keep, match.keepScores, match);
+  if (!bias)
+    return match.negateKeep ? builder.create<NotOp>(loc, keep) : keep;
+  Value drop = match.excluded; // -inf or the lowest score
+  return match.negateKeep ? builder.create<WhereOp>(loc, keep, drop, bias)
+                          : builder.create<WhereOp>(loc, keep, bias, drop);
+}
+
 static void rewrite(const Literals &literals, AttentionMatch &match) {
   OpBuilder builder(match.output);
   Location loc = match.output.getLoc();
-  Value query = match.queryTransposed
-                    ? swapLastTwo(builder, loc, match.query, match.replaced)
-                    : match.query;
-  Value key = match.keyTransposed
-                  ? swapLastTwo(builder, loc, match.key, match.replaced)
-                  : match.key;
-  Value value = match.valueTransposed
-                    ? swapLastTwo(builder, loc, match.value, match.replaced)
-                    : match.value;
+  auto oriented = [&](Value value, bool transposed) {
+    value = toHeads(builder, loc, value, match);
+    return transposed ? swapLastTwo(builder, loc, value, match.replaced)
+                      : value;
+  };
+  Value query = oriented(match.query, match.queryTransposed);
+  Value key = oriented(match.key, match.keyTransposed);
+  Value value = oriented(match.value, match.valueTransposed);
   key = peelRepeatedHeads(key, match.replaced);
   value = peelRepeatedHeads(value, match.replaced);
 
   bool causal = false;
-  Value mask = match.mask;
-  if (mask) {
-    if (std::optional<ConstantMask> constant =
-            constantMask(literals, mask, match.negateMask)) {
-      ArrayRef<int64_t> scores = shapeOf(match.scores);
-      causal = keepsExactly(constant->keep, constant->shape, scores,
-                            /*causal=*/true);
-      if (causal || keepsExactly(constant->keep, constant->shape, scores,
-                                 /*causal=*/false)) {
-        match.replaced.insert(constant->ops.begin(), constant->ops.end());
-        mask = nullptr;
-      }
-    }
-  }
-  if (mask && match.negateMask)
-    mask = builder.create<NotOp>(loc, mask);
-
+  Value mask = attentionMask(builder, loc, literals, match, causal);
   Type scoreType = getElementTypeOrSelf(query.getType()).isF64()
                        ? getElementTypeOrSelf(query.getType())
                        : builder.getF32Type();
@@ -420,15 +587,20 @@ static void rewrite(const Literals &literals, AttentionMatch &match) {
                      : static_cast<double>(static_cast<float>(match.scale));
   ArrayRef<int64_t> q = shapeOf(query);
   auto logsumexpType = RankedTensorType::get({q[0], q[1], q[2]}, scoreType);
+  auto outputType = cast<RankedTensorType>(match.output.getType());
   DropoutOp dropout = match.dropout;
   auto attention = builder.create<AttentionOp>(
-      loc, match.output.getType(), logsumexpType, query, key, value, mask,
+      loc, outputType.clone(withHeads(outputType.getShape(), match.heads)),
+      logsumexpType, query, key, value, mask,
       dropout ? dropout.getOffset() : Value(), builder.getF64FloatAttr(scale),
       causal ? builder.getUnitAttr() : nullptr,
       builder.getF64FloatAttr(dropout ? dropout.getRatio().convertToDouble()
                                       : 0.0),
       builder.getI64IntegerAttr(dropout ? dropout.getSeed() : 0));
-  match.output.getResult().replaceAllUsesWith(attention.getOutput());
+  Value output = attention.getOutput();
+  if (output.getType() != outputType)
+    output = builder.create<ReshapeOp>(loc, outputType, output);
+  match.output.getResult().replaceAllUsesWith(output);
   // Erase what nothing reads any more, users before their producers.
   eraseReplaced(match.replaced.getArrayRef());
 }

@@ -250,3 +250,86 @@ func.func @tensor_scale(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: te
   %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// Heads flattened into the batch of 3-D products (OPT, BART): the query
+// scaled before the bmm, the scores viewed as [B, H, Tq, Tk] to add the
+// padding mask and back to [B * H, Tq, Tk] for the softmax. The operands
+// are split into heads again, and the output merged for the reshape after.
+// CHECK-LABEL: func @heads_in_the_batch
+// CHECK-SAME: (%[[Q:.*]]: tensor<4x3x8xf32>, %[[K:.*]]: tensor<4x5x8xf32>, %[[V:.*]]: tensor<4x5x8xf32>, %[[M:.*]]: tensor<2x1x3x5xf32>)
+// CHECK-NOT: kiln.softmax
+// CHECK-DAG: %[[Q4:.*]] = kiln.reshape %[[Q]] : tensor<4x3x8xf32> to tensor<2x2x3x8xf32>
+// CHECK-DAG: %[[K4:.*]] = kiln.reshape %[[K]] : tensor<4x5x8xf32> to tensor<2x2x5x8xf32>
+// CHECK-DAG: %[[V4:.*]] = kiln.reshape %[[V]] : tensor<4x5x8xf32> to tensor<2x2x5x8xf32>
+// CHECK: %[[O:.*]], %{{.*}} = kiln.attention %[[Q4]], %[[K4]], %[[V4]] mask %[[M]] {scale = 2.500000e-01 : f64}
+// CHECK: kiln.reshape %[[O]] : tensor<2x2x3x8xf32> to tensor<4x3x8xf32>
+func.func @heads_in_the_batch(%q: tensor<4x3x8xf32>, %k: tensor<4x5x8xf32>, %v: tensor<4x5x8xf32>, %m: tensor<2x1x3x5xf32>) -> tensor<4x3x8xf32> {
+  %scale = kiln.constant dense<0.25> : tensor<f32>
+  %qs = kiln.mul %q, %scale : (tensor<4x3x8xf32>, tensor<f32>) -> tensor<4x3x8xf32>
+  %s = kiln.matmul %qs, %k {transpose_rhs} : (tensor<4x3x8xf32>, tensor<4x5x8xf32>) -> tensor<4x3x5xf32>
+  %s4 = kiln.reshape %s : tensor<4x3x5xf32> to tensor<2x2x3x5xf32>
+  %sm = kiln.add %s4, %m : (tensor<2x2x3x5xf32>, tensor<2x1x3x5xf32>) -> tensor<2x2x3x5xf32>
+  %s3 = kiln.reshape %sm : tensor<2x2x3x5xf32> to tensor<4x3x5xf32>
+  %p = kiln.softmax %s3 {axis = 2 : i64} : tensor<4x3x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<4x3x5xf32>, tensor<4x5x8xf32>) -> tensor<4x3x8xf32>
+  return %o : tensor<4x3x8xf32>
+}
+
+// -----
+
+// 3-D throughout, without a mask (Whisper's encoder): each batch entry is
+// one head.
+// CHECK-LABEL: func @three_d
+// CHECK: kiln.attention {{.*}} {scale = 1.000000e+00 : f64} : (tensor<6x1x4x8xf32>, tensor<6x1x4x8xf32>, tensor<6x1x4x8xf32>) -> (tensor<6x1x4x8xf32>, tensor<6x1x4xf32>)
+func.func @three_d(%q: tensor<6x4x8xf32>, %k: tensor<6x4x8xf32>, %v: tensor<6x4x8xf32>) -> tensor<6x4x8xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<6x4x8xf32>, tensor<6x4x8xf32>) -> tensor<6x4x4xf32>
+  %p = kiln.softmax %s {axis = 2 : i64} : tensor<6x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<6x4x4xf32>, tensor<6x4x8xf32>) -> tensor<6x4x8xf32>
+  return %o : tensor<6x4x8xf32>
+}
+
+// -----
+
+// BLOOM without padding: ALiBi's bias over key positions, one row per
+// flattened head ([B * H, 1, Tk]), added to the 3-D scores, then a
+// constant causal mask on the 4-D view: the bias split as the heads, the
+// mask the causal flag.
+// CHECK-LABEL: func @alibi_causal
+// CHECK: %[[B:.*]] = kiln.reshape %arg3 : tensor<4x1x4xf32> to tensor<2x2x1x4xf32>
+// CHECK: kiln.attention {{.*}} mask %[[B]] {causal, scale = 0.35355338454246521 : f64}
+func.func @alibi_causal(%q: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tensor<4x4x8xf32>, %alibi: tensor<4x1x4xf32>) -> tensor<4x4x8xf32> {
+  %alpha = kiln.constant dense<0.353553385> : tensor<f32>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %drop = kiln.constant dense<[[[[false, true, true, true], [false, false, true, true], [false, false, false, true], [false, false, false, false]]]]> : tensor<1x1x4x4xi1>
+  %s = kiln.matmul %q, %kt : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %ss = kiln.mul %s, %alpha : (tensor<4x4x4xf32>, tensor<f32>) -> tensor<4x4x4xf32>
+  %sb = kiln.add %ss, %alibi : (tensor<4x4x4xf32>, tensor<4x1x4xf32>) -> tensor<4x4x4xf32>
+  %s4 = kiln.reshape %sb : tensor<4x4x4xf32> to tensor<2x2x4x4xf32>
+  %sm = kiln.where %drop, %lowest, %s4 : (tensor<1x1x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %p3 = kiln.reshape %p : tensor<2x2x4x4xf32> to tensor<4x4x4xf32>
+  %o = kiln.matmul %p3, %v : (tensor<4x4x4xf32>, tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  return %o : tensor<4x4x8xf32>
+}
+
+// -----
+
+// With padding, BLOOM's boolean mask depends on the input: a left-padded
+// row may drop every key, which the exported softmax weighs equally and
+// kiln.attention makes 0. It stays as exported.
+// CHECK-LABEL: func @alibi_padding
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+func.func @alibi_padding(%q: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tensor<4x4x8xf32>, %alibi: tensor<4x1x4xf32>, %drop: tensor<2x1x4x4xi1>) -> tensor<4x4x8xf32> {
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %s = kiln.matmul %q, %kt : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %sb = kiln.add %s, %alibi : (tensor<4x4x4xf32>, tensor<4x1x4xf32>) -> tensor<4x4x4xf32>
+  %s4 = kiln.reshape %sb : tensor<4x4x4xf32> to tensor<2x2x4x4xf32>
+  %sm = kiln.where %drop, %lowest, %s4 : (tensor<2x1x4x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %p3 = kiln.reshape %p : tensor<2x2x4x4xf32> to tensor<4x4x4xf32>
+  %o = kiln.matmul %p3, %v : (tensor<4x4x4xf32>, tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  return %o : tensor<4x4x8xf32>
+}

@@ -281,13 +281,14 @@ TEST_P(VitTargetTest, StepMatchesInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Precisions, VitTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
-// An encoder-decoder: a learned relative position bias (attention kept as
+// The test models of other families (test/Models), in fp32 and bf16. An
+// encoder-decoder: a learned relative position bias (attention kept as
 // exported), cross-attention from 8 to 12 positions with a padding mask,
 // the tied embedding read by a lookup and the output projection.
-class T5TargetTest : public TargetTest,
-                     public ::testing::WithParamInterface<Precision> {};
+class ModelTargetTest : public TargetTest,
+                        public ::testing::WithParamInterface<Precision> {};
 
-TEST_P(T5TargetTest, StepMatchesInterpreter) {
+TEST_P(ModelTargetTest, T5StepMatchesInterpreter) {
   ImportOptions import;
   import.dimensions["batch"] = 2;
   import.dimensions["source"] = 12;
@@ -299,7 +300,20 @@ TEST_P(T5TargetTest, StepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, T5TargetTest,
+// ALiBi over flattened heads, masked_fill with the padding, a fused
+// query-key-value projection read head by head.
+TEST_P(ModelTargetTest, BloomStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  import.dimensions["seq"] = 10;
+  compareStep(source("test/Models/bloom_tiny/model.onnx"),
+              {source("test/Models/bloom_tiny/input_ids.npy"),
+               source("test/Models/bloom_tiny/attention_mask.npy"),
+               source("test/Models/bloom_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
 // 16-bit norms in a whole step: GPT-2's layer norms read a bf16 input and

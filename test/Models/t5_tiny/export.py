@@ -11,14 +11,17 @@ fold the tied embedding's transpose into an initializer of its own).
 
 Run with Debian's python3-torch (1.13) in this folder; it writes model.onnx,
 the inputs, and PyTorch's loss, logits and gradients (reference.npz), which
-test/Models/t5-tiny.test compares kiln with. Weights are random (seed 0).
+test/Models/t5-tiny.test compares kiln with (../compare_with_pytorch.py). Weights are random (seed 0).
 """
 import math
+import sys
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, "..")
+from export_with_reference import export  # noqa: E402
 
 torch.manual_seed(0)
 D, H, KV, FF, V, BUCKETS, MAX_DISTANCE = 32, 4, 8, 64, 64, 8, 16
@@ -139,21 +142,8 @@ attention_mask = torch.ones(2, 12, dtype=torch.long)
 attention_mask[1, 9:] = 0
 labels = torch.randint(1, V, (2, 8))
 labels[1, 6:] = -100
-loss, logits = model(input_ids, attention_mask, labels)
-loss.backward()
-torch.onnx.export(model, (input_ids, attention_mask, labels), "model.onnx",
-                  input_names=["input_ids", "attention_mask", "labels"],
-                  output_names=["loss", "logits"], opset_version=17,
-                  training=torch.onnx.TrainingMode.TRAINING,
-                  do_constant_folding=False,
-                  dynamic_axes={"input_ids": {0: "batch", 1: "source"},
-                                "attention_mask": {0: "batch", 1: "source"},
-                                "labels": {0: "batch", 1: "target"}})
-np.save("input_ids.npy", input_ids.numpy())
-np.save("attention_mask.npy", attention_mask.numpy())
-np.save("labels.npy", labels.numpy())
-reference = {"loss": loss.detach().numpy(), "logits": logits.detach().numpy()}
-for name, parameter in model.named_parameters():
-    reference["value:" + name] = parameter.detach().numpy()
-    reference["grad:" + name] = parameter.grad.numpy()
-np.savez("reference.npz", **reference)
+export(model, {"input_ids": input_ids, "attention_mask": attention_mask,
+               "labels": labels},
+       {"input_ids": {0: "batch", 1: "source"},
+        "attention_mask": {0: "batch", 1: "source"},
+        "labels": {0: "batch", 1: "target"}})

@@ -1,12 +1,15 @@
-"""Compares kiln with PyTorch on the tiny T5-style model (reference.npz from
-export.py), through the kiln Python package: the loss within 1e-5 relative,
+"""Compares kiln with PyTorch on a test model exported with its reference
+(DIR/export.py writes DIR/model.onnx, its inputs as DIR/<input>.npy and
+PyTorch's results as DIR/reference.npz), through the kiln Python package: the loss within 1e-5 relative,
 the logits within 1e-4 of their largest magnitude, and every parameter's
 gradient within 1e-4 relative (error norm over the reference's norm, with
 1e-6 of the largest gradient's norm as the floor), the shared fixtures'
 bounds: the interpreter accumulates in fp64, so PyTorch's fp32 rounding is
 what remains. ONNX initializers are matched to PyTorch's parameters by
 value (the exporter stores a linear layer's weight transposed, under a name
-of its own). Prints one line per check and PASS or FAIL.
+of its own). Prints one line per check and PASS or the failures.
+
+    compare_with_pytorch.py DIR NAME=SIZE,... INPUT,...
 """
 import os
 import sys
@@ -17,12 +20,13 @@ from onnx import numpy_helper
 
 import kiln
 
-here = os.path.dirname(os.path.abspath(__file__))
+here, dims, inputs = sys.argv[1:]
 reference = np.load(os.path.join(here, "reference.npz"))
 feeds = {name: np.load(os.path.join(here, name + ".npy"))
-         for name in ("input_ids", "attention_mask", "labels")}
+         for name in inputs.split(",")}
 model = kiln.Model(os.path.join(here, "model.onnx"),
-                   dims={"batch": 2, "source": 12, "target": 8})
+                   dims={name: int(size) for name, size in
+                         (dim.split("=") for dim in dims.split(","))})
 failures = []
 
 outputs = model.run(feeds)
