@@ -1,9 +1,10 @@
 //===- RecognizeGelu.cpp - GELU spelled out op by op becomes kiln.gelu ----===//
 //
 // Exporters write GELU as the arithmetic of its formula (GPT-2's tanh form,
-// BERT's erf form under TorchScript):
+// BLOOM's with the polynomial factored, BERT's erf form under TorchScript):
 //
 //   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+//   x * 0.5 * (1 + tanh(sqrt(2/pi) * x * (1 + 0.044715 * x^2)))
 //   x * 0.5 * (1 + erf(x / sqrt(2)))
 //
 // As one kiln.gelu it is one elementwise op whose gradient needs only x,
@@ -73,8 +74,54 @@ public:
     return {};
   }
 
+  /// `x` if `value` is 0.044715 * x^2 ((x * c) * x or c * (x * x)).
+  Value squareTermOf(Value value) {
+    auto outer = value.getDefiningOp<MulOp>();
+    if (!outer || !value.hasOneUse())
+      return {};
+    for (auto [a, b] : {std::pair(outer.getLhs(), outer.getRhs()),
+                        std::pair(outer.getRhs(), outer.getLhs())}) {
+      size_t mark = ops.size();
+      if (Value x = operandBeside<MulOp>(a, 0.044715); x && x == b) {
+        ops.push_back(outer);
+        return x;
+      }
+      ops.resize(mark);
+      auto square = b.getDefiningOp<MulOp>();
+      if (square && b.hasOneUse() && square.getLhs() == square.getRhs() &&
+          isLiteral(a, 0.044715)) {
+        ops.append({outer, square});
+        return square.getLhs();
+      }
+      ops.resize(mark);
+    }
+    return {};
+  }
+
+  /// `x` if `value` is BLOOM's tanh argument, (c * x) * (1 + 0.044715 *
+  /// x^2) with c = sqrt(2/pi) (0.79788456), the same polynomial factored.
+  Value factoredTanhArgumentOf(Value value) {
+    auto product = value.getDefiningOp<MulOp>();
+    if (!product || !value.hasOneUse())
+      return {};
+    for (auto [scaled, sum] : {std::pair(product.getLhs(), product.getRhs()),
+                               std::pair(product.getRhs(), product.getLhs())}) {
+      size_t mark = ops.size();
+      Value x = operandBeside<MulOp>(scaled, std::sqrt(2.0 / M_PI));
+      Value square = x ? operandBeside<AddOp>(sum, 1.0) : Value();
+      if (square && squareTermOf(square) == x) {
+        ops.push_back(product);
+        return x;
+      }
+      ops.resize(mark);
+    }
+    return {};
+  }
+
   /// `x` if `value` is the argument of tanh in the tanh form.
   Value tanhArgumentOf(Value value) {
+    if (Value x = factoredTanhArgumentOf(value))
+      return x;
     Value sum = operandBeside<MulOp>(value, std::sqrt(2.0 / M_PI));
     auto add = sum ? sum.getDefiningOp<AddOp>() : AddOp();
     if (!add || !sum.hasOneUse())

@@ -26,6 +26,41 @@ func.func @gpt2_tanh(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// BLOOM's tanh form, the polynomial factored: sqrt(2/pi) * x * (1 + c x^2),
+// written 0.79788456, with c x^2 as (x * c) * x; and the same with
+// c * (x * x).
+// CHECK-LABEL: func @bloom_tanh
+// CHECK-NEXT: %[[G:.*]] = kiln.gelu %arg0 approximation = tanh : tensor<4x8xf32>
+// CHECK-NEXT: %[[H:.*]] = kiln.gelu %arg1 approximation = tanh : tensor<4x8xf32>
+// CHECK-NEXT: return %[[G]], %[[H]]
+func.func @bloom_tanh(%x: tensor<4x8xf32>, %z: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %k = kiln.constant dense<0.79788456> : tensor<f32>
+  %c = kiln.constant dense<0.044715> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %h = kiln.mul %x, %half : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %xk = kiln.mul %x, %k : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %xc = kiln.mul %x, %c : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %x2c = kiln.mul %xc, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %p = kiln.add %x2c, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %a = kiln.mul %xk, %p : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = kiln.tanh %a : tensor<4x8xf32>
+  %u = kiln.add %t, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %y = kiln.mul %h, %u : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %zh = kiln.mul %half, %z : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %zk = kiln.mul %k, %z : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %zz = kiln.mul %z, %z : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %z2c = kiln.mul %c, %zz : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = kiln.add %one, %z2c : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %b = kiln.mul %q, %zk : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %tz = kiln.tanh %b : tensor<4x8xf32>
+  %v = kiln.add %one, %tz : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %w = kiln.mul %v, %zh : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y, %w : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // BERT's erf form with the factors in the other orders: x * x * x for the
 // cube does not occur here, but division by sqrt(2) and (x * (1 + erf)) * 0.5.
 // CHECK-LABEL: func @bert_erf
