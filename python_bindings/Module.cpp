@@ -2,13 +2,14 @@
 //
 // `import kiln`: kiln.Model imports a model and runs it forward,
 // kiln.Trainer trains it on the reference interpreter, kiln.compile writes
-// its step as a CUDA artifact, kiln.Error is every failure
-// (docs/python.md).
+// its step as a CUDA artifact, kiln.GpuTrainer trains that on a GPU,
+// kiln.Error is every failure (docs/python.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Errors.h"
 #include "PyCompile.h"
+#include "PyGpuTrainer.h"
 #include "PyModel.h"
 #include "PyTrainer.h"
 
@@ -49,7 +50,7 @@ freeze, micro_batches, seed, narrow_norms, rewrite_attention, fuse,
 pad_max_overhead, recompute.)")
       .def(py::init([](Model &model, const py::kwargs &options) {
              return std::make_unique<PyTrainer>(
-                 model, trainerOptions(options, /*run=*/true));
+                 model, trainerOptions(options, OptionKinds::Both));
            }),
            py::arg("model"), py::keep_alive<1, 2>())
       .def("step", &PyTrainer::step, py::arg("feeds"),
@@ -64,6 +65,29 @@ pad_max_overhead, recompute.)")
       .def("load_checkpoint", &PyTrainer::loadCheckpoint, py::arg("directory"))
       .def("export_onnx", &PyTrainer::exportOnnx, py::arg("path"))
       .def("export_safetensors", &PyTrainer::exportSafetensors,
+           py::arg("path"));
+
+  py::class_<PyGpuTrainer>(m, "GpuTrainer", R"(Trains a compiled artifact
+(kiln.compile, kiln-compile --target=cuda) on a GPU as kiln-run does. The
+keyword arguments are the run's options (lr, schedule, warmup, min_lr,
+steps, seed) and the session's (tune_gemms, gemm_bias_gradients,
+cuda_graph), as kiln-run's.)")
+      .def(py::init<const std::string &, int, const py::kwargs &>(),
+           py::arg("artifact"), py::arg("device") = 0)
+      .def("step", &PyGpuTrainer::step, py::arg("feeds"),
+           py::arg("report") = true,
+           "Runs the next step; with report (which waits for the GPU) "
+           "returns its loss, grad_norm and lr, else None.")
+      .def_property_readonly("parameters", &PyGpuTrainer::parameters)
+      .def_property_readonly("state", &PyGpuTrainer::state)
+      .def_property_readonly("completed_steps", &PyGpuTrainer::completedSteps)
+      .def_property_readonly("device_name", &PyGpuTrainer::deviceName)
+      .def_property_readonly("device_bytes", &PyGpuTrainer::deviceBytes)
+      .def("save_checkpoint", &PyGpuTrainer::saveCheckpoint,
+           py::arg("directory"))
+      .def("load_checkpoint", &PyGpuTrainer::loadCheckpoint,
+           py::arg("directory"))
+      .def("export_safetensors", &PyGpuTrainer::exportSafetensors,
            py::arg("path"));
 
   m.def("compile", &compileStep, py::arg("model"), py::arg("output"),

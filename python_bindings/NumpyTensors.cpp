@@ -54,41 +54,35 @@ py::array toNumpy(const Tensor &tensor) {
 }
 
 /// "i64[2x32]", as kiln-run writes a type.
-static std::string describe(mlir::RankedTensorType type) {
-  std::optional<DType> dtype = dtypeOf(type.getElementType());
-  std::string text = dtype ? dtypeName(*dtype).str() : "?";
-  text += "[";
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    text += (d ? "x" : "") + std::to_string(type.getDimSize(d));
+static std::string describe(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  std::string text = dtypeName(dtype).str() + "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? "x" : "") + std::to_string(shape[d]);
   return text + "]";
 }
 
-Tensor fromNumpy(py::handle value, mlir::RankedTensorType type,
+Tensor fromNumpy(py::handle value, DType dtype, llvm::ArrayRef<int64_t> shape,
                  const std::string &name) {
   // NumPy makes an array of objects of anything else.
   py::array array = py::array::ensure(value);
   if (!array || !std::strchr("fiub", array.dtype().kind()))
-    raise("input '" + name + "' must be a NumPy array (" + describe(type) +
-          ")");
-  std::optional<DType> dtype = dtypeOf(type.getElementType());
-  if (!dtype)
-    raise("input '" + name + "' has a type kiln cannot read");
+    raise("input '" + name + "' must be a NumPy array (" +
+          describe(dtype, shape) + ")");
   char kind = array.dtype().kind();
   bool floating = kind == 'f', integer = kind == 'i' || kind == 'u',
        boolean = kind == 'b';
-  bool wanted = *dtype == DType::Bool ? boolean
-                : isFloat(*dtype)     ? floating
-                                      : integer;
-  std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
-  if (!wanted || shape != std::vector<int64_t>(type.getShape().begin(),
-                                               type.getShape().end())) {
+  bool wanted = dtype == DType::Bool ? boolean
+                : isFloat(dtype)     ? floating
+                                     : integer;
+  std::vector<int64_t> given(array.shape(), array.shape() + array.ndim());
+  if (!wanted || llvm::ArrayRef<int64_t>(given) != shape) {
     std::string got = py::str(array.dtype()).cast<std::string>() + "[";
-    for (size_t i = 0; i < shape.size(); ++i)
-      got += (i ? "x" : "") + std::to_string(shape[i]);
-    raise("input '" + name + "' must be " + describe(type) + ", got " + got +
-          "]");
+    for (size_t i = 0; i < given.size(); ++i)
+      got += (i ? "x" : "") + std::to_string(given[i]);
+    raise("input '" + name + "' must be " + describe(dtype, shape) + ", got " +
+          got + "]");
   }
-  Tensor tensor(*dtype, shape);
+  Tensor tensor(dtype, shape);
   if (tensor.isFloat()) {
     auto values =
         py::array_t<double, py::array::c_style | py::array::forcecast>(array);
@@ -99,9 +93,9 @@ Tensor fromNumpy(py::handle value, mlir::RankedTensorType type,
         py::array_t<int64_t, py::array::c_style | py::array::forcecast>(array);
     for (int64_t i = 0; i < tensor.getNumElements(); ++i) {
       int64_t element = values.data()[i];
-      if (wrapToElementType(*dtype, element) != element)
+      if (wrapToElementType(dtype, element) != element)
         raise("input '" + name + "' holds " + std::to_string(element) +
-              ", which " + describe(type) + " cannot");
+              ", which " + describe(dtype, shape) + " cannot");
       tensor.ints()[i] = element;
     }
   }

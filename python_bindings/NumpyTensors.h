@@ -10,8 +10,6 @@
 
 #include "kiln/Interpreter/Tensor.h"
 
-#include "mlir/IR/BuiltinTypes.h"
-
 #include <pybind11/numpy.h>
 
 namespace kiln::python {
@@ -20,11 +18,12 @@ namespace kiln::python {
 pybind11::array toNumpy(const Tensor &tensor);
 
 /// `value` (an array or anything NumPy turns into one) as the tensor of
-/// `type` that `name` is: its shape must match, and its elements be of the
-/// same kind (floating-point, integer or boolean), converted to the type's
-/// precision. Raises kiln.Error naming `name` otherwise.
-Tensor fromNumpy(pybind11::handle value, mlir::RankedTensorType type,
-                 const std::string &name);
+/// `dtype` and `shape` that `name` is: its shape must match, and its
+/// elements be of the same kind (floating-point, integer or boolean),
+/// converted to the type's precision. Raises kiln.Error naming `name`
+/// otherwise.
+Tensor fromNumpy(pybind11::handle value, DType dtype,
+                 llvm::ArrayRef<int64_t> shape, const std::string &name);
 
 /// A dict of named tensors as a Python dict of arrays.
 template <typename Named> pybind11::dict toDict(const Named &tensors) {

@@ -19,7 +19,7 @@ namespace kiln::python {
 py::dict compileStep(Model &model, const std::string &output,
                      const std::vector<std::string> &archs, bool exactAttention,
                      bool batchLaunches, const py::kwargs &keywords) {
-  TrainerOptions options = trainerOptions(keywords, /*run=*/false);
+  TrainerOptions options = trainerOptions(keywords, OptionKinds::Step);
   TrainingPipelineConfig config = trainingSpecFrom(options).pipeline;
   if (archs.empty())
     raise("arch names no architecture (such as sm_90)");

@@ -72,10 +72,13 @@ std::vector<Tensor> argumentsFrom(const py::dict &feeds,
   for (auto [i, name] : llvm::enumerate(names)) {
     if (!feeds.contains(name))
       raise("input '" + name + "' is missing");
-    arguments.push_back(fromNumpy(
-        feeds[py::str(name)],
-        llvm::cast<mlir::RankedTensorType>(function.getArgumentTypes()[i]),
-        name));
+    auto type =
+        llvm::cast<mlir::RankedTensorType>(function.getArgumentTypes()[i]);
+    std::optional<DType> dtype = dtypeOf(type.getElementType());
+    if (!dtype)
+      raise("input '" + name + "' has a type kiln cannot read");
+    arguments.push_back(
+        fromNumpy(feeds[py::str(name)], *dtype, type.getShape(), name));
   }
   return arguments;
 }

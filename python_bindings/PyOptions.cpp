@@ -32,7 +32,7 @@ Keyword field(T TrainerOptions::*member, bool ofRun = false) {
 }
 } // namespace
 
-TrainerOptions trainerOptions(const py::kwargs &keywords, bool run) {
+TrainerOptions trainerOptions(const py::dict &keywords, OptionKinds kinds) {
   using O = TrainerOptions;
   static const std::map<std::string, Keyword> table = {
       {"loss", field(&O::loss)},
@@ -69,10 +69,14 @@ TrainerOptions trainerOptions(const py::kwargs &keywords, bool run) {
     auto keyword = table.find(name);
     if (keyword == table.end())
       raise("unknown option '" + name + "' (docs/python.md lists them)");
-    if (keyword->second.ofRun && !run)
+    if (keyword->second.ofRun && kinds == OptionKinds::Step)
       raise("'" + name +
             "' is an option of the run, which kiln-run takes "
             "with the compiled step");
+    if (!keyword->second.ofRun && kinds == OptionKinds::Run)
+      raise("'" + name +
+            "' shapes the compiled step: give it to "
+            "kiln.compile");
     try {
       keyword->second.set(options, value);
     } catch (const py::cast_error &) {

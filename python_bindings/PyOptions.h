@@ -41,11 +41,17 @@ struct TrainerOptions {
   bool recompute = false;
 };
 
-/// The options named in `keywords`. Those of a run (the learning rate,
-/// its schedule, the steps, the seed) are refused unless `run`: a compiled
-/// step takes them when it trains. Raises kiln.Error on an unknown name or
-/// a value of the wrong type.
-TrainerOptions trainerOptions(const pybind11::kwargs &keywords, bool run);
+/// Which options a call takes: those that shape the step (the pipeline's),
+/// those of a run (the learning rate, its schedule, the steps, the seed),
+/// or both.
+enum class OptionKinds { Step, Run, Both };
+
+/// The options named in `keywords` of the `kinds` a call takes (kiln.compile
+/// the step's, kiln.GpuTrainer a run's, kiln.Trainer both). Raises
+/// kiln.Error on an unknown name, an option of another kind or a value of
+/// the wrong type.
+TrainerOptions trainerOptions(const pybind11::dict &keywords,
+                              OptionKinds kinds);
 
 /// The training spec `options` ask for; raises kiln.Error naming the
 /// argument on a bad value.

@@ -7,9 +7,10 @@
 
 kiln.Model imports a model and runs it forward; kiln.Trainer trains it on
 the reference interpreter with kiln-run's options and checkpoint format;
-kiln.compile writes its step as a CUDA artifact for kiln-run; every
-failure raises kiln.Error. See docs/python.md.
+kiln.compile writes its step as a CUDA artifact, which kiln.GpuTrainer
+(or kiln-run) trains on a GPU; every failure raises kiln.Error. See
+docs/python.md.
 """
-from ._kiln import Error, Model, Trainer, __version__, compile
+from ._kiln import Error, GpuTrainer, Model, Trainer, __version__, compile
 
-__all__ = ["Error", "Model", "Trainer", "__version__", "compile"]
+__all__ = ["Error", "GpuTrainer", "Model", "Trainer", "__version__", "compile"]

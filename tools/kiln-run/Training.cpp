@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Training.h"
-#include "StepRunner.h"
+#include "kiln/Training/StepRunner.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"

@@ -1,14 +1,14 @@
-//===- StepRunner.h - one training loop, two executors -----------*- C++
-//-*-===//
+//===- StepRunner.h - one training loop, two executors ----------*- C++ -*-===//
 //
-// kiln-run trains with the same loop, options, progress line, JSON log and
-// checkpoints on the reference interpreter (a model's .onnx or .mlir) and
-// on a GPU (a compiled .kiln artifact). A StepRunner is what differs.
+// kiln-run (and kiln.GpuTrainer) train with the same loop, options,
+// progress line, JSON log and checkpoints on the reference interpreter (a
+// model's .onnx or .mlir) and on a GPU (a compiled .kiln artifact). A
+// StepRunner is what differs.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_KILN_RUN_STEPRUNNER_H
-#define KILN_TOOLS_KILN_RUN_STEPRUNNER_H
+#ifndef KILN_TRAINING_STEPRUNNER_H
+#define KILN_TRAINING_STEPRUNNER_H
 
 #include "kiln/Interpreter/Tensor.h"
 #include "kiln/Training/Checkpoint.h"
@@ -54,4 +54,4 @@ public:
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_KILN_RUN_STEPRUNNER_H
+#endif // KILN_TRAINING_STEPRUNNER_H

@@ -1,0 +1,98 @@
+//===- PyGpuTrainer.cpp - kiln.GpuTrainer: an artifact on a GPU -----------===//
+
+#include "PyGpuTrainer.h"
+
+#include "Errors.h"
+#include "NumpyTensors.h"
+
+#include "kiln/DeviceTraining/DeviceRunner.h"
+#include "kiln/Training/Safetensors.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+PyGpuTrainer::PyGpuTrainer(const std::string &artifact, int device,
+                           const py::kwargs &keywords) {
+  // The session's options, then the run's.
+  runtime::SessionOptions sessionOptions;
+  sessionOptions.device = device;
+  py::dict run;
+  for (const auto &[key, value] : keywords) {
+    std::string name = py::str(key);
+    if (name == "tune_gemms")
+      sessionOptions.tuneGemms = value.cast<bool>();
+    else if (name == "gemm_bias_gradients")
+      sessionOptions.gemmBiasGradients = value.cast<bool>();
+    else if (name == "cuda_graph")
+      sessionOptions.cudaGraph = value.cast<bool>();
+    else
+      run[key] = value;
+  }
+  TrainerOptions options = trainerOptions(run, OptionKinds::Run);
+  TrainingSpec spec = trainingSpecFrom(options);
+  spec.totalSteps = options.steps;
+  sessionOptions.seed = spec.seed;
+  std::string error;
+  session = runtime::Session::load(artifact, sessionOptions, error);
+  if (!session)
+    raise(error);
+  runner = makeDeviceRunner(*session, spec);
+  const artifact::Artifact &model = session->artifact();
+  identity = {digest(model.model_hash()->str() + "|" + model.options()->str()),
+              digest("python-gpu|" + identityOf(options))};
+}
+
+py::object PyGpuTrainer::step(const py::dict &feeds, bool report) {
+  std::vector<std::string> names;
+  for (const InputSpec &input : runner->inputs())
+    names.push_back(input.name);
+  for (const auto &[key, value] : feeds)
+    if (!llvm::is_contained(names, py::str(key).cast<std::string>()))
+      raise("the step has no input named '" + py::str(key).cast<std::string>() +
+            "'; its inputs are: " + llvm::join(names, ", "));
+  std::vector<Tensor> batch;
+  for (const InputSpec &input : runner->inputs()) {
+    if (!feeds.contains(input.name))
+      raise("input '" + input.name + "' is missing");
+    batch.push_back(fromNumpy(feeds[py::str(input.name)], input.type,
+                              input.shape, input.name));
+  }
+  std::optional<StepReport> done = check(runner->step(batch, report));
+  if (!done)
+    return py::none();
+  py::dict result;
+  result["loss"] = done->loss;
+  result["grad_norm"] = done->gradNorm;
+  result["lr"] = done->lr;
+  if (done->lossScale > 0) {
+    result["skipped"] = done->skipped;
+    result["loss_scale"] = done->lossScale;
+  }
+  return std::move(result);
+}
+
+CheckpointContents PyGpuTrainer::contents() {
+  return check(runner->contents());
+}
+
+py::dict PyGpuTrainer::parameters() { return toDict(contents().parameters); }
+
+py::dict PyGpuTrainer::state() { return toDict(contents().state); }
+
+void PyGpuTrainer::saveCheckpoint(const std::string &directory) {
+  check(writeCheckpoint(directory, contents(), identity));
+}
+
+void PyGpuTrainer::loadCheckpoint(const std::string &directory) {
+  check(
+      runner->restore(check(readCheckpoint(directory, contents(), identity))));
+}
+
+void PyGpuTrainer::exportSafetensors(const std::string &path) {
+  check(writeSafetensors(path, contents().parameters, {{"format", "pt"}}));
+}
+
+} // namespace kiln::python
