@@ -313,6 +313,18 @@ TEST_P(ModelTargetTest, BloomStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// Attention rewritten from 3-D bmm over flattened heads, with the mask the
+// graph builds from the attention mask.
+TEST_P(ModelTargetTest, OptStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/opt_tiny/model.onnx"),
+              {source("test/Models/opt_tiny/input_ids.npy"),
+               source("test/Models/opt_tiny/attention_mask.npy"),
+               source("test/Models/opt_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
