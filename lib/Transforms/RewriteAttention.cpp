@@ -66,7 +66,7 @@ struct AttentionMatch {
   /// The score the boolean mask gives a dropped key: -inf or the lowest.
   Value excluded;
   DropoutOp dropout;
-  MatmulOp product, output;
+  MatmulOp output;
   llvm::SetVector<Operation *> replaced;
 };
 } // namespace
@@ -406,7 +406,6 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
   if (rank < 3 || shapeOf(product.getLhs()).size() != rank ||
       shapeOf(product.getRhs()).size() != rank)
     return std::nullopt;
-  match.product = product;
   match.replaced.insert(product);
   match.query =
       peelScale(literals, product.getLhs(), match.scale, match.replaced);
