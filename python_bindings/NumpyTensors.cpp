@@ -4,6 +4,8 @@
 
 #include "Errors.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <cstring>
 
 namespace py = pybind11;
@@ -100,6 +102,27 @@ Tensor fromNumpy(py::handle value, DType dtype, llvm::ArrayRef<int64_t> shape,
     }
   }
   return tensor;
+}
+
+std::vector<Tensor> tensorsFrom(const py::dict &feeds,
+                                llvm::ArrayRef<InputSpec> specs) {
+  std::vector<std::string> names;
+  for (const InputSpec &spec : specs)
+    names.push_back(spec.name);
+  for (const auto &[key, value] : feeds) {
+    std::string name = py::str(key);
+    if (!llvm::is_contained(names, name))
+      raise("the model has no input named '" + name +
+            "'; its inputs are: " + llvm::join(names, ", "));
+  }
+  std::vector<Tensor> tensors;
+  for (const InputSpec &spec : specs) {
+    if (!feeds.contains(spec.name))
+      raise("input '" + spec.name + "' is missing");
+    tensors.push_back(
+        fromNumpy(feeds[py::str(spec.name)], spec.type, spec.shape, spec.name));
+  }
+  return tensors;
 }
 
 } // namespace kiln::python

@@ -9,6 +9,7 @@
 #define KILN_PYTHON_NUMPYTENSORS_H
 
 #include "kiln/Interpreter/Tensor.h"
+#include "kiln/Training/StepRunner.h"
 
 #include <pybind11/numpy.h>
 
@@ -24,6 +25,11 @@ pybind11::array toNumpy(const Tensor &tensor);
 /// otherwise.
 Tensor fromNumpy(pybind11::handle value, DType dtype,
                  llvm::ArrayRef<int64_t> shape, const std::string &name);
+
+/// The tensors of `specs` from `feeds`, a dict of every one by name and of
+/// nothing else (fromNumpy converts each).
+std::vector<Tensor> tensorsFrom(const pybind11::dict &feeds,
+                                llvm::ArrayRef<InputSpec> specs);
 
 /// A dict of named tensors as a Python dict of arrays.
 template <typename Named> pybind11::dict toDict(const Named &tensors) {

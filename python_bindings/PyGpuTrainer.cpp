@@ -8,8 +8,6 @@
 #include "kiln/DeviceTraining/DeviceRunner.h"
 #include "kiln/Training/Safetensors.h"
 
-#include "llvm/ADT/StringExtras.h"
-
 namespace py = pybind11;
 
 namespace kiln::python {
@@ -46,20 +44,7 @@ PyGpuTrainer::PyGpuTrainer(const std::string &artifact, int device,
 }
 
 py::object PyGpuTrainer::step(const py::dict &feeds, bool report) {
-  std::vector<std::string> names;
-  for (const InputSpec &input : runner->inputs())
-    names.push_back(input.name);
-  for (const auto &[key, value] : feeds)
-    if (!llvm::is_contained(names, py::str(key).cast<std::string>()))
-      raise("the step has no input named '" + py::str(key).cast<std::string>() +
-            "'; its inputs are: " + llvm::join(names, ", "));
-  std::vector<Tensor> batch;
-  for (const InputSpec &input : runner->inputs()) {
-    if (!feeds.contains(input.name))
-      raise("input '" + input.name + "' is missing");
-    batch.push_back(fromNumpy(feeds[py::str(input.name)], input.type,
-                              input.shape, input.name));
-  }
+  std::vector<Tensor> batch = tensorsFrom(feeds, runner->inputs());
   std::optional<StepReport> done = check(runner->step(batch, report));
   if (!done)
     return py::none();

@@ -9,8 +9,6 @@
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Tools/ModelLoading.h"
 
-#include "llvm/ADT/StringExtras.h"
-
 namespace py = pybind11;
 
 namespace kiln::python {
@@ -59,28 +57,18 @@ py::list Model::describeValues(bool inputs) const {
 std::vector<Tensor> argumentsFrom(const py::dict &feeds,
                                   mlir::func::FuncOp forward,
                                   mlir::func::FuncOp function) {
-  std::vector<std::string> names;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    names.push_back(argumentName(forward, i));
-  for (const auto &[key, value] : feeds) {
-    std::string name = py::str(key);
-    if (!llvm::is_contained(names, name))
-      raise("the model has no input named '" + name +
-            "'; its inputs are: " + llvm::join(names, ", "));
-  }
-  std::vector<Tensor> arguments;
-  for (auto [i, name] : llvm::enumerate(names)) {
-    if (!feeds.contains(name))
-      raise("input '" + name + "' is missing");
+  std::vector<InputSpec> specs;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    std::string name = argumentName(forward, i);
     auto type =
         llvm::cast<mlir::RankedTensorType>(function.getArgumentTypes()[i]);
     std::optional<DType> dtype = dtypeOf(type.getElementType());
     if (!dtype)
       raise("input '" + name + "' has a type kiln cannot read");
-    arguments.push_back(
-        fromNumpy(feeds[py::str(name)], *dtype, type.getShape(), name));
+    specs.push_back(
+        {name, *dtype, {type.getShape().begin(), type.getShape().end()}});
   }
-  return arguments;
+  return tensorsFrom(feeds, specs);
 }
 
 py::dict Model::run(const py::dict &feeds) {
