@@ -9,8 +9,8 @@
 #   bash scripts/device-round.sh ablation   # bench: the ablation and eager/AMP
 #   bash scripts/device-round.sh bert       # bench: BERT-base, kiln and PyTorch
 #
-# Every result is also appended to $OUT/summary.txt, which a short last
-# tail shows.
+# Each check's outcome and the end of its log go to $OUT/summary.txt,
+# printed last (the reply carries the end of the output); full logs beside.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-device-results}"
@@ -19,17 +19,19 @@ bin=build-device/bin
 export LD_LIBRARY_PATH="$PWD/build-device/lib-extra:${LD_LIBRARY_PATH:-}"
 export KILN_BIN="$bin" OUT="$out" KILN_SHARED="$PWD/shared"
 summary="$out/summary.txt"
-nvidia-smi -L | tee -a "$summary"
+nvidia-smi -L >> "$summary" 2>&1
 status=0
 run() { # name, command...
   local name="$1"
   shift
-  echo "== $name" | tee -a "$summary"
-  if "$@" > "$out/$name.log" 2>&1; then
-    echo "   passed" | tee -a "$summary"
+  echo "== $name" >> "$summary"
+  "$@" > "$out/$name.log" 2>&1
+  local code=$?
+  if [ $code -eq 0 ]; then
+    echo "   passed" >> "$summary"
   else
     status=1
-    echo "   FAILED (exit $?; $out/$name.log)" | tee -a "$summary"
+    echo "   FAILED (exit $code; $out/$name.log)" >> "$summary"
   fi
   tail -n 5 "$out/$name.log" | sed 's/^/   /' >> "$summary"
 }
