@@ -8,6 +8,8 @@
 #include "kiln/DeviceTraining/DeviceRunner.h"
 #include "kiln/Training/Safetensors.h"
 
+#include <map>
+
 namespace py = pybind11;
 
 namespace kiln::python {
@@ -17,17 +19,20 @@ PyGpuTrainer::PyGpuTrainer(const std::string &artifact, int device,
   // The session's options, then the run's.
   runtime::SessionOptions sessionOptions;
   sessionOptions.device = device;
+  std::map<std::string, bool *> switches = {
+      {"tune_gemms", &sessionOptions.tuneGemms},
+      {"gemm_bias_gradients", &sessionOptions.gemmBiasGradients},
+      {"cuda_graph", &sessionOptions.cudaGraph}};
   py::dict run;
   for (const auto &[key, value] : keywords) {
-    std::string name = py::str(key);
-    if (name == "tune_gemms")
-      sessionOptions.tuneGemms = value.cast<bool>();
-    else if (name == "gemm_bias_gradients")
-      sessionOptions.gemmBiasGradients = value.cast<bool>();
-    else if (name == "cuda_graph")
-      sessionOptions.cudaGraph = value.cast<bool>();
-    else
+    auto option = switches.find(py::str(key).cast<std::string>());
+    if (option == switches.end())
       run[key] = value;
+    else if (py::isinstance<py::bool_>(value))
+      *option->second = value.cast<bool>();
+    else
+      raise("option '" + option->first + "' cannot take " +
+            py::repr(value).cast<std::string>() + " (docs/python.md)");
   }
   TrainerOptions options = trainerOptions(run, OptionKinds::Run);
   TrainingSpec spec = trainingSpecFrom(options);

@@ -80,8 +80,8 @@ TrainerOptions trainerOptions(const py::dict &keywords, OptionKinds kinds) {
     try {
       keyword->second.set(options, value);
     } catch (const py::cast_error &) {
-      raise("option '" + name + "' cannot be " +
-            py::str(py::type::of(value)).cast<std::string>());
+      raise("option '" + name + "' cannot take " +
+            py::repr(value).cast<std::string>() + " (docs/python.md)");
     }
   }
   return options;

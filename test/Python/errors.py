@@ -78,8 +78,10 @@ attempt("export from IR", lambda: kiln.Trainer(
     kiln.Model(ir)).export_onnx("x.onnx"))
 # CHECK: unknown option: unknown option 'learning_rate' (docs/python.md lists them)
 attempt("unknown option", lambda: kiln.Trainer(model, learning_rate=1e-3))
-# CHECK: option type: option 'lr' cannot be <class 'str'>
+# CHECK: option type: option 'lr' cannot take 'fast' (docs/python.md)
 attempt("option type", lambda: kiln.Trainer(model, lr="fast"))
+# CHECK: pair: option 'betas' cannot take (0.9,) (docs/python.md)
+attempt("pair", lambda: kiln.Trainer(model, betas=(0.9,)))
 # A compiled step takes the run's options when it trains.
 # CHECK: run option: 'steps' is an option of the run, which kiln-run takes with the compiled step
 attempt("run option", lambda: kiln.compile(model, "x.kiln", steps=10))

@@ -30,6 +30,8 @@ attempt("no GPU", lambda: kiln.GpuTrainer(f"{work}.kiln", lr=1e-3, steps=10,
                                           cuda_graph=False))
 # CHECK: step option: 'precision' shapes the compiled step: give it to kiln.compile
 attempt("step option", lambda: kiln.GpuTrainer(f"{work}.kiln", precision="bf16"))
+# CHECK: switch: option 'cuda_graph' cannot take 'no' (docs/python.md)
+attempt("switch", lambda: kiln.GpuTrainer(f"{work}.kiln", cuda_graph="no"))
 # CHECK: bad value: lr must be positive, warmup and min_lr not negative
 attempt("bad value", lambda: kiln.GpuTrainer(f"{work}.kiln", lr=-1.0))
 # CHECK: missing: cannot open '{{.*}}nowhere.kiln'
