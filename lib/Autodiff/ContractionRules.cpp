@@ -218,7 +218,7 @@ void registerContractionGradients(GradientRuleTable &table) {
     return success();
   });
 
-  table.addNonDifferentiable<ArgMaxOp, ArgMinOp>();
+  table.addNonDifferentiable<ArgMaxOp, ArgMinOp, TopKOp>();
 }
 
 } // namespace kiln

@@ -9,8 +9,10 @@
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 
@@ -231,7 +233,39 @@ static LogicalResult evaluateCumsum(CumsumOp op,
   return success();
 }
 
+/// The k best indices of each row: a stable sort by value, largest (or
+/// smallest) first, NaN counting as larger than every number.
+static LogicalResult evaluateTopK(TopKOp op, const EvaluationContext &context,
+                                  SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0);
+  Tensor result = makeTensor(op.getResult());
+  AxisView in(input.getShape(), op.getAxis()),
+      out(result.getShape(), op.getAxis());
+  bool largest = op.getLargest();
+  std::vector<int64_t> order(in.size);
+  for (int64_t o = 0; o < in.outer; ++o)
+    for (int64_t inner = 0; inner < in.inner; ++inner) {
+      auto value = [&](int64_t i) {
+        return input.getAsDouble(in.index(o, i, inner));
+      };
+      // Whether a sorts before b (a NaN is the largest).
+      auto before = [&](int64_t a, int64_t b) {
+        double x = value(a), y = value(b);
+        if (std::isnan(x) || std::isnan(y))
+          return std::isnan(x) == largest && std::isnan(y) != largest;
+        return largest ? x > y : x < y;
+      };
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), before);
+      for (int64_t j = 0; j < out.size; ++j)
+        result.ints()[out.index(o, j, inner)] = order[j];
+    }
+  results.push_back(std::move(result));
+  return success();
+}
+
 void registerReductionEvaluators(EvaluatorTable &table) {
+  table.add<TopKOp>(evaluateTopK);
   table.add<CumsumOp>(evaluateCumsum);
   addReduction<ReduceSumOp>(table, Combine::Sum);
   addReduction<ReduceMeanOp>(table, Combine::Mean);

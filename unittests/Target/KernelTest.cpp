@@ -403,6 +403,22 @@ const KernelCase kCases[] = {
         return %a, %b, %c, %d, %e, %f, %g2, %h : tensor<4xf32>, tensor<3x1x5xf32>, tensor<f32>,
             tensor<3x5xf32>, tensor<3x4xf32>, tensor<3x5xi64>, tensor<4x1xi64>, tensor<3x4x5xf32>
       })"},
+    // Top k along a middle and the last axis, largest and smallest, with
+    // ties (integers in [0, 3)) and NaN (the log of negative values),
+    // which counts as the largest; the values gathered at the indices.
+    {"TopK", R"(
+      func.func @main(%x: tensor<3x6x4xf32>, %i: tensor<5x7xi64> {test.range = 3 : i64})
+          -> (tensor<3x2x4xi64>, tensor<5x3xi64>, tensor<3x6x4xi64>, tensor<3x6x1xi64>,
+              tensor<3x2x4xf32>) {
+        %a = kiln.top_k %x {axis = 1 : i64, k = 2 : i64, largest} : (tensor<3x6x4xf32>) -> tensor<3x2x4xi64>
+        %b = kiln.top_k %i {axis = 1 : i64, k = 3 : i64} : (tensor<5x7xi64>) -> tensor<5x3xi64>
+        %l = kiln.log %x : tensor<3x6x4xf32>
+        %c = kiln.top_k %l {axis = 1 : i64, k = 6 : i64, largest} : (tensor<3x6x4xf32>) -> tensor<3x6x4xi64>
+        %d = kiln.top_k %l {axis = 2 : i64, k = 1 : i64} : (tensor<3x6x4xf32>) -> tensor<3x6x1xi64>
+        %v = kiln.gather_elements %x, %a {axis = 1 : i64} : (tensor<3x6x4xf32>, tensor<3x2x4xi64>) -> tensor<3x2x4xf32>
+        return %a, %b, %c, %d, %v : tensor<3x2x4xi64>, tensor<5x3xi64>, tensor<3x6x4xi64>,
+            tensor<3x6x1xi64>, tensor<3x2x4xf32>
+      })"},
     {"Softmax", R"(
       func.func @main(%x: tensor<2x7x3xf32>, %g: tensor<2x7x3xf32>)
           -> (tensor<2x7x3xf32>, tensor<2x7x3xf32>, tensor<2x7x3xf32>, tensor<2x7x3xf32>) {

@@ -1,6 +1,6 @@
 //===- MathImporters.cpp - ONNX products, reductions, normalizations ------===//
 //
-// MatMul, Gemm, the Reduce* family, ArgMax/ArgMin, Softmax, LogSoftmax,
+// MatMul, Gemm, the Reduce* family, ArgMax/ArgMin, TopK, Softmax, LogSoftmax,
 // LayerNormalization and RMSNormalization.
 //
 //===----------------------------------------------------------------------===//
@@ -233,6 +233,44 @@ template <typename OpTy> static LogicalResult importArgReduce(NodeContext &node)
   return node.setResult(node.create1<OpTy>({node.input(0)}, attributes));
 }
 
+/// TopK: the indices of the k best along `axis` (kiln.top_k; k an
+/// attribute before opset 10, a constant input from then on), and the
+/// values gathered at them, so that autodiff routes the values' gradient
+/// back through the gather. `sorted` = 0 leaves the order open: sorted is
+/// one.
+static LogicalResult importTopK(NodeContext &node) {
+  FailureOr<int64_t> axis = node.intAttr("axis", -1);
+  FailureOr<int64_t> largest = node.intAttr("largest", 1);
+  FailureOr<std::optional<SmallVector<int64_t>>> k =
+      node.intsAttrOrInput("k", 1, 10);
+  if (failed(node.requireInputs(1)) || failed(axis) || failed(largest) ||
+      failed(k))
+    return failure();
+  if (!*k || (*k)->size() != 1)
+    return node.error("k must be one number");
+  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
+  if (failed(normalized))
+    return failure();
+  SmallVector<NamedAttribute> attributes{
+      node.builder.getNamedAttr("axis",
+                                node.builder.getI64IntegerAttr(*normalized)),
+      node.builder.getNamedAttr("k", node.builder.getI64IntegerAttr((**k)[0]))};
+  if (*largest)
+    attributes.push_back(unitAttr(node, "largest"));
+  FailureOr<Value> indices = node.create1<TopKOp>({node.input(0)}, attributes);
+  if (failed(indices))
+    return failure();
+  FailureOr<Value> values = node.create1<GatherElementsOp>(
+      {node.input(0), *indices},
+      {node.builder.getNamedAttr("axis",
+                                 node.builder.getI64IntegerAttr(*normalized))});
+  if (failed(values))
+    return failure();
+  node.setOutput(0, *values);
+  node.setOutput(1, *indices);
+  return success();
+}
+
 namespace {
 /// What Softmax, LogSoftmax and Hardmax normalize: input 0 along `axis`;
 /// before opset 13, the input flattened to 2-D at `axis` (default 1), all
@@ -461,6 +499,7 @@ void registerMathImporters(OpImporterTable &table) {
   table.add("ReduceLogSumExp",
             importReduce<ReduceSumOp, Prologue::Exp, Epilogue::Log>);
   table.add("ArgMax", importArgReduce<ArgMaxOp>);
+  table.add("TopK", importTopK);
   table.add("ArgMin", importArgReduce<ArgMinOp>);
   table.add("Softmax", importSoftmax<SoftmaxOp>);
   table.add("LogSoftmax", importSoftmax<LogSoftmaxOp>);

@@ -83,6 +83,7 @@ struct StructuredEmitter {
                                    const std::string &init, bool mean);
   FailureOr<std::string> argReduction(Value input, int64_t axis, bool max,
                                       bool last);
+  FailureOr<std::string> topK(TopKOp op);
   FailureOr<std::string> softmax(Value input, int64_t axis, bool log);
   FailureOr<std::string> normalization(Value input, Value mean, Value scale,
                                        Value bias, int64_t axis,
@@ -125,6 +126,41 @@ FailureOr<std::string> StructuredEmitter::reduction(Value input,
     r.finish = "acc / " + std::to_string(extent) + ".0";
   r.contiguous = llvm::is_contained(axes, static_cast<int64_t>(in.size()) - 1);
   return reduces(r);
+}
+
+/// Output j of a row is its j-th best element: j + 1 passes over the row,
+/// each taking the best of those after the previous pass's in the order
+/// (value, NaN as the largest, then index), k * n reads per row element,
+/// for the small k of routers and samplers.
+FailureOr<std::string> StructuredEmitter::topK(TopKOp op) {
+  AxisSplit in(shapeOf(op.getInput()), op.getAxis()), out(shape, op.getAxis());
+  bool largest = op.getLargest();
+  std::string x = at(op.getInput(), in.at("row", "k"));
+  return returns(
+      "    auto before = [](double x, i64 ix, double y, i64 iy) {\n"
+      "      bool nx = x != x, ny = y != y;\n"
+      "      if (nx || ny) return nx && ny ? ix < iy : " +
+      std::string(largest ? "nx" : "ny") +
+      ";\n"
+      "      return x != y ? x " +
+      (largest ? ">" : "<") +
+      " y : ix < iy;\n"
+      "    };\n"
+      "    const i64 row = " +
+      out.row("i") + ";\n    const i64 rank = (i / " + num(out.inner) + ") % " +
+      num(out.extent) +
+      ";\n    i64 previous = -1; double last = 0;\n"
+      "    for (i64 r = 0; r <= rank; ++r) {\n"
+      "      i64 best = -1; double top = 0;\n"
+      "      for (i64 k = 0; k < " +
+      num(in.extent) + "; ++k) {\n        double x = (double)" + x +
+      ";\n"
+      "        if (previous >= 0 && !before(last, previous, x, k)) continue;\n"
+      "        if (best < 0 || before(x, k, top, best)) { best = k; top = x; "
+      "}\n"
+      "      }\n"
+      "      previous = best; last = top;\n"
+      "    }\n    return previous;\n");
 }
 
 FailureOr<std::string> StructuredEmitter::argReduction(Value input,
@@ -562,6 +598,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
         return argReduction(a.getInput(), a.getAxis(), false,
                             a.getSelectLastIndex());
       })
+      .Case([&](TopKOp t) { return topK(t); })
       .Case([&](SoftmaxOp s) {
         return softmax(s.getInput(), s.getAxis(), false);
       })

@@ -39,6 +39,23 @@ def gemm():
     return model([node], [tensor("x", F, [2, 4])], [tensor("y", F, [2, 3])], [w, b])
 
 
+def top_k():
+    """A router: the 2 best of 6 scores a parameter computes, their sum the
+    loss (so that its gradient runs back through the values)."""
+    w = numpy_helper.from_array(
+        np.arange(24, dtype=np.float32).reshape(4, 6) / 24.0, "w")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["scores"]),
+        const("k", [2]),
+        helper.make_node("TopK", ["scores", "k"], ["values", "indices"],
+                         name="router", axis=-1),
+        helper.make_node("ReduceSum", ["values"], ["loss"], keepdims=0),
+    ]
+    return model(nodes, [tensor("x", F, [3, 4])],
+                 [tensor("loss", F, []), tensor("indices", TensorProto.INT64, [3, 2])],
+                 [w])
+
+
 def shape_folding():
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
@@ -244,6 +261,7 @@ def attention(inputs, outputs, **attributes):
 
 
 BUILDERS = {
+    "top_k": top_k,
     "attention_softcap": lambda: attention([], ["y"], softcap=30.0),
     "attention_scores_output": lambda: attention([], ["y", "", "", "s"]),
     "attention_double_softmax": lambda: attention(

@@ -430,6 +430,49 @@ class Kiln_ArgReductionOp<string mnemonic, string which>
 def Kiln_ArgMaxOp : Kiln_ArgReductionOp<"argmax", "maximum">;
 def Kiln_ArgMinOp : Kiln_ArgReductionOp<"argmin", "minimum">;
 
+def Kiln_TopKOp : Kiln_Op<"top_k", [Pure, InferTypeOpAdaptor]> {
+  let summary = "indices of the k largest (or smallest) elements along an axis";
+  let description = [{
+    The `i64` indices along `axis` of its `k` largest elements (smallest
+    without `largest`), best first; of equal elements the one with the
+    lower index comes first, and NaN counts as larger than every number.
+    The result has the input's shape with extent `k` along `axis`; the
+    values are `kiln.gather_elements` of the input at these indices (ONNX
+    TopK imports as both).
+
+    ```mlir
+    %i = kiln.top_k %logits {axis = 1 : i64, k = 2 : i64, largest}
+        : (tensor<4x8xf32>) -> tensor<4x2xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, I64Attr:$k,
+                       UnitAttr:$largest);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      auto input = ::llvm::cast<::mlir::RankedTensorType>(
+          adaptor.getInput().getType());
+      int64_t axis = adaptor.getAxis(), k = adaptor.getK();
+      if (axis < 0 || axis >= input.getRank())
+        return ::mlir::emitOptionalError(location, "axis ", axis,
+                                         " is outside [0, ", input.getRank(),
+                                         ")");
+      if (k < 1 || k > input.getDimSize(axis))
+        return ::mlir::emitOptionalError(location, "k = ", k,
+                                         " is outside [1, ",
+                                         input.getDimSize(axis), "]");
+      ::llvm::SmallVector<int64_t> shape(input.getShape());
+      shape[axis] = k;
+      inferred.push_back(::mlir::RankedTensorType::get(
+          shape, ::mlir::IntegerType::get(context, 64)));
+      return ::mlir::success();
+    }
+  }];
+}
+
 class Kiln_SoftmaxFamilyOp<string mnemonic, string formula>
     : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = formula # " along one axis";
