@@ -55,12 +55,17 @@ py::array toNumpy(const Tensor &tensor) {
   return wide.attr("astype")(numpyType(tensor.getDType()));
 }
 
-/// "i64[2x32]", as kiln-run writes a type.
-static std::string describe(DType dtype, llvm::ArrayRef<int64_t> shape) {
-  std::string text = dtypeName(dtype).str() + "[";
+/// "i64[2x32]", as kiln-run writes a type: `element` and `shape`.
+static std::string describe(const std::string &element,
+                            llvm::ArrayRef<int64_t> shape) {
+  std::string text = element + "[";
   for (size_t d = 0; d < shape.size(); ++d)
     text += (d ? "x" : "") + std::to_string(shape[d]);
   return text + "]";
+}
+
+static std::string describe(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  return describe(dtypeName(dtype).str(), shape);
 }
 
 Tensor fromNumpy(py::handle value, DType dtype, llvm::ArrayRef<int64_t> shape,
@@ -77,13 +82,9 @@ Tensor fromNumpy(py::handle value, DType dtype, llvm::ArrayRef<int64_t> shape,
                 : isFloat(dtype)     ? floating
                                      : integer;
   std::vector<int64_t> given(array.shape(), array.shape() + array.ndim());
-  if (!wanted || llvm::ArrayRef<int64_t>(given) != shape) {
-    std::string got = py::str(array.dtype()).cast<std::string>() + "[";
-    for (size_t i = 0; i < given.size(); ++i)
-      got += (i ? "x" : "") + std::to_string(given[i]);
+  if (!wanted || llvm::ArrayRef<int64_t>(given) != shape)
     raise("input '" + name + "' must be " + describe(dtype, shape) + ", got " +
-          got + "]");
-  }
+          describe(py::str(array.dtype()).cast<std::string>(), given));
   Tensor tensor(dtype, shape);
   if (tensor.isFloat()) {
     auto values =
