@@ -15,7 +15,7 @@ DiagnosticCapture::DiagnosticCapture(mlir::MLIRContext &context)
   id = context.getDiagEngine().registerHandler([this](mlir::Diagnostic &d) {
     if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
       messages += (messages.empty() ? "" : "\n") + formatDiagnostic(d);
-    else if (d.getSeverity() == mlir::DiagnosticSeverity::Warning)
+    else if (d.getSeverity() != mlir::DiagnosticSeverity::Note)
       warnings.push_back(formatDiagnostic(d));
     return mlir::success();
   });

@@ -42,8 +42,8 @@ template <typename T> T check(llvm::Expected<T> value) {
   return std::move(*value);
 }
 
-/// Collects the errors emitted on a context while it lives; warnings go to
-/// Python's warnings (UserWarning) when the call ends.
+/// Collects the errors emitted on a context while it lives; warnings and
+/// remarks go to Python's warnings (UserWarning) when the call ends.
 class DiagnosticCapture {
 public:
   explicit DiagnosticCapture(mlir::MLIRContext &context);

@@ -40,10 +40,9 @@ selectParameters(func::FuncOp function, const AutodiffOptions &options) {
   SmallVector<ParameterOp> selected;
   function.walk([&](ParameterOp op) {
     StringRef name = op.getName();
-    // Exporters lift literals (0.5, an exponent of 3) into scalar
-    // initializers; they are trained only when named explicitly.
-    bool literal = op.getType().getRank() == 0 && options.train.empty();
-    if (isFloatTensor(op) && !literal && train.match(name) &&
+    // Literals and buffers are trained only when named explicitly.
+    bool buffer = options.train.empty() && notAWeight(op);
+    if (isFloatTensor(op) && !buffer && train.match(name) &&
         (options.freeze.empty() || !freeze.match(name)))
       selected.push_back(op);
   });
@@ -187,6 +186,7 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp forward,
   FailureOr<SmallVector<ParameterOp>> selected = selectParameters(function, options);
   if (failed(selected))
     return failure();
+  remarkOnBuffers(function, options);
   warnAboutUntiedCopies(*selected);
   SmallVector<Value> parameterValues;
   for (ParameterOp op : *selected)

@@ -12,8 +12,8 @@
 
 #include "kiln/Autodiff/Autodiff.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
+#include "StoredBytes.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/xxhash.h"
@@ -21,16 +21,6 @@
 using namespace mlir;
 
 namespace kiln {
-
-/// The stored bytes of `attr`, or empty where it is splat or not in memory.
-static ArrayRef<char> storedBytes(ElementsAttr attr) {
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    return blob ? blob->getData() : ArrayRef<char>();
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(attr);
-  return dense && !dense.isSplat() ? dense.getRawData() : ArrayRef<char>();
-}
 
 namespace {
 struct Candidate {

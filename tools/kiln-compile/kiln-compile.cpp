@@ -126,10 +126,17 @@ struct PlannedStep {
 };
 
 /// Imports the model with `options`, runs the training pipeline on it and
-/// plans the step; errors are emitted on `context`.
-static std::optional<PlannedStep>
-planStep(mlir::MLIRContext &context, const kiln::ImportOptions &options,
-         kiln::TrainingPipelineConfig config) {
+/// plans the step; errors are emitted on `context`. A `trial` of a search
+/// for what fits keeps its warnings and remarks to itself: the plan the
+/// search settles on says them once.
+static std::optional<PlannedStep> planStep(mlir::MLIRContext &context,
+                                           const kiln::ImportOptions &options,
+                                           kiln::TrainingPipelineConfig config,
+                                           bool trial = true) {
+  mlir::ScopedDiagnosticHandler quiet(&context, [&](mlir::Diagnostic &d) {
+    return mlir::success(trial &&
+                         d.getSeverity() != mlir::DiagnosticSeverity::Error);
+  });
   PlannedStep planned;
   SourceMgr sourceManager;
   planned.module = kiln::loadModel(modelPath, &context, options, sourceManager);
@@ -404,7 +411,8 @@ int main(int argc, char **argv) {
   kiln::registerKilnDialects(context);
   kiln::ToolDiagnostics diagnostics(&context);
   auto planAndReport = [&] {
-    std::optional<PlannedStep> planned = planStep(context, options, *config);
+    std::optional<PlannedStep> planned =
+        planStep(context, options, *config, /*trial=*/false);
     if (!planned)
       return 1;
     if (reportMemory || !maxMemory.empty())

@@ -20,8 +20,8 @@ struct AutodiffOptions {
   /// The result that is the loss, by its `kiln.name`; empty: the first
   /// scalar floating-point result.
   std::string loss;
-  /// Parameters whose name matches `train` (empty: all but scalars, which
-  /// exporters use for lifted literals) and not `freeze` (empty: none) are
+  /// Parameters whose name matches `train` (empty: all but those that are
+  /// not weights, see `notAWeight`) and not `freeze` (empty: none) are
   /// trained, if they reach the loss differentiably.
   std::string train, freeze;
 };
@@ -30,6 +30,19 @@ struct AutodiffOptions {
 /// loss: floating-point ones matching `train` and not `freeze`.
 mlir::FailureOr<llvm::SmallVector<ParameterOp>>
 selectParameters(mlir::func::FuncOp function, const AutodiffOptions &options);
+
+/// Why an initializer is most likely not a weight PyTorch trains
+/// (Buffers.cpp): a scalar (exporters lift literals such as 0.5 into
+/// initializers); a PyTorch buffer's name (`inv_freq`, `running_mean`,
+/// `running_var`, `*_cached`); stored f32/f64 values holding an infinity or
+/// a magnitude of 1e30 or more (a mask).
+enum class NotAWeight { Literal, BufferName, MaskValues };
+std::optional<NotAWeight> notAWeight(ParameterOp op);
+
+/// A remark on `function` for each reason other than Literal that keeps
+/// parameters from training by default, naming them.
+void remarkOnBuffers(mlir::func::FuncOp function,
+                     const AutodiffOptions &options);
 
 /// Warns on each trained parameter (a matrix or larger, not constant) that
 /// holds exactly the values, or the transpose, of another: most likely one

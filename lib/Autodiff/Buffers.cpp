@@ -1,0 +1,108 @@
+//===- Buffers.cpp - initializers that PyTorch does not train -------------===//
+//
+// ONNX does not say which initializers are weights: PyTorch's buffers (a
+// rotary embedding's inverse frequencies, a normalization's running
+// statistics) and the values an exporter folds (an attention mask built
+// from constants) are initializers like any weight, and gradients reach
+// them. PyTorch's optimizer never sees them, so neither does kiln's unless
+// asked (--train): a buffer is recognized by the name PyTorch gives it or
+// by values no weight holds. What that leaves out is said once per reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Autodiff/Autodiff.h"
+
+#include "StoredBytes.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+
+namespace kiln {
+
+/// The last component of a parameter's name ("model.layers.0.inv_freq").
+static StringRef leafName(StringRef name) {
+  size_t cut = name.find_last_of("./:");
+  return cut == StringRef::npos ? name : name.drop_front(cut + 1);
+}
+
+/// Whether `name` is what PyTorch modules call their buffers: rotary
+/// embeddings' `inv_freq` and `cos_cached`/`sin_cached`, normalizations'
+/// `running_mean` and `running_var`.
+static bool isBufferName(StringRef name) {
+  StringRef leaf = leafName(name);
+  return leaf == "inv_freq" || leaf == "running_mean" ||
+         leaf == "running_var" || leaf.ends_with("_cached");
+}
+
+/// Whether one of `count` values of type T at `bytes` is infinite or of a
+/// magnitude no weight has (1e30 and beyond: a float type's lowest).
+template <typename T>
+static bool holdsMaskValue(const char *bytes, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    T value;
+    std::memcpy(&value, bytes + i * sizeof(T), sizeof(T));
+    if (std::isinf(value) || std::fabs(value) >= T(1e30))
+      return true;
+  }
+  return false;
+}
+
+/// Whether a parameter's stored f32 or f64 value is a mask: it holds -inf
+/// or the type's lowest value, which masked_fill and folded masks write.
+static bool holdsMaskValues(ParameterOp op) {
+  std::optional<ElementsAttr> value = op.getInitialValue();
+  if (!value)
+    return false;
+  ArrayRef<char> bytes = storedBytes(*value);
+  Type element = op.getType().getElementType();
+  if (element.isF32())
+    return holdsMaskValue<float>(bytes.data(), bytes.size() / sizeof(float));
+  if (element.isF64())
+    return holdsMaskValue<double>(bytes.data(), bytes.size() / sizeof(double));
+  return false;
+}
+
+std::optional<NotAWeight> notAWeight(ParameterOp op) {
+  // Exporters lift literals (0.5, an exponent of 3) into scalar initializers.
+  if (op.getType().getRank() == 0)
+    return NotAWeight::Literal;
+  if (isBufferName(op.getName()))
+    return NotAWeight::BufferName;
+  if (holdsMaskValues(op))
+    return NotAWeight::MaskValues;
+  return std::nullopt;
+}
+
+void remarkOnBuffers(func::FuncOp function, const AutodiffOptions &options) {
+  if (!options.train.empty())
+    return;
+  SmallVector<std::string> byName, byValue;
+  function.walk([&](ParameterOp op) {
+    std::optional<NotAWeight> reason = notAWeight(op);
+    if (reason == NotAWeight::BufferName)
+      byName.push_back(("'" + op.getName() + "'").str());
+    else if (reason == NotAWeight::MaskValues)
+      byValue.push_back(("'" + op.getName() + "'").str());
+  });
+  auto listed = [](ArrayRef<std::string> names) {
+    constexpr size_t kShown = 3;
+    std::string text = llvm::join(names.take_front(kShown), ", ");
+    if (names.size() > kShown)
+      text += " and " + std::to_string(names.size() - kShown) + " more";
+    return text;
+  };
+  if (!byName.empty())
+    function.emitRemark() << "not training " << listed(byName)
+                          << ": PyTorch buffers by name, which its optimizers "
+                             "skip (--train=REGEX trains them)";
+  if (!byValue.empty())
+    function.emitRemark() << "not training " << listed(byValue)
+                          << ": masks by their values (-inf or a float type's "
+                             "lowest; --train=REGEX trains them)";
+}
+
+} // namespace kiln
