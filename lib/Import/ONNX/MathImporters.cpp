@@ -1,7 +1,7 @@
-//===- MathImporters.cpp - ONNX products, reductions, normalizations ------===//
+//===- MathImporters.cpp - ONNX products, reductions, softmax -------------===//
 //
 // MatMul, Gemm, the Reduce* family, ArgMax/ArgMin, TopK, Softmax, LogSoftmax,
-// LayerNormalization and RMSNormalization.
+// Hardmax, GlobalAveragePool and GlobalMaxPool.
 //
 //===----------------------------------------------------------------------===//
 
@@ -337,96 +337,6 @@ static LogicalResult importHardmax(NodeContext &node) {
   return node.setResult(node.reshape(*ones, node.inputType(0).getShape()));
 }
 
-/// The attributes LayerNormalization and RMSNormalization share, as kiln
-/// attributes: the first normalized axis and epsilon (statistics in f32 or
-/// better, the only stash_type kiln has).
-static FailureOr<SmallVector<NamedAttribute>>
-normalizationAttributes(NodeContext &node) {
-  FailureOr<int64_t> axis = node.intAttr("axis", -1);
-  FailureOr<double> epsilon = node.floatAttr("epsilon", 1e-5);
-  FailureOr<int64_t> stashType = node.intAttr("stash_type", 1);
-  if (failed(node.requireInputs(2)) || failed(axis) || failed(epsilon) ||
-      failed(stashType))
-    return failure();
-  if (*stashType != onnx::TensorProto::FLOAT)
-    return node.error("stash_type ") << *stashType
-                                     << " is not supported (only 1, float)";
-  FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
-  if (failed(normalized))
-    return failure();
-  return SmallVector<NamedAttribute>{
-      node.builder.getNamedAttr("axis",
-                                node.builder.getI64IntegerAttr(*normalized)),
-      node.builder.getNamedAttr("epsilon",
-                                node.builder.getF64FloatAttr(*epsilon))};
-}
-
-static LogicalResult importLayerNormalization(NodeContext &node) {
-  FailureOr<SmallVector<NamedAttribute>> attributes =
-      normalizationAttributes(node);
-  if (failed(attributes))
-    return failure();
-  SmallVector<Value> operands{node.input(0), node.input(1)};
-  if (node.hasInput(2))
-    operands.push_back(node.input(2));
-  attributes->push_back(node.builder.getNamedAttr(
-      "operandSegmentSizes",
-      node.builder.getDenseI32ArrayAttr(
-          {1, 1, static_cast<int32_t>(node.hasInput(2))})));
-  FailureOr<SmallVector<Value>> results =
-      node.create<LayerNormOp>(operands, *attributes);
-  if (failed(results))
-    return failure();
-  for (unsigned i = 0; i < 3; ++i)
-    node.setOutput(i, (*results)[i]);
-  return success();
-}
-
-/// RMSNormalization (opset 23): kiln.rms_norm over [axis, rank), the scale
-/// inside it when it has the input's type and broadcasts to the normalized
-/// dimensions alone (after dropping leading 1s); otherwise the normalized
-/// input, cast to the scale's type, times the scale (which may then vary
-/// along leading dimensions too, as unidirectional broadcasting allows).
-static LogicalResult importRMSNormalization(NodeContext &node) {
-  FailureOr<SmallVector<NamedAttribute>> attributes =
-      normalizationAttributes(node);
-  if (failed(attributes))
-    return failure();
-  int64_t rank = node.inputRank(0);
-  int64_t normalized =
-      cast<IntegerAttr>(attributes->front().getValue()).getInt();
-  RankedTensorType inputType = node.inputType(0), scaleType = node.inputType(1);
-  ArrayRef<int64_t> scaleShape = scaleType.getShape();
-  int64_t extra = scaleType.getRank() - (rank - normalized);
-  int64_t leading = std::max<int64_t>(extra, 0);
-  bool inside = scaleType.getElementType() == inputType.getElementType() &&
-                llvm::all_of(scaleShape.take_front(leading),
-                             [](int64_t size) { return size == 1; });
-  SmallVector<Value> operands{node.input(0)};
-  if (inside) {
-    FailureOr<Value> scale =
-        node.reshape(node.input(1), scaleShape.drop_front(leading));
-    if (failed(scale))
-      return failure();
-    operands.push_back(*scale);
-  }
-  FailureOr<SmallVector<Value>> results =
-      node.create<RmsNormOp>(operands, *attributes);
-  if (failed(results))
-    return failure();
-  if (inside)
-    return node.setResult(results->front());
-  Value output = results->front();
-  if (scaleType.getElementType() != inputType.getElementType()) {
-    FailureOr<Value> cast = node.create1<CastOp>(
-        {output}, {}, {inputType.clone(scaleType.getElementType())});
-    if (failed(cast))
-      return failure();
-    output = *cast;
-  }
-  return node.setResult(node.create1<MulOp>({output, node.input(1)}));
-}
-
 /// GlobalAveragePool and GlobalMaxPool: the reduction over every spatial
 /// dimension of [N, C, spatial...], kept as size 1.
 template <typename ReduceOp>
@@ -444,40 +354,6 @@ static LogicalResult importGlobalPool(NodeContext &node) {
       {node.input(0)}, {node.builder.getNamedAttr(
                             "axes", node.builder.getDenseI64ArrayAttr(axes)),
                         unitAttr(node, "keep_dims")}));
-}
-
-/// InstanceNormalization: each channel of each sample normalized over its
-/// spatial dimensions (a layer norm from axis 2, without its own scale),
-/// then scaled and shifted per channel.
-static LogicalResult importInstanceNormalization(NodeContext &node) {
-  FailureOr<double> epsilon = node.floatAttr("epsilon", 1e-5);
-  if (failed(node.requireInputs(3)) || failed(epsilon))
-    return failure();
-  RankedTensorType type = node.inputType(0);
-  int64_t rank = type.getRank();
-  if (rank < 3)
-    return node.error("input of rank ")
-           << rank << " has no spatial dimensions to normalize over";
-  FailureOr<SmallVector<Value>> normalized = node.create<LayerNormOp>(
-      {node.input(0)},
-      {node.builder.getNamedAttr("axis", node.builder.getI64IntegerAttr(2)),
-       node.builder.getNamedAttr("epsilon",
-                                 node.builder.getF64FloatAttr(*epsilon)),
-       node.builder.getNamedAttr(
-           "operandSegmentSizes",
-           node.builder.getDenseI32ArrayAttr({1, 0, 0}))});
-  if (failed(normalized))
-    return failure();
-  SmallVector<int64_t> perChannel(rank, 1);
-  perChannel[1] = type.getDimSize(1);
-  FailureOr<Value> scale = node.reshape(node.input(1), perChannel);
-  FailureOr<Value> bias = node.reshape(node.input(2), perChannel);
-  if (failed(scale) || failed(bias))
-    return failure();
-  FailureOr<Value> scaled = node.create1<MulOp>({normalized->front(), *scale});
-  if (failed(scaled))
-    return failure();
-  return node.setResult(node.create1<AddOp>({*scaled, *bias}));
 }
 
 void registerMathImporters(OpImporterTable &table) {
@@ -504,11 +380,8 @@ void registerMathImporters(OpImporterTable &table) {
   table.add("Softmax", importSoftmax<SoftmaxOp>);
   table.add("LogSoftmax", importSoftmax<LogSoftmaxOp>);
   table.add("Hardmax", importHardmax);
-  table.add("LayerNormalization", importLayerNormalization);
-  table.add("InstanceNormalization", importInstanceNormalization);
   table.add("GlobalAveragePool", importGlobalPool<ReduceMeanOp>);
   table.add("GlobalMaxPool", importGlobalPool<ReduceMaxOp>);
-  table.add("RMSNormalization", importRMSNormalization);
 }
 
 } // namespace kiln

@@ -39,6 +39,7 @@ static const OpImporterTable &opImporters() {
     registerShapeImporters(t);
     registerTensorImporters(t);
     registerMathImporters(t);
+    registerNormalizationImporters(t);
     registerLossImporters(t);
     registerTrainingImporters(t);
     registerWindowImporters(t);
@@ -98,6 +99,8 @@ private:
                            SmallVectorImpl<std::pair<std::string, Value>> &updates);
   LogicalResult importNode(const onnx::NodeProto &node, int64_t nodeOpset,
                            unsigned depth = 0);
+  /// One warning naming the running statistics nothing will update.
+  void warnAboutStaleStatistics();
 
   std::string path;
   MLIRContext *context;
@@ -281,6 +284,23 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
   return success();
 }
 
+void ModelImporter::warnAboutStaleStatistics() {
+  ArrayRef<std::string> names = graph.staleStatistics;
+  if (names.empty())
+    return;
+  constexpr size_t kShown = 2;
+  std::string listed;
+  for (const std::string &name : names.take_front(kShown))
+    listed += (listed.empty() ? "'" : ", '") + name + "'";
+  if (names.size() > kShown)
+    listed += " and " + std::to_string(names.size() - kShown) + " more";
+  emitWarning(UnknownLoc::get(context))
+      << path << ": BatchNormalization in training mode normalizes with each "
+      << "batch's statistics, and kiln does not update its running "
+      << "statistics (" << listed << "): they keep their initial values, "
+      << "which inference in eval mode reads";
+}
+
 LogicalResult ModelImporter::importTrainingAlgorithms(
     Block *entry, SmallVectorImpl<Type> &argumentTypes,
     SmallVectorImpl<std::string> &argumentNames,
@@ -404,6 +424,7 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   for (const onnx::NodeProto &node : onnxGraph.node())
     if (failed(importNode(node, opset)))
       return nullptr;
+  warnAboutStaleStatistics();
   SmallVector<std::pair<std::string, Value>> updates;
   if (failed(importTrainingAlgorithms(entry, argumentTypes, argumentNames,
                                       updates)))

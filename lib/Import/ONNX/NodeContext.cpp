@@ -352,6 +352,11 @@ StringRef NodeContext::modelDirectory() const {
   return llvm::sys::path::parent_path(graph.path);
 }
 
+void NodeContext::noteStaleStatistic(unsigned i) {
+  if (isa_and_present<ParameterOp>(input(i).getDefiningOp()))
+    graph.staleStatistics.push_back(node.input(i));
+}
+
 bool NodeContext::hasOutput(unsigned i) const {
   return static_cast<int>(i) < node.output_size() && !node.output(i).empty();
 }

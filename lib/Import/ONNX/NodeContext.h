@@ -47,6 +47,7 @@ void registerResizeImporter(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
 void registerTensorImporters(OpImporterTable &table);
 void registerMathImporters(OpImporterTable &table);
+void registerNormalizationImporters(OpImporterTable &table);
 void registerLossImporters(OpImporterTable &table);
 void registerTrainingImporters(OpImporterTable &table);
 void registerWindowImporters(OpImporterTable &table);
@@ -62,6 +63,9 @@ struct GraphState {
   /// Values of constants already decoded, so that folding chains do not
   /// decode the same attribute again.
   llvm::DenseMap<mlir::Value, Tensor> constants;
+  /// Running statistics that BatchNormalization in training mode would
+  /// update (initializer names): kiln's step does not.
+  llvm::SmallVector<std::string> staleStatistics;
 };
 
 class NodeContext {
@@ -200,6 +204,9 @@ public:
   /// True when output `i` is named, i.e. used by the graph.
   bool hasOutput(unsigned i) const;
   unsigned numOutputs() const { return node.output_size(); }
+  /// Records that input `i`, when an initializer, is a running statistic
+  /// the node updates and kiln's step does not.
+  void noteStaleStatistic(unsigned i);
 
   /// Emits "FILE: node 'NAME' (OP): reason" and returns failure.
   mlir::InFlightDiagnostic error(const llvm::Twine &reason);

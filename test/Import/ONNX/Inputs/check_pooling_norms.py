@@ -1,6 +1,8 @@
 """Checks kiln's import of ops whose ONNX backend tests use opsets below 11
-against NumPy references: GlobalAveragePool, GlobalMaxPool,
-InstanceNormalization and Shrink.
+or cover few cases against NumPy references: GlobalAveragePool,
+GlobalMaxPool, InstanceNormalization, Shrink, BatchNormalization (over a
+sequence [N, C, L], in inference and in training mode with its running
+statistics) and MeanVarianceNormalization (over other axes).
 
 Usage: check_pooling_norms.py WORKDIR
 Prints "OK <case>" when kiln-run's output matches within 1e-5 relative +
@@ -24,6 +26,26 @@ def instance_norm(x, scale, bias, epsilon):
             + bias.reshape(shape))
 
 
+def batch_norm(x, scale, bias, mean, variance, epsilon):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return ((x - mean.reshape(shape)) / np.sqrt(variance.reshape(shape) + epsilon)
+            * scale.reshape(shape) + bias.reshape(shape))
+
+
+def batch_norm_training(x, scale, bias, mean, variance, epsilon, momentum):
+    axes = (0,) + tuple(range(2, x.ndim))
+    batch_mean, batch_variance = x.mean(axis=axes), x.var(axis=axes)
+    return (batch_norm(x, scale, bias, batch_mean, batch_variance, epsilon),
+            mean * momentum + batch_mean * (1 - momentum),
+            variance * momentum + batch_variance * (1 - momentum))
+
+
+def mean_variance_norm(x, axes):
+    mean = x.mean(axis=axes, keepdims=True)
+    deviation = np.sqrt((x * x).mean(axis=axes, keepdims=True) - mean * mean)
+    return (x - mean) / (deviation + 1e-9)
+
+
 def shrink(x, lambd, bias):
     return np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0))
 
@@ -34,7 +56,18 @@ def cases(rng):
     volume = rng.standard_normal((2, 2, 3, 2, 4)).astype(np.float32)
     scale = rng.standard_normal(3).astype(np.float32)
     bias = rng.standard_normal(3).astype(np.float32)
+    sequence = rng.standard_normal((2, 3, 7)).astype(np.float32)
+    mean = rng.standard_normal(3).astype(np.float32)
+    variance = rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    statistics = {"x": sequence, "s": scale, "b": bias, "m": mean, "v": variance}
     return [
+        ("batch_norm_1d", "BatchNormalization", {"epsilon": 1e-3}, statistics,
+         lambda x, s, b, m, v: batch_norm(x, s, b, m, v, 1e-3)),
+        ("batch_norm_training", "BatchNormalization",
+         {"training_mode": 1, "momentum": 0.7}, statistics,
+         lambda x, s, b, m, v: batch_norm_training(x, s, b, m, v, 1e-5, 0.7)),
+        ("mean_variance_norm", "MeanVarianceNormalization", {"axes": [1, -1]},
+         {"x": image}, lambda x: mean_variance_norm(x, (1, 3))),
         ("global_average_pool", "GlobalAveragePool", {}, {"x": image},
          lambda x: x.mean(axis=(2, 3), keepdims=True)),
         ("global_max_pool_3d", "GlobalMaxPool", {}, {"x": volume},
@@ -54,10 +87,13 @@ def main():
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(0)
     for name, op, attributes, inputs, reference in cases(rng):
-        model = single_node(op, name, inputs, ["y"], attributes)
-        actual = run(work, name, model, inputs)["y"]
         expected = reference(*[a.astype(np.float64) for a in inputs.values()])
-        print(("OK " if close(actual, expected) else "MISMATCH ") + name)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        outputs = ["y", "running_mean", "running_var"][:len(expected)]
+        model = single_node(op, name, inputs, outputs, attributes)
+        actual = run(work, name, model, inputs)
+        matches = all(close(actual[n], e) for n, e in zip(outputs, expected))
+        print(("OK " if matches else "MISMATCH ") + name)
 
 
 if __name__ == "__main__":

@@ -163,6 +163,16 @@ def conv_groups():
                  [tensor("y", F, None)])
 
 
+def batch_norm_saved_statistics():
+    """BatchNormalization in opset 13's training mode: its optional outputs
+    (running and saved statistics) are asked for."""
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                            ["y", "mean", "var"], name="bn")
+    channels = [tensor(n, F, [3]) for n in "sbmv"]
+    return model([node], [tensor("x", F, [2, 3, 4])] + channels,
+                 [tensor("y", F, None), tensor("mean", F, None)], opset=13)
+
+
 def undefined_input():
     return model([helper.make_node("Relu", ["nowhere"], ["y"], name="act")],
                  [tensor("x", F, [2])], [tensor("y", F, [2])])
@@ -261,6 +271,7 @@ def attention(inputs, outputs, **attributes):
 
 
 BUILDERS = {
+    "batch_norm_saved_statistics": batch_norm_saved_statistics,
     "top_k": top_k,
     "attention_softcap": lambda: attention([], ["y"], softcap=30.0),
     "attention_scores_output": lambda: attention([], ["y", "", "", "s"]),
