@@ -31,11 +31,13 @@ static StringRef leafName(StringRef name) {
 
 /// Whether `name` is what PyTorch modules call their buffers: rotary
 /// embeddings' `inv_freq` and `cos_cached`/`sin_cached`, normalizations'
-/// `running_mean` and `running_var`.
+/// `running_mean` and `running_var`, attention masks (`attn_mask`, a
+/// shifted window's; not `mask_token`, a weight).
 static bool isBufferName(StringRef name) {
   StringRef leaf = leafName(name);
   return leaf == "inv_freq" || leaf == "running_mean" ||
-         leaf == "running_var" || leaf.ends_with("_cached");
+         leaf == "running_var" || leaf.ends_with("_cached") ||
+         leaf.ends_with("mask");
 }
 
 /// Whether one of `count` values of type T at `bytes` is infinite or of a

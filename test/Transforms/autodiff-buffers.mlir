@@ -5,24 +5,29 @@
 // a mask (by their values) are not trained unless --train names them; a
 // weight holding large but finite values is, and so is a buffer-like name
 // that is only a prefix (`inv_freq_scale`).
-// expected-remark @below {{not training 'rotary.inv_freq', 'layers.0.cos_cached': PyTorch buffers by name, which its optimizers skip (--train=REGEX trains them)}}
+// expected-remark @below {{not training 'rotary.inv_freq', 'layers.0.cos_cached', 'blocks.1.attn_mask': PyTorch buffers by name, which its optimizers skip (--train=REGEX trains them)}}
 // expected-remark @below {{not training 'causal': masks by their values (-inf or a float type's lowest; --train=REGEX trains them)}}
 func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
   %inv = kiln.parameter "rotary.inv_freq" = dense<[1.0, 0.5]> : tensor<2xf32> : tensor<2xf32>
   %cos = kiln.parameter "layers.0.cos_cached" = dense<[[1.0, 0.5], [0.25, 2.0]]> : tensor<2x2xf32> : tensor<2x2xf32>
   %mask = kiln.parameter "causal" = dense<[[0.0, -3.40282347E+38], [0.0, 0.0]]> : tensor<2x2xf32> : tensor<2x2xf32>
   %big = kiln.parameter "big" = dense<[[1.0E+20, 1.0], [2.0, 3.0]]> : tensor<2x2xf32> : tensor<2x2xf32>
+  %window = kiln.parameter "blocks.1.attn_mask" = dense<[[0.0, -100.0], [-100.0, 0.0]]> : tensor<2x2xf32> : tensor<2x2xf32>
+  %token = kiln.parameter "mask_token" = dense<[0.5, 1.5]> : tensor<2xf32> : tensor<2xf32>
   %scale = kiln.parameter "inv_freq_scale" = dense<[2.0, 3.0]> : tensor<2xf32> : tensor<2xf32>
   %a = kiln.mul %x, %inv : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
   %b = kiln.mul %a, %cos : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
   %c = kiln.add %b, %mask : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
   %d = kiln.mul %c, %big : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
   %e = kiln.mul %d, %scale : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
-  %l = kiln.reduce_mean %e {axes = array<i64: 0, 1>} : (tensor<2x2xf32>) -> tensor<f32>
+  %f = kiln.add %e, %window : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %g = kiln.mul %f, %token : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  %l = kiln.reduce_mean %g {axes = array<i64: 0, 1>} : (tensor<2x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 // CHECK-LABEL: func.func @main_grad
 // CHECK-SAME: kiln.gradient_of = "big"
+// CHECK-SAME: kiln.gradient_of = "mask_token"
 // CHECK-SAME: kiln.gradient_of = "inv_freq_scale"
 // CHECK-NOT: kiln.gradient_of
 
@@ -32,4 +37,6 @@ func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
 // ALL-SAME: kiln.gradient_of = "layers.0.cos_cached"
 // ALL-SAME: kiln.gradient_of = "causal"
 // ALL-SAME: kiln.gradient_of = "big"
+// ALL-SAME: kiln.gradient_of = "blocks.1.attn_mask"
+// ALL-SAME: kiln.gradient_of = "mask_token"
 // ALL-SAME: kiln.gradient_of = "inv_freq_scale"
