@@ -11,7 +11,8 @@
 #                       graph
 #   gpt2-kiln           GPT-2 124M with everything on (+ batched optimizer
 #                       launches), then with the bias gradients summed by
-#                       kernels instead of their GEMMs
+#                       kernels instead of their GEMMs, then with cuDNN's
+#                       attention instead of kiln's
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
@@ -67,6 +68,8 @@ for part in "${parts[@]}"; do
     gpt2_row "kiln bf16, all on" --precision bf16
     KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
       "kiln bf16, all on, bias gradients by kernels" --precision bf16
+    gpt2_row "kiln bf16, all on, cuDNN attention" --precision bf16 \
+      --attention=cudnn
     ;;
   gpt2-torch-eager) "$python" "$shared/anchors/gpt2_torch.py" eager | tee -a "$results" ;;
   gpt2-torch-compile) "$python" "$shared/anchors/gpt2_torch.py" compile | tee -a "$results" ;;

@@ -12,13 +12,18 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <pybind11/stl.h>
+
 namespace py = pybind11;
 
 namespace kiln::python {
 
 py::dict compileStep(Model &model, const std::string &output,
                      const std::vector<std::string> &archs, bool exactAttention,
-                     bool batchLaunches, const py::kwargs &keywords) {
+                     bool batchLaunches, const std::string &attention,
+                     const py::kwargs &keywords) {
+  if (attention != "kiln" && attention != "cudnn")
+    raise("attention must be 'kiln' or 'cudnn', got '" + attention + "'");
   TrainerOptions options = trainerOptions(keywords, OptionKinds::Step);
   TrainingPipelineConfig config = trainingSpecFrom(options).pipeline;
   if (archs.empty())
@@ -47,8 +52,13 @@ py::dict compileStep(Model &model, const std::string &output,
     target.optionsText += "|exact-attention";
   if (!batchLaunches)
     target.optionsText += "|unbatched-launches";
+  if (attention == "cudnn") {
+    target.attention = cuda::AttentionBackend::Cudnn;
+    target.optionsText += "|cudnn-attention";
+  }
+  cuda::TargetReport targetReport;
   mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>> compiled =
-      cuda::compileFunction(functions->step, target);
+      cuda::compileFunction(functions->step, target, &targetReport);
   diagnostics.check(compiled, "cannot compile the step");
   artifact::ArtifactT &result = **compiled;
   result.vocabulary = tokenVocabulary(
@@ -64,6 +74,8 @@ py::dict compileStep(Model &model, const std::string &output,
   report["kernel_launches"] = summary.launches;
   report["fallback_launches"] = summary.fallbacks;
   report["kernels"] = summary.kernels;
+  report["cudnn_attentions"] = summary.libraryAttentions;
+  report["kept_attention"] = targetReport.keptAttention;
   report["arena_bytes"] = result.arena_bytes;
   return report;
 }

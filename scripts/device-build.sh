@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-device -G Ninja -DKILN_STATIC_LLVM=ON > /dev/null
-cmake --build build-device --target kiln-compile kiln-run kiln-gpu-tests
+cmake --build build-device --target kiln-compile kiln-run kiln-gpu-tests \
+  kiln-runtime-tests
 mkdir -p build-device/lib-extra
 for library in libprotobuf.so.32 libonnx_proto.so.1; do
   cp -L "/lib/x86_64-linux-gnu/$library" build-device/lib-extra/

@@ -4,7 +4,7 @@
 # results under $OUT
 # (default device-results), each part within a call's ten minutes:
 #
-#   bash scripts/device-round.sh tests      # kiln-gpu-tests, the loss curve
+#   bash scripts/device-round.sh tests      # kiln-gpu-tests, cuDNN's graphs, the loss curve
 #   bash scripts/device-round.sh gpt2       # bench: kiln (profiled) and torch.compile
 #   bash scripts/device-round.sh ablation   # bench: the ablation and eager/AMP
 #   bash scripts/device-round.sh bert       # bench: BERT-base, kiln and PyTorch
@@ -16,7 +16,9 @@ cd "$(dirname "$0")/.."
 out="${OUT:-device-results}"
 mkdir -p "$out"
 bin=build-device/bin
-export LD_LIBRARY_PATH="$PWD/build-device/lib-extra:${LD_LIBRARY_PATH:-}"
+# cuDNN (artifacts compiled with --attention=cudnn) is PyTorch's there.
+cudnn="$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)"
+export LD_LIBRARY_PATH="$PWD/build-device/lib-extra:$cudnn:${LD_LIBRARY_PATH:-}"
 export KILN_BIN="$bin" OUT="$out" KILN_SHARED="$PWD/shared"
 summary="$out/summary.txt"
 nvidia-smi -L >> "$summary" 2>&1
@@ -41,6 +43,7 @@ for part in "$@"; do
     run gpu-tests env KILN_SOURCE_DIR="$PWD" \
       KILN_FIXTURES_DIR="$KILN_SHARED/fixtures" \
       "$bin/kiln-gpu-tests" --gtest_output="xml:$out/gpu-tests.xml"
+    run cudnn-graphs "$bin/kiln-runtime-tests"
     run loss-curve bash test/GPU/loss-curve.sh "$bin" ;;
   gpt2)
     run bench-gpt2 env KILN_BENCH_PROFILE=20 bash bench/run.sh gpt2-kiln \

@@ -44,6 +44,7 @@ Summary summarize(const ArtifactT &artifact) {
   summary.kernels = artifact.kernel_names.size();
   for (const auto &op : artifact.operations) {
     summary.fallbacks += op->epilogue_fallback_of >= 0;
+    summary.libraryAttentions += op->attention != nullptr;
     if (!op->gemm)
       continue;
     Epilogue epilogue = op->gemm->epilogue;
@@ -54,7 +55,8 @@ Summary summarize(const ArtifactT &artifact) {
     summary.dgelu += epilogue == Epilogue::DGelu;
     summary.biasGradients += writesBiasGradient(epilogue);
   }
-  summary.launches = summary.operations - summary.gemms - summary.fallbacks;
+  summary.launches = summary.operations - summary.gemms - summary.fallbacks -
+                     summary.libraryAttentions;
   return summary;
 }
 
@@ -62,6 +64,20 @@ int64_t biasLength(Epilogue epilogue, int64_t m, int64_t n) {
   if (epilogue == Epilogue::BiasGradA)
     return m;
   return readsBias(epilogue) || epilogue == Epilogue::BiasGradB ? n : 0;
+}
+
+std::vector<std::pair<int64_t, int64_t>>
+attentionOperands(const LibraryAttention &a) {
+  std::vector<std::pair<int64_t, int64_t>> operands = {{a.query(), a.rows()},
+                                                       {a.key(), a.keys()},
+                                                       {a.value(), a.keys()},
+                                                       {a.output(), a.rows()}};
+  if (a.backward())
+    operands.insert(operands.end(), {{a.output_grad(), a.rows()},
+                                     {a.query_grad(), a.rows()},
+                                     {a.key_grad(), a.keys()},
+                                     {a.value_grad(), a.keys()}});
+  return operands;
 }
 
 int64_t elementCount(const flatbuffers::Vector<int64_t> *shape) {
@@ -128,8 +144,12 @@ public:
         } else if (const Gemm *gemm = operation->gemm()) {
           if (!checkGemm(*gemm))
             return false;
+        } else if (const LibraryAttention *attention = operation->attention()) {
+          if (!checkAttention(*attention))
+            return false;
         } else {
-          return fail("an operation is neither a kernel nor a GEMM");
+          return fail("an operation is neither a kernel, a GEMM nor an "
+                      "attention");
         }
       }
     if (artifact.checks())
@@ -182,6 +202,32 @@ private:
         (g.c() >= 0 &&
          !inArena(g.c(), span(g.stride_d(), g.m() * g.n()) * out)))
       return fail("a GEMM operand lies outside the arena");
+    return true;
+  }
+
+  bool checkAttention(const LibraryAttention &a) {
+    std::vector<std::pair<int64_t, int64_t>> operands = attentionOperands(a);
+    if (a.batch() < 1 || a.heads() < 1 || a.rows() < 1 || a.keys() < 1 ||
+        a.head_dim() < 1 || !a.strides() ||
+        a.strides()->size() != 4 * operands.size())
+      return fail("an attention has a non-positive dimension or lacks "
+                  "strides");
+    int64_t width = elementBytes(a.element_type());
+    for (size_t t = 0; t < operands.size(); ++t) {
+      auto [offset, rows] = operands[t];
+      int64_t sizes[4] = {a.batch(), a.heads(), rows, a.head_dim()};
+      int64_t last = 0;
+      for (int d = 0; d < 4; ++d) {
+        int64_t stride = a.strides()->Get(4 * t + d);
+        if (stride < 0)
+          return fail("an attention has a negative stride");
+        last += (sizes[d] - 1) * stride;
+      }
+      if (!inArena(offset, (last + 1) * width))
+        return fail("an attention operand lies outside the arena");
+    }
+    if (!inArena(a.logsumexp(), a.batch() * a.heads() * a.rows() * 4))
+      return fail("an attention's log-sum-exp lies outside the arena");
     return true;
   }
 

@@ -16,12 +16,18 @@ static std::string typeName(artifact::ElementType type) {
   return name;
 }
 
-/// What groups an operation with others: its kernel, or its GEMM's shape,
-/// types and epilogue.
+/// What groups an operation with others: its kernel, its GEMM's shape,
+/// types and epilogue, or its cuDNN attention's pass and shape.
 static std::string describeWork(const artifact::Artifact &artifact,
                                 const artifact::Operation &operation) {
   if (const artifact::KernelLaunch *launch = operation.kernel())
     return artifact.kernel_names()->Get(launch->kernel())->str();
+  if (const artifact::LibraryAttention *a = operation.attention())
+    return std::string("cuDNN attention ") +
+           (a->backward() ? "backward " : "forward ") +
+           std::to_string(a->batch()) + "x" + std::to_string(a->heads()) + "x" +
+           std::to_string(a->rows()) + "x" + std::to_string(a->head_dim()) +
+           " " + typeName(a->element_type()) + (a->causal() ? " causal" : "");
   const artifact::Gemm *g = operation.gemm();
   std::string text = "GEMM ";
   if (g->batch() > 1)

@@ -177,6 +177,10 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
   if (!chooseImage(*model, properties.major, properties.minor, image, error))
     return false;
 
+  // cuDNN's attention graphs are planned first: their workspace counts.
+  if (!planAttention(error))
+    return false;
+
   // The plan must fit before anything is allocated.
   size_t freeBytes = 0, totalBytes = 0;
   if (!check(cudaMemGetInfo(&freeBytes, &totalBytes),
@@ -189,7 +193,8 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
             model->operations()->Get(i)->kernel())
       tableBytes +=
           sizeof(void *) * (launch->args() ? launch->args()->size() : 0);
-  size_t needed = model->arena_bytes() + tableBytes + kWorkspaceBytes;
+  size_t needed = model->arena_bytes() + tableBytes + kWorkspaceBytes +
+                  s.attentionWorkspaceBytes;
   if (needed > freeBytes) {
     error =
         "the step needs " + std::to_string(needed >> 20) +
@@ -210,6 +215,9 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
              "cannot clear the arena") ||
       !check(cudaMalloc(&s.workspace, kWorkspaceBytes),
              "cannot allocate the GEMM workspace") ||
+      (s.attentionWorkspaceBytes &&
+       !check(cudaMalloc(&s.attentionWorkspace, s.attentionWorkspaceBytes),
+              "cannot allocate cuDNN's attention workspace")) ||
       !check(cudaLibraryLoadData(&s.library, image, nullptr, nullptr, 0,
                                  nullptr, nullptr, 0),
              "cannot load the kernels"))
@@ -352,6 +360,19 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     }
   }
   skipFallbacks();
+  if (s.cudnn &&
+      s.cudnnApi->setStream(s.cudnn, s.stream) != CUDNN_STATUS_SUCCESS) {
+    error = "cannot give cuDNN the session's stream";
+    return false;
+  }
+  for (auto &[index, attention] : s.attentions)
+    if (!attention->bind(s.arena, static_cast<char *>(s.attentionWorkspace),
+                         error)) {
+      error = "cannot bind cuDNN's attention (" +
+              model->operations()->Get(index)->origin()->str() +
+              ") to memory: " + error;
+      return false;
+    }
 
   // Index checks start clear, whatever the arena was filled with.
   if (model->checks())
@@ -421,6 +442,41 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     return false;
   if (options.tuneGemms && !tuneGemms(error))
     return false;
+  return true;
+}
+
+bool Session::planAttention(std::string &error) {
+  State &s = *state;
+  for (size_t i = 0; i < model->operations()->size(); ++i) {
+    const artifact::Operation *operation = model->operations()->Get(i);
+    const artifact::LibraryAttention *attention = operation->attention();
+    if (!attention)
+      continue;
+    if (!s.cudnn) {
+      s.cudnnApi = loadCudnn(error);
+      if (!s.cudnnApi)
+        return false;
+      cudnnStatus_t status = s.cudnnApi->create(&s.cudnn);
+      if (status != CUDNN_STATUS_SUCCESS) {
+        error = std::string("cannot start cuDNN: ") +
+                s.cudnnApi->errorString(status);
+        return false;
+      }
+    }
+    std::string why;
+    std::unique_ptr<CudnnAttention> planned =
+        CudnnAttention::create(*s.cudnnApi, s.cudnn, *attention, why);
+    if (!planned) {
+      error = "cuDNN cannot run the attention of " +
+              operation->origin()->str() + ": " + why +
+              " (compile with --attention=kiln for kiln's kernels)";
+      return false;
+    }
+    // Attentions run one after another: one workspace serves them all.
+    s.attentionWorkspaceBytes =
+        std::max<size_t>(s.attentionWorkspaceBytes, planned->workspaceBytes());
+    s.attentions.emplace(i, std::move(planned));
+  }
   return true;
 }
 
@@ -569,6 +625,15 @@ bool Session::enqueueOperations(std::string &error) {
       if (status != cudaSuccess) {
         error = "cannot launch " + operation->origin()->str() + ": " +
                 cudaMessage(status);
+        return false;
+      }
+      continue;
+    }
+    if (operation->attention()) {
+      cudnnStatus_t status = s.attentions.at(i)->execute(s.cudnn);
+      if (status != CUDNN_STATUS_SUCCESS) {
+        error = "cuDNN failed on " + operation->origin()->str() + ": " +
+                s.cudnnApi->errorString(status);
         return false;
       }
       continue;

@@ -8,6 +8,8 @@
 #ifndef KILN_LIB_RUNTIME_SESSIONSTATE_H
 #define KILN_LIB_RUNTIME_SESSIONSTATE_H
 
+#include "CudnnAttention.h"
+
 #include "kiln/Runtime/Session.h"
 
 #include <cublasLt.h>
@@ -69,6 +71,13 @@ struct Session::State {
   cublasLtHandle_t blas = nullptr;
   void *workspace = nullptr;
   std::vector<GemmPlan> gemms;
+  /// cuDNN's attention graphs by operation index, and their shared
+  /// workspace.
+  const CudnnLibrary *cudnnApi = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  std::map<size_t, std::unique_ptr<CudnnAttention>> attentions;
+  size_t attentionWorkspaceBytes = 0;
+  void *attentionWorkspace = nullptr;
   /// Per operation: whether the step skips it (the fallback of an epilogue
   /// its GEMM computes).
   std::vector<bool> skipped;
@@ -109,6 +118,11 @@ struct Session::State {
       if (g.d)
         cublasLtMatrixLayoutDestroy(g.d);
     }
+    attentions.clear();
+    if (cudnn)
+      cudnnApi->destroy(cudnn);
+    if (attentionWorkspace)
+      cudaFree(attentionWorkspace);
     if (blas)
       cublasLtDestroy(blas);
     if (workspace)

@@ -22,6 +22,17 @@ print(f"python: {report['operations']} operations, {report['gemms']} GEMMs, "
       f"{report['fallback_launches']} fallbacks, {report['kernels']} kernels")
 assert report["arena_bytes"] > 0 and os.path.getsize(output) > 0
 
+# cuDNN's attention: all four passes of the bf16 step; none in f32, each
+# kept on kiln's kernels with the reason.
+cudnn = kiln.compile(model, output + ".cudnn", precision="bf16",
+                     attention="cudnn")
+assert cudnn["cudnn_attentions"] == 4 and not cudnn["kept_attention"], cudnn
+assert cudnn["kernel_launches"] < report["kernel_launches"], cudnn
+f32 = kiln.compile(model, output + ".f32", attention="cudnn")
+assert f32["cudnn_attentions"] == 0, f32
+assert all("not bf16 or fp16" in why for why in f32["kept_attention"]), f32
+assert len(f32["kept_attention"]) == 4, f32
+
 # Without fusion, as the ablation's baseline, many more launches.
 unfused = kiln.compile(model, output + ".unfused", precision="bf16",
                        fuse=False, batch_launches=False)

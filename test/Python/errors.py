@@ -87,6 +87,9 @@ attempt("pair", lambda: kiln.Trainer(model, betas=(0.9,)))
 attempt("run option", lambda: kiln.compile(model, "x.kiln", steps=10))
 # CHECK: architecture: arch expects names like sm_80 or sm_90, got '90'
 attempt("architecture", lambda: kiln.compile(model, "x.kiln", arch=["90"]))
+# CHECK: attention backend: attention must be 'kiln' or 'cudnn', got 'flash'
+attempt("attention backend",
+        lambda: kiln.compile(model, "x.kiln", attention="flash"))
 # CHECK: training graph: {{.*}} trains itself (TrainingInfoProto): run it with kiln-run --train
 attempt("training graph", lambda: kiln.Trainer(kiln.Model(training)))
 

@@ -88,6 +88,17 @@ static cl::opt<bool> batchLaunches(
              "(=false: a launch each, the ablation's unbatched optimizer)"),
     cl::cat(category));
 
+static cl::opt<kiln::cuda::AttentionBackend> attentionBackend(
+    "attention", cl::init(kiln::cuda::AttentionBackend::Kiln),
+    cl::desc("--target=cuda: who computes attention"),
+    cl::values(clEnumValN(kiln::cuda::AttentionBackend::Kiln, "kiln",
+                          "kiln's kernels (default)"),
+               clEnumValN(kiln::cuda::AttentionBackend::Cudnn, "cudnn",
+                          "cuDNN's fused flash attention where it computes "
+                          "what kiln.attention does (16-bit, causal or no "
+                          "mask, no dropout); kiln's kernels elsewhere")),
+    cl::cat(category));
+
 /// What --max-memory recomputes for the chosen batch to fit: nothing,
 /// "activations", or "activations and N of M products".
 static std::string recomputedToFit;
@@ -350,11 +361,18 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.batchLaunches = batchLaunches;
   if (!batchLaunches)
     targetOptions.optionsText += "|unbatched-launches";
+  targetOptions.attention = attentionBackend;
+  if (attentionBackend == kiln::cuda::AttentionBackend::Cudnn)
+    targetOptions.optionsText += "|cudnn-attention";
   if (!recomputedToFit.empty())
     targetOptions.optionsText += "|recomputed-to-fit: " + recomputedToFit;
-  auto artifact = kiln::cuda::compileFunction(planned.step, targetOptions);
+  kiln::cuda::TargetReport targetReport;
+  auto artifact =
+      kiln::cuda::compileFunction(planned.step, targetOptions, &targetReport);
   if (mlir::failed(artifact))
     return 1;
+  for (const std::string &kept : targetReport.keptAttention)
+    outs() << "attention on kiln's kernels, not cuDNN: " << kept << "\n";
   (*artifact)->vocabulary = planned.vocabulary;
   if (printCuda)
     outs() << (*artifact)->source;
@@ -370,11 +388,15 @@ static int compileForCuda(PlannedStep &planned) {
       "wrote {0}: {1} operations ({2} GEMMs: {3} with a bias epilogue, {4} "
       "with bias and GELU, {5} with DGELU, {6} summing a bias gradient; {7} "
       "kernel launches (and {8} where cuBLASLt cannot sum a bias gradient) "
-      "of {9} distinct kernels), arena {10}, cubins for {11}\n",
-      outputPath, summary.operations, summary.gemms, summary.bias,
-      summary.gelu, summary.dgelu, summary.biasGradients, summary.launches,
-      summary.fallbacks, summary.kernels, size((*artifact)->arena_bytes),
-      llvm::join(targetOptions.archs, ", "));
+      "of {9} distinct kernels{12}), arena {10}, cubins for {11}\n",
+      outputPath, summary.operations, summary.gemms, summary.bias, summary.gelu,
+      summary.dgelu, summary.biasGradients, summary.launches, summary.fallbacks,
+      summary.kernels, size((*artifact)->arena_bytes),
+      llvm::join(targetOptions.archs, ", "),
+      summary.libraryAttentions ? formatv("; {0} attention passes by cuDNN",
+                                          summary.libraryAttentions)
+                                      .str()
+                                : std::string());
   return 0;
 }
 

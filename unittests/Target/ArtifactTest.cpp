@@ -145,4 +145,49 @@ TEST(ArtifactTest, FallbacksFollowTheirGemm) {
   EXPECT_EQ(verify(pack(plain), error), nullptr);
 }
 
+/// The sample with a cuDNN attention forward pass: [1, 2, 8, 16] bf16
+/// tensors, contiguous, one after another.
+ArtifactT withAttention() {
+  ArtifactT a = sample();
+  auto attention = std::make_unique<LibraryAttentionT>();
+  attention->batch = 1;
+  attention->heads = 2;
+  attention->rows = attention->keys = 8;
+  attention->head_dim = 16;
+  attention->element_type = ElementType::BF16;
+  attention->query = 0;
+  attention->key = 512;
+  attention->value = 1024;
+  attention->output = 1536;
+  attention->logsumexp = 2048;
+  for (int tensor = 0; tensor < 4; ++tensor)
+    attention->strides.insert(attention->strides.end(), {256, 128, 16, 1});
+  auto operation = std::make_unique<OperationT>();
+  operation->attention = std::move(attention);
+  a.operations.push_back(std::move(operation));
+  return a;
+}
+
+TEST(ArtifactTest, ChecksAttentionOperands) {
+  std::string error;
+  EXPECT_NE(verify(pack(withAttention()), error), nullptr) << error;
+
+  ArtifactT outside = withAttention();
+  outside.operations[2]->attention->strides[8] = 1024; // value's batch stride
+  outside.operations[2]->attention->strides[10] = 512; // and its rows'
+  EXPECT_EQ(verify(pack(outside), error), nullptr);
+  EXPECT_NE(error.find("attention operand lies outside"), std::string::npos)
+      << error;
+
+  ArtifactT backward = withAttention();
+  backward.operations[2]->attention->backward = true; // gradients missing
+  EXPECT_EQ(verify(pack(backward), error), nullptr);
+  EXPECT_NE(error.find("lacks strides"), std::string::npos) << error;
+
+  ArtifactT statistics = withAttention();
+  statistics.operations[2]->attention->logsumexp = 4090;
+  EXPECT_EQ(verify(pack(statistics), error), nullptr);
+  EXPECT_NE(error.find("log-sum-exp"), std::string::npos) << error;
+}
+
 } // namespace

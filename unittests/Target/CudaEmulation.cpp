@@ -232,6 +232,10 @@ void CudaEmulation::run() {
       gemm(*operation->gemm);
       continue;
     }
+    if (operation->attention) {
+      libraryAttention(*operation->attention);
+      continue;
+    }
     const artifact::KernelLaunchT &launch = *operation->kernel;
     pointers.clear();
     for (int64_t offset : launch.args)

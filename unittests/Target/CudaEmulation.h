@@ -3,7 +3,8 @@
 // Executes a `.kiln` artifact without a GPU: its generated CUDA C++ is
 // compiled as host C++ (a small shim defines the CUDA keywords and runs the
 // threads of each block as fibers, so barriers and shared memory behave as
-// on a GPU) and its GEMMs run as plain loops over their descriptions. This
+// on a GPU) and its GEMMs and cuDNN attentions run as plain loops over their
+// descriptions. This
 // checks the CUDA target's code and arena layout against the interpreter in CI;
 // the GPU tests check the same artifacts on a device.
 //
@@ -41,6 +42,8 @@ private:
       : artifact(artifact), options(options) {}
   const artifact::TensorT &tensor(const std::string &name) const;
   void gemm(const artifact::GemmT &g);
+  /// Computes what cuDNN's attention `a` does (AttentionEmulation.cpp).
+  void libraryAttention(const artifact::LibraryAttentionT &a);
   /// Writes the bias gradient of `g`, whose operands are `a` and `b`.
   void storeBiasGradient(const artifact::GemmT &g, const Tensor &a,
                          const Tensor &b);

@@ -20,7 +20,7 @@ namespace kiln::artifact {
 
 /// Bumped whenever the meaning of a field changes: a runtime refuses any
 /// other version.
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;
 
 /// Bytes of one element of `type`.
 int64_t elementBytes(ElementType type);
@@ -35,6 +35,12 @@ bool writesBiasGradient(Epilogue epilogue);
 /// The elements of the bias vector a GEMM of `m` x `n` with `epilogue` reads
 /// or writes (0: none).
 int64_t biasLength(Epilogue epilogue, int64_t m, int64_t n);
+/// The arena offsets of a library attention's [batch, heads, rows, head_dim]
+/// tensors in the order of its strides (query, key, value, output, then the
+/// four gradients when backward), and each one's rows (keys for the key
+/// and value and their gradients).
+std::vector<std::pair<int64_t, int64_t>>
+attentionOperands(const LibraryAttention &attention);
 
 /// What an artifact runs, as kiln-compile reports it.
 struct Summary {
@@ -45,6 +51,8 @@ struct Summary {
   /// cannot sum a bias gradient.
   size_t launches = 0, fallbacks = 0;
   size_t kernels = 0;
+  /// Attention forward and backward passes by cuDNN.
+  size_t libraryAttentions = 0;
 };
 Summary summarize(const ArtifactT &artifact);
 

@@ -102,6 +102,8 @@ private:
   /// Marks the operations the step skips: the fallbacks of the bias
   /// gradient epilogues that GEMMs compute.
   void skipFallbacks();
+  /// Plans cuDNN's graph for each of the artifact's library attentions.
+  bool planAttention(std::string &error);
   bool measureCeilings(StepProfile &profile, std::string &error);
   /// Tensor `name` if it holds exactly `size` bytes.
   const artifact::Tensor *sized(const std::string &name, size_t size,

@@ -21,6 +21,12 @@
 
 namespace kiln::cuda {
 
+/// Who computes attention and its gradient: kiln's kernels, or cuDNN's
+/// fused flash attention where it has kiln.attention's meaning (16-bit, no
+/// mask but the causal one, no dropout, as many key/value heads as query
+/// heads, head dimension a multiple of 8 up to 128).
+enum class AttentionBackend { Kiln, Cudnn };
+
 struct TargetOptions {
   /// Architectures to compile cubins for ("sm_80", "sm_90"); PTX is added
   /// for the newest, so that later GPUs can run the artifact. Empty: no
@@ -37,13 +43,21 @@ struct TargetOptions {
   /// updates of equal-shaped parameters) become one launch walking their
   /// argument tables; off, each is a launch of its own.
   bool batchLaunches = true;
+  AttentionBackend attention = AttentionBackend::Kiln;
+};
+
+/// What compileFunction reports beside the artifact: the attention ops that
+/// `--attention=cudnn` left to kiln's kernels, each with the reason.
+struct TargetReport {
+  std::vector<std::string> keptAttention;
 };
 
 /// Lowers `function`, a single-block function whose values the memory plan
 /// can place (a training step after the pipeline, or a forward function),
 /// into an artifact. Errors are emitted on the op that cannot be compiled.
 mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>>
-compileFunction(mlir::func::FuncOp function, const TargetOptions &options);
+compileFunction(mlir::func::FuncOp function, const TargetOptions &options,
+                TargetReport *report = nullptr);
 
 /// Whether `arch` names a GPU architecture as --arch takes it ("sm_90").
 bool isArchitectureName(llvm::StringRef arch);

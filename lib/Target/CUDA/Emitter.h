@@ -10,12 +10,16 @@
 #ifndef KILN_LIB_TARGET_CUDA_EMITTER_H
 #define KILN_LIB_TARGET_CUDA_EMITTER_H
 
+#include "kiln/Artifact/Artifact.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace kiln::cuda {
@@ -71,6 +75,18 @@ using StridesOf = llvm::function_ref<llvm::SmallVector<int64_t>(mlir::Value)>;
 mlir::FailureOr<llvm::SmallVector<KernelPlan>>
 planTemplateKernels(mlir::Operation *op, bool exactAttention,
                     StridesOf stridesOf);
+
+/// Why cuDNN's fused attention cannot compute attention or its gradient
+/// `op` (LibraryAttention.cpp): its mask, dropout, grouped-query heads,
+/// types, head dimension or layout; nothing when it can.
+std::optional<std::string> cudnnAttentionUnsupported(mlir::Operation *op,
+                                                     StridesOf stridesOf);
+/// The artifact operation in which cuDNN computes `op`, which it supports,
+/// its tensors at `offsetOf` with `stridesOf`.
+std::unique_ptr<artifact::OperationT>
+cudnnAttention(mlir::Operation *op,
+               llvm::function_ref<int64_t(mlir::Value)> offsetOf,
+               StridesOf stridesOf);
 
 /// The C type a tensor of `elementType` is stored as, and its size.
 std::string storageType(mlir::Type elementType);

@@ -5,7 +5,8 @@
 //   - matrix products become cuBLASLt GEMMs (a fusion that starts with one
 //     applies the bias in the GEMM's epilogue and the rest of its body in
 //     one kernel reading the product back);
-//   - attention and scatter-adds use their kernel templates;
+//   - attention and scatter-adds use their kernel templates, or attention
+//     cuDNN's fused flash attention (--attention=cudnn, LibraryAttention.cpp);
 //   - every other op and fusion region becomes generated element kernels.
 // The arena is the memory plan's, followed by a scratch area for GEMM
 // products that no result holds and by the constants.
@@ -83,8 +84,10 @@ namespace {
 
 class Lowering {
 public:
-  Lowering(func::FuncOp function, const TargetOptions &options)
-      : function(function), options(options), plan(planMemory(function)) {}
+  Lowering(func::FuncOp function, const TargetOptions &options,
+           TargetReport *report)
+      : function(function), options(options), report(report),
+        plan(planMemory(function)) {}
 
   FailureOr<std::unique_ptr<artifact::ArtifactT>> run();
 
@@ -135,8 +138,13 @@ private:
   /// NVRTC: a cubin per architecture and PTX for the newest.
   LogicalResult compileKernels(artifact::ArtifactT &result);
 
+  /// cuDNN's operation for attention `op` where options and op allow,
+  /// recording in the report why not where they do not.
+  std::unique_ptr<artifact::OperationT> libraryAttention(Operation &op);
+
   func::FuncOp function;
   const TargetOptions &options;
+  TargetReport *report;
   MemoryPlan plan;
   /// Values not in the plan that kernels read: GEMM products in scratch.
   DenseMap<Value, int64_t> extraOffsets;
@@ -532,6 +540,11 @@ LogicalResult Lowering::lowerOp(Operation &op) {
     if (succeeded(emitGemm(matmul, matmul.getLhs(), matmul.getRhs(),
                            offsetOf(matmul.getResult()), {matmul.getResult()})))
       return success();
+  if (std::unique_ptr<artifact::OperationT> library = libraryAttention(op)) {
+    library->origin = describe(&op);
+    operations.push_back(std::move(library));
+    return success();
+  }
   if (isa<AttentionOp, AttentionGradOp, GatherGradOp, ScatterElementsOp>(op)) {
     FailureOr<SmallVector<KernelPlan>> kernels =
         planTemplateKernels(&op, options.exactAttention,
@@ -548,6 +561,22 @@ LogicalResult Lowering::lowerOp(Operation &op) {
   if (results.empty())
     return success();
   return emitElementKernels(&op, results, {}, resultOffset);
+}
+
+std::unique_ptr<artifact::OperationT>
+Lowering::libraryAttention(Operation &op) {
+  if (options.attention != AttentionBackend::Cudnn ||
+      !isa<AttentionOp, AttentionGradOp>(op))
+    return nullptr;
+  auto strides = [&](Value value) { return stridesOf(value); };
+  if (std::optional<std::string> reason =
+          cudnnAttentionUnsupported(&op, strides)) {
+    if (report)
+      report->keptAttention.push_back(describe(&op) + ": " + *reason);
+    return nullptr;
+  }
+  return cudnnAttention(
+      &op, [&](Value value) { return offsetOf(value); }, strides);
 }
 
 /// The bytes of a parameter's initial value, padded to its stored shape.
@@ -761,8 +790,9 @@ FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
 }
 
 FailureOr<std::unique_ptr<artifact::ArtifactT>>
-compileFunction(func::FuncOp function, const TargetOptions &options) {
-  return Lowering(function, options).run();
+compileFunction(func::FuncOp function, const TargetOptions &options,
+                TargetReport *report) {
+  return Lowering(function, options, report).run();
 }
 
 } // namespace kiln::cuda
