@@ -14,6 +14,7 @@
 
 #include "StoredBytes.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
@@ -32,12 +33,13 @@ static StringRef leafName(StringRef name) {
 /// Whether `name` is what PyTorch modules call their buffers: rotary
 /// embeddings' `inv_freq` and `cos_cached`/`sin_cached`, normalizations'
 /// `running_mean` and `running_var`, attention masks (`attn_mask`, a
-/// shifted window's; not `mask_token`, a weight).
+/// shifted window's; not `mask_token`, a weight) and the value masked
+/// scores take (GPT-J's `masked_bias`).
 static bool isBufferName(StringRef name) {
   StringRef leaf = leafName(name);
   return leaf == "inv_freq" || leaf == "running_mean" ||
          leaf == "running_var" || leaf.ends_with("_cached") ||
-         leaf.ends_with("mask");
+         leaf.ends_with("mask") || leaf.starts_with("masked_");
 }
 
 /// Whether one of `count` values of type T at `bytes` is infinite or of a
@@ -68,9 +70,21 @@ static bool holdsMaskValues(ParameterOp op) {
   return false;
 }
 
+/// Whether `name` is one an exporter made up rather than a module's
+/// attribute path: the dynamo exporter's `val_12`, TorchScript's
+/// `onnx::Mul_12` and node outputs (`/layer/Constant_output_0`).
+static bool isGeneratedName(StringRef name) {
+  StringRef digits = name;
+  if (digits.consume_front("val_") || digits.consume_front("_val_"))
+    return !digits.empty() && llvm::all_of(digits, llvm::isDigit);
+  return name.contains("::") || name.starts_with("/");
+}
+
 std::optional<NotAWeight> notAWeight(ParameterOp op) {
-  // Exporters lift literals (0.5, an exponent of 3) into scalar initializers.
-  if (op.getType().getRank() == 0)
+  // Exporters lift literals (0.5, an exponent of 3) into scalar initializers
+  // with names of their own; a scalar a module owns (CLIP's logit_scale)
+  // keeps its name and trains.
+  if (op.getType().getRank() == 0 && isGeneratedName(op.getName()))
     return NotAWeight::Literal;
   if (isBufferName(op.getName()))
     return NotAWeight::BufferName;

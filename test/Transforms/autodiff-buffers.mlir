@@ -5,7 +5,7 @@
 // a mask (by their values) are not trained unless --train names them; a
 // weight holding large but finite values is, and so is a buffer-like name
 // that is only a prefix (`inv_freq_scale`).
-// expected-remark @below {{not training 'rotary.inv_freq', 'layers.0.cos_cached', 'blocks.1.attn_mask': PyTorch buffers by name, which its optimizers skip (--train=REGEX trains them)}}
+// expected-remark @below {{not training 'rotary.inv_freq', 'layers.0.cos_cached', 'blocks.1.attn_mask' and 1 more: PyTorch buffers by name, which its optimizers skip (--train=REGEX trains them)}}
 // expected-remark @below {{not training 'causal': masks by their values (-inf or a float type's lowest; --train=REGEX trains them)}}
 func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
   %inv = kiln.parameter "rotary.inv_freq" = dense<[1.0, 0.5]> : tensor<2xf32> : tensor<2xf32>
@@ -22,13 +22,20 @@ func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
   %e = kiln.mul %d, %scale : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
   %f = kiln.add %e, %window : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
   %g = kiln.mul %f, %token : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
-  %l = kiln.reduce_mean %g {axes = array<i64: 0, 1>} : (tensor<2x2xf32>) -> tensor<f32>
+  %temperature = kiln.parameter "logit_scale" = dense<2.0> : tensor<f32> : tensor<f32>
+  %literal = kiln.parameter "val_7" = dense<3.0> : tensor<f32> : tensor<f32>
+  %masked = kiln.parameter "h.0.attn.masked_bias" = dense<-1.0E+4> : tensor<f32> : tensor<f32>
+  %h = kiln.mul %g, %temperature : (tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
+  %i = kiln.mul %h, %literal : (tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
+  %j = kiln.add %i, %masked : (tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
+  %l = kiln.reduce_mean %j {axes = array<i64: 0, 1>} : (tensor<2x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 // CHECK-LABEL: func.func @main_grad
 // CHECK-SAME: kiln.gradient_of = "big"
 // CHECK-SAME: kiln.gradient_of = "mask_token"
 // CHECK-SAME: kiln.gradient_of = "inv_freq_scale"
+// CHECK-SAME: kiln.gradient_of = "logit_scale"
 // CHECK-NOT: kiln.gradient_of
 
 // ALL-NOT: remark
@@ -40,3 +47,6 @@ func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
 // ALL-SAME: kiln.gradient_of = "blocks.1.attn_mask"
 // ALL-SAME: kiln.gradient_of = "mask_token"
 // ALL-SAME: kiln.gradient_of = "inv_freq_scale"
+// ALL-SAME: kiln.gradient_of = "logit_scale"
+// ALL-SAME: kiln.gradient_of = "val_7"
+// ALL-SAME: kiln.gradient_of = "h.0.attn.masked_bias"

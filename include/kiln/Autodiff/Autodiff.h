@@ -32,9 +32,9 @@ mlir::FailureOr<llvm::SmallVector<ParameterOp>>
 selectParameters(mlir::func::FuncOp function, const AutodiffOptions &options);
 
 /// Why an initializer is most likely not a weight PyTorch trains
-/// (Buffers.cpp): a scalar (exporters lift literals such as 0.5 into
-/// initializers); a PyTorch buffer's name (`inv_freq`, `running_mean`,
-/// `running_var`, `*_cached`, `*mask`); stored f32/f64 values holding an infinity or
+/// (Buffers.cpp): a scalar with an exporter's name (`val_3`, `onnx::Mul_5`:
+/// a literal such as 0.5 lifted into an initializer); a PyTorch buffer's name (`inv_freq`, `running_mean`,
+/// `running_var`, `*_cached`, `*mask`, `masked_*`); stored f32/f64 values holding an infinity or
 /// a magnitude of 1e30 or more (a mask).
 enum class NotAWeight { Literal, BufferName, MaskValues };
 std::optional<NotAWeight> notAWeight(ParameterOp op);
