@@ -99,10 +99,12 @@ void remarkOnBuffers(func::FuncOp function, const AutodiffOptions &options) {
   SmallVector<std::string> byName, byValue;
   function.walk([&](ParameterOp op) {
     std::optional<NotAWeight> reason = notAWeight(op);
-    if (reason == NotAWeight::BufferName)
-      byName.push_back(("'" + op.getName() + "'").str());
-    else if (reason == NotAWeight::MaskValues)
-      byValue.push_back(("'" + op.getName() + "'").str());
+    if (!reason || reason == NotAWeight::Literal)
+      return;
+    auto &names = reason == NotAWeight::BufferName ? byName : byValue;
+    std::string quoted = ("'" + op.getName() + "'").str();
+    if (!llvm::is_contained(names, quoted)) // a parameter imported twice
+      names.push_back(quoted);
   });
   auto listed = [](ArrayRef<std::string> names) {
     constexpr size_t kShown = 3;
