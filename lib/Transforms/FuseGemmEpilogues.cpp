@@ -173,6 +173,9 @@ static SmallVector<Operation *> biasGradientEpilogue(MatmulOp product) {
 
 int fuseGemmEpilogues(func::FuncOp function) {
   SmallVector<SmallVector<Operation *>> epilogues;
+  // An op is the epilogue of one product: of two products added together,
+  // the first takes the sum.
+  DenseSet<Operation *> claimed;
   for (Operation &op : function.getBody().front()) {
     auto product = dyn_cast<MatmulOp>(op);
     if (!product || !product->hasOneUse())
@@ -182,8 +185,12 @@ int fuseGemmEpilogues(func::FuncOp function) {
       epilogue = biasEpilogue(product);
     if (epilogue.empty())
       epilogue = matrixAddEpilogue(product);
-    if (!epilogue.empty())
-      epilogues.push_back(std::move(epilogue));
+    if (epilogue.empty() || llvm::any_of(epilogue, [&](Operation *member) {
+          return claimed.contains(member);
+        }))
+      continue;
+    claimed.insert(epilogue.begin(), epilogue.end());
+    epilogues.push_back(std::move(epilogue));
   }
   for (ArrayRef<Operation *> epilogue : epilogues)
     outline(epilogue);

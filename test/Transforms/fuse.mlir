@@ -126,6 +126,27 @@ func.func @no_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf3
 
 // -----
 
+// Tests that of two products added together (a gradient reaching a value
+// through two matmuls), the first takes the sum as its epilogue and the
+// second stays a GEMM whose result the fusion reads: an op is one
+// product's epilogue.
+// CHECK-LABEL: func @two_products_added
+// CHECK: %[[B:.*]] = kiln.matmul %arg2, %arg1
+// CHECK-NEXT: %[[F:.*]] = kiln.fusion %arg0, %arg1, %[[B]]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.matmul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: return %[[F]]
+func.func @two_products_added(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %b = kiln.matmul %y, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s = kiln.add %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// -----
+
 // Tests that a value used after the chain (a residual kept for backward)
 // becomes a second result, and that two chains meeting in one op merge.
 // CHECK-LABEL: func @two_results
