@@ -86,6 +86,8 @@ struct GradientResults {
   unsigned loss;
   /// (parameter name, result index) in result order.
   SmallVector<std::pair<StringRef, unsigned>> gradients;
+  /// (buffer name, result index) of the forward pass's buffer updates.
+  SmallVector<std::pair<StringRef, unsigned>> bufferUpdates;
 };
 
 class StepBuilder {
@@ -112,7 +114,8 @@ private:
   /// Inlines the gradient function for micro-batch `index` and returns its
   /// return values; the backward pass starts from `lossScale` if given.
   SmallVector<Value> inlineGradient(ArrayRef<Value> inputs, Value stepNumber,
-                                    int64_t index, Value lossScale);
+                                    int64_t index, Value lossScale,
+                                    const llvm::StringMap<Value> &buffers);
   /// The loss scaler's next state, and whether this step overflowed.
   struct ScalerUpdate {
     Value overflow, scale, goodSteps, optimizerSteps;
@@ -148,9 +151,9 @@ Value StepBuilder::convertScalar(Value value, Type type) {
   return value;
 }
 
-SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
-                                               Value stepNumber, int64_t index,
-                                               Value lossScale) {
+SmallVector<Value> StepBuilder::inlineGradient(
+    ArrayRef<Value> inputs, Value stepNumber, int64_t index, Value lossScale,
+    const llvm::StringMap<Value> &buffers) {
   IRMapping mapping;
   Block &body = gradient.getBody().front();
   int64_t k = options.microBatches;
@@ -175,6 +178,12 @@ SmallVector<Value> StepBuilder::inlineGradient(ArrayRef<Value> inputs,
                   convertScalar(lossScale, op.getResult(0).getType()));
       continue;
     }
+    // A buffer an earlier micro-batch updated is read as it left it.
+    if (auto parameter = dyn_cast<ParameterOp>(op))
+      if (Value updated = buffers.lookup(parameter.getName())) {
+        mapping.map(parameter.getResult(), updated);
+        continue;
+      }
     Operation *clone = builder.clone(op, mapping);
     std::optional<MutableOperandRange> offsetOperand =
         unsetDropoutOffset(clone);
@@ -286,10 +295,14 @@ FailureOr<func::FuncOp> StepBuilder::build() {
     return gradient.emitError("is not a gradient function (no ")
            << kLossIndexAttr << " attribute)";
   roles.loss = lossIndex.getInt();
-  for (unsigned i = 0; i < gradient.getNumResults(); ++i)
+  for (unsigned i = 0; i < gradient.getNumResults(); ++i) {
     if (auto name =
             gradient.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
       roles.gradients.push_back({name.getValue(), i});
+    if (auto name =
+            gradient.getResultAttrOfType<StringAttr>(i, kBufferUpdateOfAttr))
+      roles.bufferUpdates.push_back({name.getValue(), i});
+  }
   gradient.walk(
       [&](ParameterOp op) { parameters.try_emplace(op.getName(), op); });
   int64_t k = options.microBatches;
@@ -362,10 +375,13 @@ FailureOr<func::FuncOp> StepBuilder::build() {
   SmallVector<Value> inputs(entry->getArguments().take_front(numInputs));
   Value loss;
   SmallVector<Value> grads(roles.gradients.size());
+  llvm::StringMap<Value> buffers;
   for (int64_t m = 0; m < k; ++m) {
     SmallVector<Value> results =
         inlineGradient(inputs, entry->getArgument(numInputs + 1), m,
-                       scaling.enabled ? Value(scaler[0]) : Value());
+                       scaling.enabled ? Value(scaler[0]) : Value(), buffers);
+    for (auto [name, index] : roles.bufferUpdates)
+      buffers[name] = results[index];
     Value microLoss = results[roles.loss];
     loss = loss ? builder.create<AddOp>(loc, loss, microLoss) : microLoss;
     for (auto [i, role] : llvm::enumerate(roles.gradients)) {
@@ -461,6 +477,8 @@ FailureOr<func::FuncOp> StepBuilder::build() {
   SmallVector<Value> results{loss, norm};
   llvm::append_range(results, newParams);
   llvm::append_range(results, newState);
+  for (auto [name, index] : roles.bufferUpdates)
+    results.push_back(buffers.lookup(name));
   builder.create<func::ReturnOp>(loc, results);
   step.setType(
       builder.getFunctionType(argumentTypes, ValueRange(results).getTypes()));
@@ -482,6 +500,9 @@ FailureOr<func::FuncOp> StepBuilder::build() {
                          builder.getStringAttr(kLossScalerState));
       step.setResultAttr(resultIndex++, kSlotAttr, builder.getStringAttr(slot));
     }
+  for (auto [name, index] : roles.bufferUpdates)
+    step.setResultAttr(resultIndex++, kBufferUpdateOfAttr,
+                       builder.getStringAttr(name));
   return step;
 }
 

@@ -91,6 +91,10 @@ LogicalResult Trainer::initialize(func::FuncOp forward) {
   for (unsigned i = 0; i < gradientFn.getNumResults(); ++i)
     if (auto name = gradientFn.getResultAttrOfType<StringAttr>(i, kGradientOfAttr))
       trained.push_back(name.str());
+  for (unsigned i = 0; i < stepFn.getNumResults(); ++i)
+    if (auto name =
+            stepFn.getResultAttrOfType<StringAttr>(i, kBufferUpdateOfAttr))
+      updatedBuffers.push_back(name.str());
   double fill = trainingSpec.pipeline.optimizer.kind == OptimizerKind::Adagrad
                     ? trainingSpec.initialAccumulator
                     : 0.0;
@@ -176,6 +180,8 @@ FailureOr<StepReport> Trainer::step(ArrayRef<Tensor> inputs) {
     parameterValues[name] = std::move((*results)[next++]);
   for (auto &entry : stateValues)
     entry.second = std::move((*results)[next++]);
+  for (const std::string &name : updatedBuffers)
+    parameterValues[name] = std::move((*results)[next++]);
   stepsDone = number;
   StepReport report{loss, gradNorm, lr};
   if (scaled) {

@@ -110,12 +110,12 @@ MemoryPlan planMemory(func::FuncOp step) {
         grad = fusion.getOperand(argument.getArgNumber());
     gradients.insert(grad);
   });
-  // Values the step returns as updated parameters or state share those
-  // buffers.
+  // Values the step returns as updated parameters, buffers or state share
+  // those buffers.
   DenseSet<Value> updates;
   auto terminator = body.getTerminator();
   for (auto [i, value] : llvm::enumerate(terminator->getOperands()))
-    if (step.getResultAttr(i, kUpdateOfAttr) || step.getResultAttr(i, kStateOfAttr))
+    if (writesBack(step, i))
       updates.insert(value);
 
   auto lastUse = [&](Value value, int64_t from) {

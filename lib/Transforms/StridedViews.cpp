@@ -187,8 +187,7 @@ bool plainStorage(Value value, func::FuncOp step) {
     return false;
   for (OpOperand &use : value.getUses())
     if (isa<func::ReturnOp>(use.getOwner()) &&
-        (step.getResultAttr(use.getOperandNumber(), kUpdateOfAttr) ||
-         step.getResultAttr(use.getOperandNumber(), kStateOfAttr)))
+        writesBack(step, use.getOperandNumber()))
       return false;
   return true;
 }

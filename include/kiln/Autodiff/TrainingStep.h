@@ -71,7 +71,8 @@ std::vector<std::string> optimizerSlots(OptimizerKind kind);
 /// tensor per slot, marked `kiln.state_of` and `kiln.slot`. Results: the loss
 /// (mean over micro-batches), the global gradient norm before clipping
 /// (`grad_norm`), the updated parameters (`kiln.update_of`), then the new
-/// state in the order of the arguments. With loss scaling, three more state
+/// state in the order of the arguments, then the forward pass's buffer
+/// updates (`kiln.buffer_update_of`). With loss scaling, three more state
 /// arguments and results of `kiln.state_of = "loss_scaler"` follow: the
 /// scale (f32), the good steps in a row and the optimizer steps taken (i64),
 /// each argument with its initial value in `kiln.state_init`; `grad_norm` is
@@ -80,9 +81,23 @@ mlir::FailureOr<mlir::func::FuncOp>
 buildTrainingStep(mlir::func::FuncOp gradient, const OptimizerOptions &options);
 
 constexpr const char *kUpdateOfAttr = "kiln.update_of";
+/// On a forward function's result and the step's: the new value of a
+/// buffer the forward pass updates (BatchNormalization's running
+/// statistics), written over it after each step; the buffer is not trained.
+/// With micro-batches, each micro-batch's forward pass reads the value the
+/// previous one wrote, as PyTorch's would.
+constexpr const char *kBufferUpdateOfAttr = "kiln.buffer_update_of";
 constexpr const char *kStateOfAttr = "kiln.state_of";
 constexpr const char *kSlotAttr = "kiln.slot";
 constexpr const char *kStateInitAttr = "kiln.state_init";
+/// Whether result `i` of a step is written over what it updates: a
+/// parameter, a buffer or optimizer state.
+inline bool writesBack(mlir::func::FuncOp step, unsigned i) {
+  return step.getResultAttr(i, kUpdateOfAttr) ||
+         step.getResultAttr(i, kBufferUpdateOfAttr) ||
+         step.getResultAttr(i, kStateOfAttr);
+}
+
 /// The `kiln.state_of` of the loss scaler's state.
 constexpr const char *kLossScalerState = "loss_scaler";
 

@@ -101,6 +101,9 @@ private:
   llvm::SmallVector<std::string> parameterOrder;
   NamedTensors stateValues;
   llvm::SmallVector<std::string> trained;
+  /// Buffers the step writes back (the forward pass's updates, after the
+  /// state in its results).
+  llvm::SmallVector<std::string> updatedBuffers;
   /// The logical shapes of padded parameters and state entries.
   llvm::StringMap<llvm::SmallVector<int64_t>> logicalShapes;
   int64_t stepsDone = 0;

@@ -12,6 +12,8 @@
 #include "LocalFunctions.h"
 #include "NodeContext.h"
 
+#include "kiln/Autodiff/TrainingStep.h"
+
 #include "kiln/Interpreter/TensorAttr.h"
 #include "kiln/TensorIO/TensorFiles.h"
 
@@ -99,8 +101,6 @@ private:
                            SmallVectorImpl<std::pair<std::string, Value>> &updates);
   LogicalResult importNode(const onnx::NodeProto &node, int64_t nodeOpset,
                            unsigned depth = 0);
-  /// One warning naming the running statistics nothing will update.
-  void warnAboutStaleStatistics();
 
   std::string path;
   MLIRContext *context;
@@ -284,23 +284,6 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
   return success();
 }
 
-void ModelImporter::warnAboutStaleStatistics() {
-  ArrayRef<std::string> names = graph.staleStatistics;
-  if (names.empty())
-    return;
-  constexpr size_t kShown = 2;
-  std::string listed;
-  for (const std::string &name : names.take_front(kShown))
-    listed += (listed.empty() ? "'" : ", '") + name + "'";
-  if (names.size() > kShown)
-    listed += " and " + std::to_string(names.size() - kShown) + " more";
-  emitWarning(UnknownLoc::get(context))
-      << path << ": BatchNormalization in training mode normalizes with each "
-      << "batch's statistics, and kiln does not update its running "
-      << "statistics (" << listed << "): they keep their initial values, "
-      << "which inference in eval mode reads";
-}
-
 LogicalResult ModelImporter::importTrainingAlgorithms(
     Block *entry, SmallVectorImpl<Type> &argumentTypes,
     SmallVectorImpl<std::string> &argumentNames,
@@ -424,7 +407,6 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   for (const onnx::NodeProto &node : onnxGraph.node())
     if (failed(importNode(node, opset)))
       return nullptr;
-  warnAboutStaleStatistics();
   SmallVector<std::pair<std::string, Value>> updates;
   if (failed(importTrainingAlgorithms(entry, argumentTypes, argumentNames,
                                       updates)))
@@ -441,6 +423,8 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   }
   for (auto &[name, value] : updates)
     results.push_back(value);
+  for (auto &[name, value] : graph.bufferUpdates)
+    results.push_back(value);
   builder.create<func::ReturnOp>(UnknownLoc::get(context), results);
   function.setType(builder.getFunctionType(argumentTypes,
                                            ValueRange(results).getTypes()));
@@ -453,6 +437,14 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
     function.setResultAttr(index, "kiln.name",
                            builder.getStringAttr(updateOutputs[i]));
     function.setResultAttr(index, "kiln.update_of",
+                           builder.getStringAttr(update.first));
+  }
+  // Buffers the forward pass updates: results named after them.
+  for (auto [i, update] : llvm::enumerate(graph.bufferUpdates)) {
+    unsigned index = onnxGraph.output_size() + updates.size() + i;
+    function.setResultAttr(index, "kiln.name",
+                           builder.getStringAttr(update.first + ".updated"));
+    function.setResultAttr(index, kBufferUpdateOfAttr,
                            builder.getStringAttr(update.first));
   }
   if (failed(verify(*module)) || failed(simplify(*module)))

@@ -352,9 +352,17 @@ StringRef NodeContext::modelDirectory() const {
   return llvm::sys::path::parent_path(graph.path);
 }
 
-void NodeContext::noteStaleStatistic(unsigned i) {
-  if (isa_and_present<ParameterOp>(input(i).getDefiningOp()))
-    graph.staleStatistics.push_back(node.input(i));
+bool NodeContext::isInitializer(unsigned i) const {
+  return isa_and_present<ParameterOp>(input(i).getDefiningOp());
+}
+
+LogicalResult NodeContext::updateBuffer(unsigned i, Value value) {
+  const std::string &name = node.input(i);
+  if (llvm::any_of(graph.bufferUpdates,
+                   [&](auto &update) { return update.first == name; }))
+    return error("initializer '") << name << "' is updated by another node";
+  graph.bufferUpdates.push_back({name, value});
+  return success();
 }
 
 bool NodeContext::hasOutput(unsigned i) const {

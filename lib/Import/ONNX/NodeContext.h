@@ -63,9 +63,9 @@ struct GraphState {
   /// Values of constants already decoded, so that folding chains do not
   /// decode the same attribute again.
   llvm::DenseMap<mlir::Value, Tensor> constants;
-  /// Running statistics that BatchNormalization in training mode would
-  /// update (initializer names): kiln's step does not.
-  llvm::SmallVector<std::string> staleStatistics;
+  /// Initializers the forward pass updates (BatchNormalization's running
+  /// statistics in training mode), with their new values.
+  llvm::SmallVector<std::pair<std::string, mlir::Value>> bufferUpdates;
 };
 
 class NodeContext {
@@ -204,9 +204,12 @@ public:
   /// True when output `i` is named, i.e. used by the graph.
   bool hasOutput(unsigned i) const;
   unsigned numOutputs() const { return node.output_size(); }
-  /// Records that input `i`, when an initializer, is a running statistic
-  /// the node updates and kiln's step does not.
-  void noteStaleStatistic(unsigned i);
+  /// Whether input `i` is an initializer (a kiln.parameter).
+  bool isInitializer(unsigned i) const;
+  /// Records `value` as the new value of initializer input `i`, which the
+  /// step writes back (a buffer the forward pass updates); fails if another
+  /// node updates it too.
+  mlir::LogicalResult updateBuffer(unsigned i, mlir::Value value);
 
   /// Emits "FILE: node 'NAME' (OP): reason" and returns failure.
   mlir::InFlightDiagnostic error(const llvm::Twine &reason);

@@ -210,8 +210,9 @@ static FailureOr<Value> updatedStatistic(NodeContext &node, Value running,
 /// with the given running statistics (inference), or in training mode
 /// (`training_mode`, opset 14) with the batch's mean and population variance
 /// over every other dimension, when the running statistics also come out
-/// updated. Before opset 14, training mode was asked for by optional
-/// outputs whose meaning differed (saved statistics): refused.
+/// updated (and, initializers, are written back after each step: buffers
+/// the forward pass updates). Before opset 14, training mode was asked for
+/// by optional outputs whose meaning differed (saved statistics): refused.
 static LogicalResult importBatchNormalization(NodeContext &node) {
   FailureOr<double> epsilon = node.floatAttr("epsilon", 1e-5);
   FailureOr<double> momentum = node.floatAttr("momentum", 0.9);
@@ -251,8 +252,6 @@ static LogicalResult importBatchNormalization(NodeContext &node) {
   }
   Value x = node.input(0), mean = channelwise[2], variance = channelwise[3];
   if (training) {
-    node.noteStaleStatistic(3);
-    node.noteStaleStatistic(4);
     FailureOr<Value> batchMean = meanOver(node, x, axes);
     if (failed(batchMean))
       return failure();
@@ -269,12 +268,19 @@ static LogicalResult importBatchNormalization(NodeContext &node) {
   if (failed(scaled) ||
       failed(node.setResult(node.create1<AddOp>({*scaled, channelwise[1]}))))
     return failure();
+  if (!training)
+    return success();
+  // The running statistics: outputs where the graph reads them, and written
+  // back by the step where they are initializers, as PyTorch updates them.
   for (auto [output, batch] : {std::pair{1u, mean}, {2u, variance}}) {
-    if (!node.hasOutput(output))
+    unsigned input = output + 2;
+    if (!node.hasOutput(output) && !node.isInitializer(input))
       continue;
     FailureOr<Value> updated =
-        updatedStatistic(node, node.input(output + 2), batch, *momentum);
-    if (failed(updated))
+        updatedStatistic(node, node.input(input), batch, *momentum);
+    if (failed(updated) ||
+        (node.isInitializer(input) &&
+         failed(node.updateBuffer(input, *updated))))
       return failure();
     node.setOutput(output, *updated);
   }

@@ -130,7 +130,7 @@ private:
     return scratchOffset;
   }
   LogicalResult describeInterface(artifact::ArtifactT &result);
-  /// Updated parameters and state are written over the old values.
+  /// Updated parameters, state and buffers are written over the old values.
   void placeUpdates();
   /// After the plan's buffers: GEMM scratch, partials of split reductions,
   /// index checks and constants, now that their sizes are known.
@@ -652,8 +652,7 @@ LogicalResult Lowering::describeInterface(artifact::ArtifactT &result) {
   }
   auto terminator = body.getTerminator();
   for (auto [i, value] : llvm::enumerate(terminator->getOperands())) {
-    if (function.getResultAttr(i, kUpdateOfAttr) ||
-        function.getResultAttr(i, kStateOfAttr))
+    if (writesBack(function, i))
       continue;
     auto name = function.getResultAttrOfType<StringAttr>(i, "kiln.name");
     auto tensor =
@@ -688,7 +687,10 @@ void Lowering::placeUpdates() {
     DictionaryAttr attrs = function.getResultAttrDict(i);
     if (!attrs)
       continue;
-    if (auto name = attrs.getAs<StringAttr>(kUpdateOfAttr))
+    auto name = attrs.getAs<StringAttr>(kUpdateOfAttr);
+    if (!name)
+      name = attrs.getAs<StringAttr>(kBufferUpdateOfAttr);
+    if (name)
       extraOffsets[value] = parameters.lookup(name.getValue());
     else if (std::string key = stateKey(attrs); !key.empty())
       extraOffsets[value] = state.lookup(key);
