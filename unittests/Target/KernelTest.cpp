@@ -228,11 +228,10 @@ const char *const kPackedQkvGradient =
     kiln.yield %bias, %packed : tensor<384xf32>, tensor<80x384xbf16>
   }
 )";
-const std::string kAttentionGradientsInPlace =
-    R"(
-func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>)
-    -> (tensor<1x2x80x64xbf16>, tensor<384xf32>, tensor<80x384xbf16>) {
-  %q, %k, %v = kiln.fusion %p : (tensor<80x384xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) {
+// The heads of q, k and v (80 tokens, 2 heads of 64) read in place from a
+// packed q/k/v projection %p, as fusion leaves them.
+const char *const kPackedQkvHeads =
+    R"(  %q, %k, %v = kiln.fusion %p : (tensor<80x384xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) {
   ^bb0(%a: tensor<80x384xbf16>):
     %r = kiln.reshape %a : tensor<80x384xbf16> to tensor<1x80x384xbf16>
     %s0 = kiln.slice %r {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : tensor<1x80x384xbf16> to tensor<1x80x128xbf16>
@@ -246,6 +245,13 @@ func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>)
     %t2 = kiln.transpose %h2 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x80x2x64xbf16>) -> tensor<1x2x80x64xbf16>
     kiln.yield %t0, %t1, %t2 : tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>
   }
+)";
+const std::string kAttentionGradientsInPlace =
+    R"(
+func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>)
+    -> (tensor<1x2x80x64xbf16>, tensor<384xf32>, tensor<80x384xbf16>) {
+)" + std::string(kPackedQkvHeads) +
+    R"(
   %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
       : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>)
   %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.125 : f64}
@@ -254,6 +260,28 @@ func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>)
 )" + std::string(kPackedQkvGradient) +
     R"(
   return %out, %d#0, %d#1 : tensor<1x2x80x64xbf16>, tensor<384xf32>, tensor<80x384xbf16>
+}
+)";
+
+// cuDNN's attention, forward and backward, on those heads; and fp16 with
+// more keys than rows.
+const std::string kCudnnAttention =
+    R"(
+func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>,
+                %q2: tensor<2x2x24x32xf16>, %k2: tensor<2x2x40x32xf16>, %v2: tensor<2x2x40x32xf16>)
+    -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>,
+        tensor<1x2x80x64xbf16>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>) {
+)" + std::string(kPackedQkvHeads) +
+    R"(
+  %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>)
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>)
+      -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>)
+  %out2, %lse2 = kiln.attention %q2, %k2, %v2 {scale = 0.2 : f64}
+      : (tensor<2x2x24x32xf16>, tensor<2x2x40x32xf16>, tensor<2x2x40x32xf16>) -> (tensor<2x2x24x32xf16>, tensor<2x2x24xf32>)
+  return %out, %lse, %dq, %dk, %dv, %out2, %lse2 : tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>,
+      tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>
 }
 )";
 const std::string kTensorCoreAttentionGradientsInPlace =
@@ -981,37 +1009,14 @@ func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tens
     // read in place from a packed projection; fp16 with more keys than
     // rows. cuDNN rounds as kiln's tensor-core kernels do (unnormalized
     // probabilities to 16 bits before P V), hence their bound (above).
-    {"CudnnAttention", R"(
-func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>,
-                %q2: tensor<2x2x24x32xf16>, %k2: tensor<2x2x40x32xf16>, %v2: tensor<2x2x40x32xf16>)
-    -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>,
-        tensor<1x2x80x64xbf16>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>) {
-  %q, %k, %v = kiln.fusion %p : (tensor<80x384xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) {
-  ^bb0(%a: tensor<80x384xbf16>):
-    %r = kiln.reshape %a : tensor<80x384xbf16> to tensor<1x80x384xbf16>
-    %s0 = kiln.slice %r {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : tensor<1x80x384xbf16> to tensor<1x80x128xbf16>
-    %s1 = kiln.slice %r {start = array<i64: 0, 0, 128>, stride = array<i64: 1, 1, 1>} : tensor<1x80x384xbf16> to tensor<1x80x128xbf16>
-    %s2 = kiln.slice %r {start = array<i64: 0, 0, 256>, stride = array<i64: 1, 1, 1>} : tensor<1x80x384xbf16> to tensor<1x80x128xbf16>
-    %h0 = kiln.reshape %s0 : tensor<1x80x128xbf16> to tensor<1x80x2x64xbf16>
-    %h1 = kiln.reshape %s1 : tensor<1x80x128xbf16> to tensor<1x80x2x64xbf16>
-    %h2 = kiln.reshape %s2 : tensor<1x80x128xbf16> to tensor<1x80x2x64xbf16>
-    %t0 = kiln.transpose %h0 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x80x2x64xbf16>) -> tensor<1x2x80x64xbf16>
-    %t1 = kiln.transpose %h1 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x80x2x64xbf16>) -> tensor<1x2x80x64xbf16>
-    %t2 = kiln.transpose %h2 {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x80x2x64xbf16>) -> tensor<1x2x80x64xbf16>
-    kiln.yield %t0, %t1, %t2 : tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>
-  }
-  %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
-      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>)
-  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out, %lse, %g {causal, scale = 0.125 : f64}
-      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>)
-      -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>)
-  %out2, %lse2 = kiln.attention %q2, %k2, %v2 {scale = 0.2 : f64}
-      : (tensor<2x2x24x32xf16>, tensor<2x2x40x32xf16>, tensor<2x2x40x32xf16>) -> (tensor<2x2x24x32xf16>, tensor<2x2x24xf32>)
-  return %out, %lse, %dq, %dk, %dv, %out2, %lse2 : tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>,
-      tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>
-}
-)",
-     false, true, 0x1p-7, {}, {}, /*cudnnAttention=*/true},
+    {"CudnnAttention",
+     kCudnnAttention.c_str(),
+     false,
+     true,
+     0x1p-7,
+     {},
+     {},
+     /*cudnnAttention=*/true},
     {"AttentionMasks", R"(
       func.func @main(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x6x8xbf16>, %v: tensor<2x3x6x8xbf16>,
                       %f: tensor<2x1x1x6xf32>, %b: tensor<4x6xi1>, %g: tensor<2x3x4x8xf32>)
