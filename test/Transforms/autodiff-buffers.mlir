@@ -5,7 +5,7 @@
 // a mask (by their values) are not trained unless --train names them; a
 // weight holding large but finite values is, and so is a buffer-like name
 // that is only a prefix (`inv_freq_scale`).
-// expected-remark @below {{not training 'rotary.inv_freq', 'layers.0.cos_cached', 'blocks.1.attn_mask' and 1 more: PyTorch buffers by name, which its optimizers skip (--train=REGEX trains them)}}
+// expected-remark @below {{not training 'rotary.inv_freq', 'layers.0.cos_cached', 'blocks.1.attn_mask' and 2 more: PyTorch buffers by name, which its optimizers skip (--train=REGEX trains them)}}
 // expected-remark @below {{not training 'causal': masks by their values (-inf or a float type's lowest; --train=REGEX trains them)}}
 func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
   %inv = kiln.parameter "rotary.inv_freq" = dense<[1.0, 0.5]> : tensor<2xf32> : tensor<2xf32>
@@ -25,10 +25,12 @@ func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
   %temperature = kiln.parameter "logit_scale" = dense<2.0> : tensor<f32> : tensor<f32>
   %literal = kiln.parameter "val_7" = dense<3.0> : tensor<f32> : tensor<f32>
   %masked = kiln.parameter "h.0.attn.masked_bias" = dense<-1.0E+4> : tensor<f32> : tensor<f32>
+  %logits_bias = kiln.parameter "model.final_logits_bias" = dense<0.0> : tensor<2xf32> : tensor<2xf32>
   %h = kiln.mul %g, %temperature : (tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
   %i = kiln.mul %h, %literal : (tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
   %j = kiln.add %i, %masked : (tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
-  %l = kiln.reduce_mean %j {axes = array<i64: 0, 1>} : (tensor<2x2xf32>) -> tensor<f32>
+  %m = kiln.add %j, %logits_bias : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  %l = kiln.reduce_mean %m {axes = array<i64: 0, 1>} : (tensor<2x2xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 // CHECK-LABEL: func.func @main_grad
@@ -50,3 +52,4 @@ func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
 // ALL-SAME: kiln.gradient_of = "logit_scale"
 // ALL-SAME: kiln.gradient_of = "val_7"
 // ALL-SAME: kiln.gradient_of = "h.0.attn.masked_bias"
+// ALL-SAME: kiln.gradient_of = "model.final_logits_bias"

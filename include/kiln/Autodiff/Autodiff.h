@@ -34,7 +34,7 @@ selectParameters(mlir::func::FuncOp function, const AutodiffOptions &options);
 /// Why an initializer is most likely not a weight PyTorch trains
 /// (Buffers.cpp): a scalar with an exporter's name (`val_3`, `onnx::Mul_5`:
 /// a literal such as 0.5 lifted into an initializer); a PyTorch buffer's name (`inv_freq`, `running_mean`,
-/// `running_var`, `*_cached`, `*mask`, `masked_*`); stored f32/f64 values holding an infinity or
+/// `running_var`, `final_logits_bias`, `*_cached`, `*mask`, `masked_*`); stored f32/f64 values holding an infinity or
 /// a magnitude of 1e30 or more (a mask).
 enum class NotAWeight { Literal, BufferName, MaskValues };
 std::optional<NotAWeight> notAWeight(ParameterOp op);
