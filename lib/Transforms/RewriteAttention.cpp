@@ -356,13 +356,18 @@ static SmallVector<int64_t> withHeads(ArrayRef<int64_t> shape,
 }
 
 /// Whether q, k, v and the output are [B, H, x, y] with the match's B and
-/// H (the products broadcast nothing).
+/// H, or k and v [B, 1, x, y] that the products broadcast over the heads
+/// (multi-query attention, Falcon's: one key/value head for all).
 static bool hasAttentionShapes(AttentionMatch &match) {
   Value output = match.output.getResult();
   for (Value operand : {match.query, match.key, match.value, output}) {
     SmallVector<int64_t> shape = withHeads(shapeOf(operand), match.heads);
-    if (shape.empty() ||
-        ArrayRef<int64_t>(shape).take_front(2) != ArrayRef(match.heads))
+    if (shape.empty())
+      return false;
+    bool sharedHead = (operand == match.key || operand == match.value) &&
+                      shapeOf(operand).size() == 4 && shape[1] == 1;
+    if (shape[0] != match.heads[0] ||
+        (shape[1] != match.heads[1] && !sharedHead))
       return false;
   }
   return true;

@@ -103,6 +103,25 @@ func.func @sdpa(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2
 
 // -----
 
+// Multi-query attention by broadcasting (Falcon's): one key/value head
+// [B, 1, T, D] that both products broadcast over the query heads is read
+// as it is, the grouped-query case of a single group.
+// CHECK-LABEL: func @multi_query_broadcast
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x4x8xf32>, %[[K:.*]]: tensor<1x1x4x8xf32>, %[[V:.*]]: tensor<1x1x4x8xf32>)
+// CHECK-NOT: kiln.softmax
+// CHECK: kiln.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f64} : (tensor<1x4x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4xf32>)
+func.func @multi_query_broadcast(%q: tensor<1x4x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %scale = kiln.constant dense<0.25> : tensor<f32>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x1x4x8xf32>) -> tensor<1x1x8x4xf32>
+  %s = kiln.matmul %q, %kt : (tensor<1x4x4x8xf32>, tensor<1x1x8x4xf32>) -> tensor<1x4x4x4xf32>
+  %ss = kiln.mul %s, %scale : (tensor<1x4x4x4xf32>, tensor<f32>) -> tensor<1x4x4x4xf32>
+  %p = kiln.softmax %ss {axis = 3 : i64} : tensor<1x4x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x4x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x4x4x8xf32>
+  return %o : tensor<1x4x4x8xf32>
+}
+
+// -----
+
 // Llama: division by sqrt(d), masked_fill(triu, -inf) as a where whose
 // condition marks the dropped keys, and 2 key/value heads repeated for 4
 // query heads: attention reads the 2 heads directly.
