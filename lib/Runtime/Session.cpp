@@ -4,7 +4,8 @@
 // code for its architecture, the free memory. Kernels come from the cubin
 // of the device's exact architecture, or else from the PTX when the device
 // is newer. GEMMs are cuBLASLt matmuls whose descriptors are built from the
-// artifact and whose algorithm is chosen once, by heuristic, at load time.
+// artifact and whose algorithm is chosen once, by heuristic, at load time;
+// cuDNN's attention graphs (CudnnAttention.h) are planned then too.
 // Row-major products are computed as their column-major transposes:
 // D^T = op(B)^T op(A)^T, which is what cuBLASLt sees.
 //
