@@ -4,13 +4,6 @@
 
 namespace kiln::runtime {
 
-BackendDescriptor &
-BackendDescriptor::operator=(BackendDescriptor &&other) noexcept {
-  std::swap(api, other.api);
-  std::swap(raw, other.raw);
-  return *this;
-}
-
 BackendDescriptor::~BackendDescriptor() {
   if (raw)
     api->destroyDescriptor(raw);

@@ -32,10 +32,8 @@ public:
       : api(other.api), raw(other.raw) {
     other.raw = nullptr;
   }
-  BackendDescriptor &operator=(BackendDescriptor &&other) noexcept;
   BackendDescriptor(const BackendDescriptor &) = delete;
   ~BackendDescriptor();
-  cudnnBackendDescriptor_t get() const { return raw; }
 
 private:
   const CudnnLibrary *api;

@@ -23,11 +23,11 @@ class StridedOperand {
 public:
   StridedOperand(std::vector<uint8_t> &arena,
                  const artifact::LibraryAttentionT &a, int64_t offset,
-                 size_t index, int64_t rows)
+                 size_t index)
       : arena(arena), type(a.element_type), offset(offset),
         strides(a.strides.begin() + 4 * index,
                 a.strides.begin() + 4 * index + 4),
-        width(a.head_dim), heads(a.heads), rows(rows) {}
+        width(a.head_dim), heads(a.heads) {}
 
   /// Row `row` of head `head` of the flattened batch x heads.
   std::vector<double> row(int64_t head, int64_t row) const {
@@ -45,7 +45,6 @@ public:
       std::memcpy(arena.data() + at(head, row, d), bytes.data(), bytes.size());
     }
   }
-  int64_t rowCount() const { return rows; }
 
 private:
   int64_t at(int64_t head, int64_t row, int64_t d) const {
@@ -58,7 +57,7 @@ private:
   artifact::ElementType type;
   int64_t offset;
   std::vector<int64_t> strides;
-  int64_t width, heads, rows;
+  int64_t width, heads;
 };
 
 double dot(const std::vector<double> &a, const std::vector<double> &b) {
@@ -70,8 +69,8 @@ double dot(const std::vector<double> &a, const std::vector<double> &b) {
 } // namespace
 
 void CudaEmulation::libraryAttention(const artifact::LibraryAttentionT &a) {
-  StridedOperand q(arena, a, a.query, 0, a.rows), k(arena, a, a.key, 1, a.keys),
-      v(arena, a, a.value, 2, a.keys), o(arena, a, a.output, 3, a.rows);
+  StridedOperand q(arena, a, a.query, 0), k(arena, a, a.key, 1),
+      v(arena, a, a.value, 2), o(arena, a, a.output, 3);
   auto lseAt = [&](int64_t head, int64_t row) {
     return arena.data() + a.logsumexp + (head * a.rows + row) * sizeof(float);
   };
@@ -106,10 +105,9 @@ void CudaEmulation::libraryAttention(const artifact::LibraryAttentionT &a) {
       }
       continue;
     }
-    StridedOperand dout(arena, a, a.output_grad, 4, a.rows),
-        dq(arena, a, a.query_grad, 5, a.rows),
-        dk(arena, a, a.key_grad, 6, a.keys),
-        dv(arena, a, a.value_grad, 7, a.keys);
+    StridedOperand dout(arena, a, a.output_grad, 4),
+        dq(arena, a, a.query_grad, 5), dk(arena, a, a.key_grad, 6),
+        dv(arena, a, a.value_grad, 7);
     std::vector<std::vector<double>> keyGrads(
         a.keys, std::vector<double>(a.head_dim, 0.0)),
         valueGrads = keyGrads;
