@@ -6,100 +6,84 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NodeContext.h"
+#include "Activations.h"
 
 using namespace mlir;
 
 namespace kiln {
+namespace activations {
 
-/// The pieces activations are built from: `x` is input 0 and `f` its
-/// element type.
-namespace {
-struct Activation {
-  NodeContext &node;
-  Value x;
-  Type f;
-  RankedTensorType type;
+Value below(OpChain &ops, Value x, double threshold, Value ifBelow,
+            Value otherwise, bool inclusive) {
+  return ops.select(
+      ops.compare(inclusive ? ComparePredicate::LE : ComparePredicate::LT, x,
+                  ops.constant(threshold)),
+      ifBelow, otherwise);
+}
 
-  FailureOr<Value> constant(double value) { return node.scalar(value, f); }
-  FailureOr<Value> mul(FailureOr<Value> a, FailureOr<Value> b) {
-    return binary<MulOp>(a, b);
-  }
-  FailureOr<Value> add(FailureOr<Value> a, FailureOr<Value> b) {
-    return binary<AddOp>(a, b);
-  }
-  template <typename OpTy>
-  FailureOr<Value> binary(FailureOr<Value> a, FailureOr<Value> b) {
-    if (failed(a) || failed(b))
-      return failure();
-    return node.create1<OpTy>({*a, *b});
-  }
-  template <typename OpTy> FailureOr<Value> unary(FailureOr<Value> a) {
-    if (failed(a))
-      return failure();
-    return node.create1<OpTy>({*a}, {}, {cast<RankedTensorType>(a->getType())});
-  }
-  /// x < threshold (or <= with `inclusive`) ? ifBelow : otherwise.
-  FailureOr<Value> below(double threshold, FailureOr<Value> ifBelow,
-                         FailureOr<Value> otherwise, bool inclusive = false) {
-    if (failed(ifBelow) || failed(otherwise))
-      return failure();
-    FailureOr<Value> test = node.create1<CompareOp>(
-        {x, node.scalar(threshold, f)},
-        {node.builder.getNamedAttr(
-            "predicate", ComparePredicateAttr::get(
-                             node.builder.getContext(),
-                             inclusive ? ComparePredicate::LE
-                                       : ComparePredicate::LT))});
-    if (failed(test))
-      return failure();
-    return node.create1<WhereOp>({*test, *ifBelow, *otherwise});
-  }
-  /// max(0, min(1, alpha * x + beta)).
-  FailureOr<Value> hardSigmoid(double alpha, double beta) {
-    FailureOr<Value> linear = add(mul(x, constant(alpha)), constant(beta));
-    return binary<MaxOp>(binary<MinOp>(linear, constant(1.0)), constant(0.0));
-  }
-  /// log(exp(x) + 1) as relu(x) + log(1 + exp(-|x|)): equal, but neither it
-  /// nor its gradient overflows where exp(x) would (x > 88 in f32).
-  FailureOr<Value> softplus() {
-    FailureOr<Value> tail = unary<LogOp>(
-        add(unary<ExpOp>(unary<NegOp>(unary<AbsOp>(x))), constant(1.0)));
-    return add(unary<ReluOp>(x), tail);
-  }
-  /// alpha * (exp(x / scale) - 1).
-  FailureOr<Value> expm1Scaled(double alpha, double scale) {
-    FailureOr<Value> scaled = scale == 1.0 ? FailureOr<Value>(x)
-                                           : mul(x, constant(1.0 / scale));
-    return mul(add(unary<ExpOp>(scaled), constant(-1.0)), constant(alpha));
-  }
-};
-} // namespace
+Value leakyRelu(OpChain &ops, Value x, double alpha) {
+  return below(ops, x, 0.0, ops.mul(x, ops.constant(alpha)), x);
+}
 
+Value expm1Scaled(OpChain &ops, Value x, double alpha, double scale) {
+  Value scaled = scale == 1.0 ? x : ops.mul(x, ops.constant(1.0 / scale));
+  return ops.mul(ops.sub(ops.unary<ExpOp>(scaled), ops.constant(1.0)),
+                 ops.constant(alpha));
+}
+
+Value elu(OpChain &ops, Value x, double alpha) {
+  return below(ops, x, 0.0, expm1Scaled(ops, x, alpha, 1.0), x);
+}
+
+Value hardSigmoid(OpChain &ops, Value x, double alpha, double beta) {
+  Value linear = ops.add(ops.mul(x, ops.constant(alpha)), ops.constant(beta));
+  return ops.max(ops.min(linear, ops.constant(1.0)), ops.constant(0.0));
+}
+
+Value softsign(OpChain &ops, Value x) {
+  return ops.div(x, ops.add(ops.unary<AbsOp>(x), ops.constant(1.0)));
+}
+
+Value softplus(OpChain &ops, Value x) {
+  Value tail = ops.unary<LogOp>(
+      ops.add(ops.unary<ExpOp>(ops.unary<NegOp>(ops.unary<AbsOp>(x))),
+              ops.constant(1.0)));
+  return ops.add(ops.unary<ReluOp>(x), tail);
+}
+
+Value thresholdedRelu(OpChain &ops, Value x, double alpha) {
+  return below(ops, x, alpha, ops.constant(0.0), x, /*inclusive=*/true);
+}
+
+} // namespace activations
+
+using namespace activations;
+
+/// Imports a one-input activation: `build` composes it on an OpChain of the
+/// input's element type.
 template <typename Build>
 static LogicalResult importActivation(NodeContext &node, Build build) {
   if (failed(node.requireInputs(1)))
     return failure();
-  Activation activation{node, node.input(0), node.inputType(0).getElementType(),
-                        node.inputType(0)};
-  return node.setResult(build(activation));
+  OpChain ops(node, node.inputType(0).getElementType());
+  Value result = build(ops, node.input(0));
+  return result ? node.setResult(result) : failure();
 }
 
 static LogicalResult importLeakyRelu(NodeContext &node) {
   FailureOr<double> alpha = node.floatAttr("alpha", 0.01);
   if (failed(alpha))
     return failure();
-  return importActivation(node, [&](Activation &a) {
-    return a.below(0.0, a.mul(a.x, a.constant(*alpha)), a.x);
-  });
+  return importActivation(
+      node, [&](OpChain &ops, Value x) { return leakyRelu(ops, x, *alpha); });
 }
 
 /// PRelu: x < 0 ? slope * x : x, the slope broadcasting to x.
 static LogicalResult importPRelu(NodeContext &node) {
   if (failed(node.requireInputs(2)))
     return failure();
-  return importActivation(node, [&](Activation &a) {
-    return a.below(0.0, a.mul(a.x, node.input(1)), a.x);
+  return importActivation(node, [&](OpChain &ops, Value x) {
+    return below(ops, x, 0.0, ops.mul(x, node.input(1)), x);
   });
 }
 
@@ -107,19 +91,20 @@ static LogicalResult importElu(NodeContext &node) {
   FailureOr<double> alpha = node.floatAttr("alpha", 1.0);
   if (failed(alpha))
     return failure();
-  return importActivation(node, [&](Activation &a) {
-    return a.below(0.0, a.expm1Scaled(*alpha, 1.0), a.x);
-  });
+  return importActivation(
+      node, [&](OpChain &ops, Value x) { return elu(ops, x, *alpha); });
 }
 
+/// Selu: gamma * (x <= 0 ? alpha * (exp(x) - 1) : x).
 static LogicalResult importSelu(NodeContext &node) {
   FailureOr<double> alpha = node.floatAttr("alpha", 1.67326319217681884765625);
   FailureOr<double> gamma = node.floatAttr("gamma", 1.05070102214813232421875);
   if (failed(alpha) || failed(gamma))
     return failure();
-  return importActivation(node, [&](Activation &a) {
-    return a.mul(a.below(0.0, a.expm1Scaled(*alpha, 1.0), a.x, /*inclusive=*/true),
-                 a.constant(*gamma));
+  return importActivation(node, [&](OpChain &ops, Value x) {
+    return ops.mul(below(ops, x, 0.0, expm1Scaled(ops, x, *alpha, 1.0), x,
+                         /*inclusive=*/true),
+                   ops.constant(*gamma));
   });
 }
 
@@ -128,9 +113,10 @@ static LogicalResult importCelu(NodeContext &node) {
   FailureOr<double> alpha = node.floatAttr("alpha", 1.0);
   if (failed(alpha))
     return failure();
-  return importActivation(node, [&](Activation &a) {
-    return a.add(a.binary<MaxOp>(a.x, a.constant(0.0)),
-                 a.binary<MinOp>(a.expm1Scaled(*alpha, *alpha), a.constant(0.0)));
+  return importActivation(node, [&](OpChain &ops, Value x) {
+    return ops.add(
+        ops.max(x, ops.constant(0.0)),
+        ops.min(expm1Scaled(ops, x, *alpha, *alpha), ops.constant(0.0)));
   });
 }
 
@@ -139,31 +125,27 @@ static LogicalResult importHardSigmoid(NodeContext &node) {
   FailureOr<double> beta = node.floatAttr("beta", 0.5);
   if (failed(alpha) || failed(beta))
     return failure();
-  return importActivation(
-      node, [&](Activation &a) { return a.hardSigmoid(*alpha, *beta); });
+  return importActivation(node, [&](OpChain &ops, Value x) {
+    return hardSigmoid(ops, x, *alpha, *beta);
+  });
 }
 
 static LogicalResult importHardSwish(NodeContext &node) {
-  return importActivation(node, [&](Activation &a) {
-    return a.mul(a.x, a.hardSigmoid(1.0 / 6.0, 0.5));
+  return importActivation(node, [&](OpChain &ops, Value x) {
+    return ops.mul(x, hardSigmoid(ops, x, 1.0 / 6.0, 0.5));
   });
 }
 
-/// Softsign: x / (1 + |x|).
 static LogicalResult importSoftsign(NodeContext &node) {
-  return importActivation(node, [&](Activation &a) {
-    return a.binary<DivOp>(a.x,
-                           a.add(a.unary<AbsOp>(a.x), a.constant(1.0)));
-  });
+  return importActivation(node, softsign);
 }
 
-/// ThresholdedRelu: x > alpha ? x : 0.
 static LogicalResult importThresholdedRelu(NodeContext &node) {
   FailureOr<double> alpha = node.floatAttr("alpha", 1.0);
   if (failed(alpha))
     return failure();
-  return importActivation(node, [&](Activation &a) {
-    return a.below(*alpha, a.constant(0.0), a.x, /*inclusive=*/true);
+  return importActivation(node, [&](OpChain &ops, Value x) {
+    return thresholdedRelu(ops, x, *alpha);
   });
 }
 
@@ -173,23 +155,21 @@ static LogicalResult importShrink(NodeContext &node) {
   FailureOr<double> bias = node.floatAttr("bias", 0.0);
   if (failed(lambd) || failed(bias))
     return failure();
-  return importActivation(node, [&](Activation &a) {
-    FailureOr<Value> inside =
-        a.below(*lambd, a.constant(0.0),
-                a.binary<SubOp>(a.x, a.constant(*bias)), /*inclusive=*/true);
-    return a.below(-*lambd, a.add(a.x, a.constant(*bias)), inside);
+  return importActivation(node, [&](OpChain &ops, Value x) {
+    Value inside = below(ops, x, *lambd, ops.constant(0.0),
+                         ops.sub(x, ops.constant(*bias)), /*inclusive=*/true);
+    return below(ops, x, -*lambd, ops.add(x, ops.constant(*bias)), inside);
   });
 }
 
-/// Softplus: log(exp(x) + 1).
 static LogicalResult importSoftplus(NodeContext &node) {
-  return importActivation(node, [&](Activation &a) { return a.softplus(); });
+  return importActivation(node, softplus);
 }
 
 /// Mish (opset 18): x * tanh(softplus(x)).
 static LogicalResult importMish(NodeContext &node) {
-  return importActivation(node, [&](Activation &a) {
-    return a.mul(a.x, a.unary<TanhOp>(a.softplus()));
+  return importActivation(node, [&](OpChain &ops, Value x) {
+    return ops.mul(x, ops.unary<TanhOp>(softplus(ops, x)));
   });
 }
 

@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OpChain.h"
+#include "Activations.h"
 
 using namespace mlir;
 
@@ -246,12 +246,7 @@ Value Recurrence::activate(const Activation &f, Value x) {
   if (clip != 0.0)
     x = ops.build<MaxOp>(
         {ops.build<MinOp>({x, ops.constant(clip)}), ops.constant(-clip)});
-  auto scaled = [&](double factor, Value v) {
-    return ops.mul(v, ops.constant(factor));
-  };
-  auto nonNegative = [&] {
-    return ops.compare(ComparePredicate::GE, x, ops.constant(0.0));
-  };
+  using namespace activations;
   StringRef name = f.name;
   if (name == "Relu")
     return ops.unary<ReluOp>(x);
@@ -260,32 +255,21 @@ Value Recurrence::activate(const Activation &f, Value x) {
   if (name == "Sigmoid")
     return ops.unary<SigmoidOp>(x);
   if (name == "Affine")
-    return ops.add(scaled(f.alpha, x), ops.constant(f.beta));
+    return ops.add(ops.mul(x, ops.constant(f.alpha)), ops.constant(f.beta));
   if (name == "LeakyRelu")
-    return ops.select(nonNegative(), x, scaled(f.alpha, x));
+    return leakyRelu(ops, x, f.alpha);
   if (name == "ThresholdedRelu")
-    return ops.select(
-        ops.compare(ComparePredicate::GE, x, ops.constant(f.alpha)), x,
-        ops.constant(0.0));
+    return thresholdedRelu(ops, x, f.alpha);
   if (name == "ScaledTanh")
-    return scaled(f.alpha, ops.unary<TanhOp>(scaled(f.beta, x)));
+    return ops.mul(ops.unary<TanhOp>(ops.mul(x, ops.constant(f.beta))),
+                   ops.constant(f.alpha));
   if (name == "HardSigmoid")
-    return ops.build<MaxOp>(
-        {ops.build<MinOp>({ops.add(scaled(f.alpha, x), ops.constant(f.beta)),
-                           ops.constant(1.0)}),
-         ops.constant(0.0)});
+    return hardSigmoid(ops, x, f.alpha, f.beta);
   if (name == "Elu")
-    return ops.select(
-        nonNegative(), x,
-        scaled(f.alpha, ops.sub(ops.unary<ExpOp>(x), ops.constant(1.0))));
+    return elu(ops, x, f.alpha);
   if (name == "Softsign")
-    return ops.build<DivOp>(
-        {x, ops.add(ops.unary<AbsOp>(x), ops.constant(1.0))});
-  // Softplus, as relu(x) + log(1 + exp(-|x|)), which does not overflow.
-  Value tail = ops.unary<LogOp>(
-      ops.add(ops.unary<ExpOp>(ops.unary<NegOp>(ops.unary<AbsOp>(x))),
-              ops.constant(1.0)));
-  return ops.add(ops.unary<ReluOp>(x), tail);
+    return softsign(ops, x);
+  return softplus(ops, x);
 }
 
 Value Recurrence::rnnStep(ArrayRef<Activation> fs, Value xt, Value hr) {
