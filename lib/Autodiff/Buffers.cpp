@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Autodiff/Autodiff.h"
+#include "kiln/Dialect/Kiln/IR/Kiln.h"
 
 #include "StoredBytes.h"
 
@@ -91,6 +92,19 @@ static bool isFoldedWhereName(StringRef name) {
                           llvm::all_of(name, llvm::isDigit));
 }
 
+/// Whether `value` is used, through data movement, only as the scale or
+/// zero point of kiln.fake_quantize ops.
+static bool onlyParameterizesQuantization(Value value) {
+  return !value.use_empty() &&
+         llvm::all_of(value.getUses(), [](OpOperand &use) {
+           Operation *user = use.getOwner();
+           if (isa<FakeQuantizeOp>(user))
+             return use.getOperandNumber() != 0;
+           return isa<ReshapeOp, CastOp, BroadcastOp, SliceOp>(user) &&
+                  onlyParameterizesQuantization(user->getResult(0));
+         });
+}
+
 std::optional<NotAWeight> notAWeight(ParameterOp op) {
   // Exporters lift literals (0.5, an exponent of 3) into scalar initializers
   // with names of their own; a scalar a module owns (CLIP's logit_scale)
@@ -101,38 +115,53 @@ std::optional<NotAWeight> notAWeight(ParameterOp op) {
     return NotAWeight::BufferName;
   if (holdsMaskValues(op) || isFoldedWhereName(op.getName()))
     return NotAWeight::Mask;
+  if (onlyParameterizesQuantization(op.getResult()))
+    return NotAWeight::Quantization;
   return std::nullopt;
 }
 
 void remarkOnBuffers(func::FuncOp function, const AutodiffOptions &options) {
   if (!options.train.empty())
     return;
-  SmallVector<std::string> byName, byValue;
+  // Why each reason keeps parameters from training, and the names it keeps.
+  struct Kept {
+    NotAWeight reason;
+    const char *why;
+    SmallVector<std::string> names;
+  };
+  Kept kept[] = {
+      {NotAWeight::BufferName,
+       "PyTorch buffers by name, which its optimizers skip (--train=REGEX "
+       "trains them)",
+       {}},
+      {NotAWeight::Mask,
+       "masks by their values (-inf or a float type's lowest) or folded "
+       "selections named 'where' (--train=REGEX trains them)",
+       {}},
+      {NotAWeight::Quantization,
+       "scales and zero points of fake quantizations, which PyTorch's "
+       "observers set and kiln keeps as exported",
+       {}}};
   function.walk([&](ParameterOp op) {
     std::optional<NotAWeight> reason = notAWeight(op);
-    if (!reason || reason == NotAWeight::Literal)
-      return;
-    auto &names = reason == NotAWeight::BufferName ? byName : byValue;
-    std::string quoted = ("'" + op.getName() + "'").str();
-    if (!llvm::is_contained(names, quoted)) // a parameter imported twice
-      names.push_back(quoted);
+    for (Kept &entry : kept) {
+      if (reason != entry.reason)
+        continue;
+      std::string quoted = ("'" + op.getName() + "'").str();
+      if (!llvm::is_contained(entry.names, quoted)) // imported twice
+        entry.names.push_back(quoted);
+    }
   });
-  auto listed = [](ArrayRef<std::string> names) {
-    constexpr size_t kShown = 3;
-    std::string text = llvm::join(names.take_front(kShown), ", ");
+  constexpr size_t kShown = 3;
+  for (const Kept &entry : kept) {
+    if (entry.names.empty())
+      continue;
+    ArrayRef<std::string> names = entry.names;
+    std::string listed = llvm::join(names.take_front(kShown), ", ");
     if (names.size() > kShown)
-      text += " and " + std::to_string(names.size() - kShown) + " more";
-    return text;
-  };
-  if (!byName.empty())
-    function.emitRemark() << "not training " << listed(byName)
-                          << ": PyTorch buffers by name, which its optimizers "
-                             "skip (--train=REGEX trains them)";
-  if (!byValue.empty())
-    function.emitRemark() << "not training " << listed(byValue)
-                          << ": masks by their values (-inf or a float type's "
-                             "lowest) or folded selections ('where'; "
-                             "--train=REGEX trains them)";
+      listed += " and " + std::to_string(names.size() - kShown) + " more";
+    function.emitRemark() << "not training " << listed << ": " << entry.why;
+  }
 }
 
 } // namespace kiln

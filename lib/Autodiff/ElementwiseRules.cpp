@@ -210,6 +210,26 @@ void registerElementwiseGradients(GradientRuleTable &table) {
     return success();
   });
 
+  // The straight-through estimator: the gradient passes where the level
+  // rint(x * (1 / scale)) + zero_point was not clamped.
+  table.add<FakeQuantizeOp>([](FakeQuantizeOp op, ArrayRef<Value> grads, B &b,
+                               SmallVectorImpl<Value> &g) -> LogicalResult {
+    Value ratio = b.mul(op.getInput(),
+                        b.div(b.scalarLike(1.0, op.getScale()), op.getScale()));
+    Value level =
+        b.add(b.create<RoundOp>(ratio).getResult(), op.getZeroPoint());
+    auto bound = [&](ComparePredicate predicate, APFloat limit) {
+      return b.compare(predicate, level,
+                       b.scalarLike(limit.convertToDouble(), level));
+    };
+    Value atLeastMin = bound(ComparePredicate::GE, op.getQuantMin());
+    Value atMostMax = bound(ComparePredicate::LE, op.getQuantMax());
+    Value inside = b.binary<AndOp>(atLeastMin, atMostMax);
+    g.push_back(b.select(inside, grads[0], b.scalarLike(0.0, grads[0])));
+    g.append({nullptr, nullptr});
+    return success();
+  });
+
   table.addNonDifferentiable<
       SignOp, FloorOp, CeilOp, RoundOp, NotOp, AndOp, OrOp, XorOp, CompareOp,
       IsNanOp, IsInfOp, ConstantOp, RangeOp, RandomUniformOp, RandomNormalOp>();

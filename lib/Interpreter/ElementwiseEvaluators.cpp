@@ -10,6 +10,7 @@
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -332,6 +333,33 @@ static LogicalResult evaluateWhere(WhereOp op, const EvaluationContext &context,
   return success();
 }
 
+static LogicalResult evaluateFakeQuantize(FakeQuantizeOp op,
+                                          const EvaluationContext &context,
+                                          SmallVectorImpl<Tensor> &results) {
+  const Tensor &input = context.operand(0);
+  const Tensor &scale = context.operand(1), &zero = context.operand(2);
+  Tensor result = makeTensor(op.getResult());
+  double low = op.getQuantMin().convertToDouble();
+  double high = op.getQuantMax().convertToDouble();
+  SmallVector<int64_t> x =
+      broadcastStrides(input.getShape(), result.getShape());
+  SmallVector<int64_t> s =
+      broadcastStrides(scale.getShape(), result.getShape());
+  SmallVector<int64_t> z = broadcastStrides(zero.getShape(), result.getShape());
+  forEachIndex<3>(
+      result.getShape(), {x, s, z},
+      [&](int64_t i, const std::array<int64_t, 3> &at) {
+        double step = scale.floats()[at[1]], offset = zero.floats()[at[2]];
+        DType type = result.getDType();
+        double ratio = roundToElementType(
+            type, input.floats()[at[0]] * roundToElementType(type, 1.0 / step));
+        double q = std::clamp(std::nearbyint(ratio) + offset, low, high);
+        result.setFromDouble(i, (q - offset) * step);
+      });
+  results.push_back(std::move(result));
+  return success();
+}
+
 void registerElementwiseEvaluators(EvaluatorTable &table) {
   addExactUnary<NegOp>(table, [](double x) { return -x; },
                        [](int64_t x) { return wrappingSub(0, x); });
@@ -385,6 +413,7 @@ void registerElementwiseEvaluators(EvaluatorTable &table) {
   addLogical<XorOp>(table, [](bool a, bool b) { return a != b; });
   table.add<CompareOp>(evaluateCompare);
   table.add<WhereOp>(evaluateWhere);
+  table.add<FakeQuantizeOp>(evaluateFakeQuantize);
 }
 
 } // namespace kiln

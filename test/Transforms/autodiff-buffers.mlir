@@ -7,7 +7,7 @@
 // that is only a prefix (`inv_freq_scale`, `where_weight`). A `where` the
 // dynamo exporter folded (BERT's all-zero padding mask) is a mask by name.
 // expected-remark @below {{not training 'rotary.inv_freq', 'layers.0.cos_cached', 'blocks.1.attn_mask' and 2 more: PyTorch buffers by name, which its optimizers skip (--train=REGEX trains them)}}
-// expected-remark @below {{not training 'causal', 'where': masks by their values (-inf or a float type's lowest) or folded selections ('where'; --train=REGEX trains them)}}
+// expected-remark @below {{not training 'causal', 'where': masks by their values (-inf or a float type's lowest) or folded selections named 'where' (--train=REGEX trains them)}}
 func.func @main(%x: tensor<2x2xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
   %inv = kiln.parameter "rotary.inv_freq" = dense<[1.0, 0.5]> : tensor<2xf32> : tensor<2xf32>
   %cos = kiln.parameter "layers.0.cos_cached" = dense<[[1.0, 0.5], [0.25, 2.0]]> : tensor<2x2xf32> : tensor<2x2xf32>

@@ -380,6 +380,17 @@ TEST_P(ModelTargetTest, GridSampleStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// Quantization-aware training: fake quantizations of weights per channel
+// and of products per tensor, and their straight-through gradients.
+TEST_P(ModelTargetTest, FakeQuantizedStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/qat_tiny/model.onnx"),
+              {source("test/Models/qat_tiny/input_ids.npy"),
+               source("test/Models/qat_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 

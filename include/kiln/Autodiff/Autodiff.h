@@ -38,8 +38,9 @@ selectParameters(mlir::func::FuncOp function, const AutodiffOptions &options);
 /// `*mask`, `masked_*`); a mask: stored f32/f64 values holding an infinity or a
 /// magnitude of 1e30 or more, or a selection the dynamo exporter folded
 /// (`where`, `where_2`: HF's attention masks, all zero where no padding is
-/// given).
-enum class NotAWeight { Literal, BufferName, Mask };
+/// given); the scales and zero points of kiln.fake_quantize ops, which
+/// PyTorch's FakeQuantize observers set.
+enum class NotAWeight { Literal, BufferName, Mask, Quantization };
 std::optional<NotAWeight> notAWeight(ParameterOp op);
 
 /// A remark on `function` for each reason other than Literal that keeps

@@ -46,6 +46,7 @@ static const OpImporterTable &opImporters() {
     registerTensorImporters(t);
     registerMathImporters(t);
     registerNormalizationImporters(t);
+    registerQuantizationImporters(t);
     registerRandomImporters(t);
     registerRecurrentImporters(t);
     registerLossImporters(t);

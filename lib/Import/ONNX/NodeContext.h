@@ -51,6 +51,7 @@ void registerSignalImporters(OpImporterTable &table);
 void registerTensorImporters(OpImporterTable &table);
 void registerMathImporters(OpImporterTable &table);
 void registerNormalizationImporters(OpImporterTable &table);
+void registerQuantizationImporters(OpImporterTable &table);
 void registerRandomImporters(OpImporterTable &table);
 void registerRecurrentImporters(OpImporterTable &table);
 void registerLossImporters(OpImporterTable &table);
@@ -60,6 +61,15 @@ void registerWindowImporters(OpImporterTable &table);
 /// The key of a node in the OpImporterTable: its op type in the default
 /// domain, "<domain>.<op type>" in others.
 std::string importerKey(const onnx::NodeProto &node);
+
+/// An integer output of QuantizeLinear: its scale and zero point inputs
+/// (null if none), its granularity, and the kiln.fake_quantize of its input
+/// that a DequantizeLinear with the same ones reads back.
+struct Quantization {
+  mlir::Value scale, zeroPoint;
+  int64_t axis, blockSize;
+  mlir::Value fakeQuantized;
+};
 
 /// State of one graph import that nodes share.
 struct GraphState {
@@ -74,6 +84,8 @@ struct GraphState {
   /// Nodes that drew random numbers so far: each one's default seed differs
   /// even where names repeat (unnamed nodes, inlined functions).
   int64_t randomNodes = 0;
+  /// QuantizeLinear's outputs, by value.
+  llvm::DenseMap<mlir::Value, Quantization> quantizations;
 };
 
 class NodeContext {
@@ -219,6 +231,10 @@ public:
   /// A seed for a node that draws random numbers and names none: a hash of
   /// its name and of how many such nodes came before it.
   int64_t defaultSeed();
+  /// The outputs of QuantizeLinear nodes of this graph so far.
+  llvm::DenseMap<mlir::Value, Quantization> &quantizations() {
+    return graph.quantizations;
+  }
   /// Whether input `i` is an initializer (a kiln.parameter).
   bool isInitializer(unsigned i) const;
   /// Records `value` as the new value of initializer input `i`, which the

@@ -213,6 +213,16 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
       .Case([&](WhereOp) {
         return e.returns({"c", "t", "f"}, "c ? t : f");
       })
+      .Case([&](FakeQuantizeOp f) {
+        std::string level =
+            "rint(" + rounded(e.type, "x * " + rounded(e.type, "1.0 / s")) +
+            ") + z";
+        return e.returns(
+            {"x", "s", "z"},
+            "(kiln_min(kiln_max(" + level + ", " +
+                literal(f.getQuantMin().convertToDouble()) + "), " +
+                literal(f.getQuantMax().convertToDouble()) + ") - z) * s");
+      })
       .Case([&](DropoutOp d) -> FailureOr<std::string> {
         FailureOr<std::string> key =
             randomKey(writer, d.getSeed(), d.getOffset(), nested);

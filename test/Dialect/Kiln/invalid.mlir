@@ -25,6 +25,22 @@ func.func @range_rank() {
 
 // -----
 
+func.func @fake_quantize_widens(%x: tensor<8xf32>, %s: tensor<2x8xf32>, %z: tensor<f32>) {
+  // expected-error @+1 {{scale and zero point must broadcast to the input's shape, not widen it}}
+  %0 = kiln.fake_quantize %x, %s, %z {quant_min = 0.0, quant_max = 255.0} : (tensor<8xf32>, tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @fake_quantize_range(%x: tensor<8xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{quantization range [1.270000e+02, -1.280000e+02] is not a range of integers}}
+  %0 = kiln.fake_quantize %x, %s, %s {quant_min = 127.0, quant_max = -128.0} : (tensor<8xf32>, tensor<f32>, tensor<f32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @dropout_ratio(%x: tensor<4xf32>) {
   // expected-error @+1 {{ratio 1.000000e+00 is outside [0, 1)}}
   %0, %1 = kiln.dropout %x {ratio = 1.0, seed = 0} : tensor<4xf32>

@@ -83,6 +83,9 @@ func.func @elementwise(%x: tensor<2x8xf32>, %y: tensor<8xf32>, %i: tensor<2x8xi3
   %34 = kiln.where %p, %x, %y : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   // CHECK: kiln.dropout %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8xf32>
   %35, %36 = kiln.dropout %x {ratio = 0.1, seed = 7} : tensor<2x8xf32>
+  // CHECK: kiln.fake_quantize %{{.*}}, %{{.*}}, %{{.*}} {quant_max = 1.270000e+02 : f64, quant_min = -1.280000e+02 : f64} : (tensor<2x8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %38 = kiln.fake_quantize %x, %y, %zero {quant_min = -128.0, quant_max = 127.0} : (tensor<2x8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<2x8xf32>
   return
 }
 

@@ -112,6 +112,28 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+LogicalResult FakeQuantizeOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  return inferBroadcastResultType(
+      location,
+      {adaptor.getInput().getType(), adaptor.getScale().getType(),
+       adaptor.getZeroPoint().getType()},
+      rankedType(adaptor.getInput()).getElementType(), inferred);
+}
+
+LogicalResult FakeQuantizeOp::verify() {
+  if (getResult().getType() != getInput().getType())
+    return emitOpError("scale and zero point must broadcast to the input's "
+                       "shape, not widen it");
+  double low = getQuantMin().convertToDouble();
+  double high = getQuantMax().convertToDouble();
+  if (!(low <= high) || low != std::round(low) || high != std::round(high))
+    return emitOpError() << "quantization range [" << low << ", " << high
+                         << "] is not a range of integers";
+  return success();
+}
+
 std::optional<MutableOperandRange> kiln::randomOffset(Operation *op) {
   if (auto dropout = dyn_cast<DropoutOp>(op))
     return dropout.getOffsetMutable();

@@ -323,6 +323,22 @@ def attention(inputs, outputs, **attributes):
                  opset=23)
 
 
+def quantize_bad_scale():
+    """A scale of 3 values for an axis of 4."""
+    s = numpy_helper.from_array(np.full(3, 0.1, np.float32), "s")
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q", axis=0)
+    return model([node], [tensor("x", F, [4, 2])],
+                 [tensor("y", TensorProto.UINT8, [4, 2])], [s])
+
+
+def quantize_to_int32():
+    s = numpy_helper.from_array(np.array(0.1, np.float32), "s")
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q",
+                            output_dtype=TensorProto.INT32)
+    return model([node], [tensor("x", F, [4, 2])],
+                 [tensor("y", TensorProto.INT32, [4, 2])], [s], opset=21)
+
+
 BUILDERS = {
     "batch_norm_saved_statistics": batch_norm_saved_statistics,
     "top_k": top_k,
@@ -364,6 +380,8 @@ BUILDERS = {
     "conv_groups": conv_groups,
     "reshape_mismatch": reshape_mismatch,
     "runtime_shape": runtime_shape,
+    "quantize_bad_scale": quantize_bad_scale,
+    "quantize_to_int32": quantize_to_int32,
 }
 
 

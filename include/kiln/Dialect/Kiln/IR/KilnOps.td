@@ -416,6 +416,44 @@ def Kiln_WhereOp : Kiln_Op<"where", [Pure, InferTypeOpAdaptor]> {
     "$condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_FakeQuantizeOp : Kiln_Op<"fake_quantize",
+    [Pure, SameOperandsElementType, InferTypeOpAdaptor]> {
+  let summary = "quantization to integers and back, with broadcasting";
+  let description = [{
+    Rounds each element to the integer grid that `scale` and `zero_point`
+    define, as PyTorch's FakeQuantize does and ONNX's QuantizeLinear followed
+    by DequantizeLinear means:
+    `q = clamp(rint(x * (1 / scale)) + zero_point, quant_min, quant_max)`,
+    then `(q - zero_point) * scale`. `1 / scale` and the product are each
+    rounded to the element type and `rint` rounds half to even, as
+    PyTorch computes; QuantizeLinear's `x / scale` can differ from that
+    product in its last bit, which decides the level only at an exact tie
+    (a symmetric scale puts the largest weight of each channel on one:
+    `127.5`). `scale` and `zero_point` broadcast to
+    the input's shape (per-tensor: scalars; per-channel: sizes 1 except on
+    the channel axis) and share its element type; `zero_point` holds
+    integers in [quant_min, quant_max].
+
+    Its gradient is the straight-through estimator of quantization-aware
+    training (PyTorch's FakeQuantize): the output's gradient where `q` was
+    not clamped, that is where `quant_min <= rint(x * (1 / scale)) +
+    zero_point <= quant_max`, and zero elsewhere. `scale` and `zero_point` get none.
+
+    ```mlir
+    %y = kiln.fake_quantize %w, %scale, %zero {quant_max = 127.0, quant_min = -128.0}
+        : (tensor<64x32xf32>, tensor<64x1xf32>, tensor<f32>) -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Kiln_FloatTensor:$zero_point, F64Attr:$quant_min,
+                       F64Attr:$quant_max);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $zero_point attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions, reductions, normalizations
 //===----------------------------------------------------------------------===//
