@@ -220,21 +220,14 @@ static LogicalResult importLpNormalization(NodeContext &node) {
   FailureOr<int64_t> normalized = node.normalizeAxis(*axis, node.inputRank(0));
   if (failed(normalized))
     return failure();
-  FailureOr<Value> magnitudes =
-      *p == 1 ? node.create1<AbsOp>({x}, {}, {node.inputType(0)})
-              : node.create1<MulOp>({x, x});
-  if (failed(magnitudes))
-    return failure();
-  FailureOr<Value> norm = node.create1<ReduceSumOp>(
-      {*magnitudes},
+  OpChain ops(node, node.inputType(0).getElementType());
+  Value sum = ops.build<ReduceSumOp>(
+      {ops.powerOfMagnitude(x, *p)},
       {node.builder.getNamedAttr(
            "axes", node.builder.getDenseI64ArrayAttr({*normalized})),
        node.builder.getNamedAttr("keep_dims", node.builder.getUnitAttr())});
-  if (succeeded(norm) && *p == 2)
-    norm = node.create1<SqrtOp>({*norm}, {}, {norm->getType()});
-  if (failed(norm))
-    return failure();
-  return node.setResult(node.create1<DivOp>({x, *norm}));
+  Value result = ops.div(x, ops.root(sum, *p));
+  return result ? node.setResult(result) : failure();
 }
 
 /// LRN: x / (bias + alpha / size * the sum of squares over the `size`

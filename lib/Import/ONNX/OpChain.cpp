@@ -28,4 +28,20 @@ Value OpChain::cast(Value x, Type elementType) {
   return build<CastOp>({x}, {}, {type.clone(elementType)});
 }
 
+Value OpChain::powerOfMagnitude(Value x, int64_t p) {
+  if (p == 2)
+    return mul(x, x);
+  Value magnitude = unary<AbsOp>(x);
+  return p == 1 ? magnitude
+                : build<PowOp>({magnitude, constant(static_cast<double>(p))});
+}
+
+Value OpChain::root(Value x, int64_t p) {
+  if (p == 1)
+    return x;
+  if (p == 2)
+    return unary<SqrtOp>(x);
+  return build<PowOp>({x, constant(1.0 / static_cast<double>(p))});
+}
+
 } // namespace kiln

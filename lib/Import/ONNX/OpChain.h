@@ -49,6 +49,10 @@ public:
   /// a x b^T.
   mlir::Value productTransposed(mlir::Value a, mlir::Value b);
   mlir::Value cast(mlir::Value x, mlir::Type elementType);
+  /// |x|^p and the p-th root, the two ends of an Lp norm: for p = 1 and 2
+  /// without pow (|x|, x * x, sqrt).
+  mlir::Value powerOfMagnitude(mlir::Value x, int64_t p);
+  mlir::Value root(mlir::Value x, int64_t p);
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
     return x ? orNull(node.reshape(x, shape)) : mlir::Value();
   }

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "NodeContext.h"
+#include "OpChain.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -631,7 +631,56 @@ static LogicalResult importAveragePool(NodeContext &node) {
   return node.setResult(node.create1<DivOp>({*sums, *counts}));
 }
 
+/// LpPool's and GlobalLpPool's exponent: the integer attribute `p`, at
+/// least 1.
+static FailureOr<int64_t> lpExponent(NodeContext &node) {
+  FailureOr<int64_t> p = node.intAttr("p", 2);
+  if (failed(p))
+    return failure();
+  if (*p < 1)
+    return node.error("p must be at least 1, got ") << *p;
+  return p;
+}
+
+/// LpPool: the Lp norm of each window, (sum |x|^p)^(1/p), the padding
+/// counting as zeros.
+static LogicalResult importLpPool(NodeContext &node) {
+  FailureOr<PoolWindows> pool = poolWindows(node);
+  FailureOr<int64_t> p = lpExponent(node);
+  if (failed(pool) || failed(p))
+    return failure();
+  OpChain ops(node, node.inputType(0).getElementType());
+  Value powers = ops.powerOfMagnitude(node.input(0), *p);
+  if (!powers)
+    return failure();
+  FailureOr<Value> patches = windows(node, powers, pool->shape, 0, 0);
+  if (failed(patches))
+    return failure();
+  FailureOr<Value> sums =
+      reduceWindows<ReduceSumOp>(node, *patches, pool->resultShape);
+  Value result = succeeded(sums) ? ops.root(*sums, *p) : Value();
+  return result ? node.setResult(result) : failure();
+}
+
+/// GlobalLpPool: the Lp norm over every spatial dimension, kept as size 1.
+static LogicalResult importGlobalLpPool(NodeContext &node) {
+  FailureOr<int64_t> p = lpExponent(node);
+  if (failed(requireSpatial(node)) || failed(p))
+    return failure();
+  OpChain ops(node, node.inputType(0).getElementType());
+  auto spatial = llvm::to_vector(llvm::seq<int64_t>(2, node.inputRank(0)));
+  Value sums = ops.build<ReduceSumOp>(
+      {ops.powerOfMagnitude(node.input(0), *p)},
+      {node.builder.getNamedAttr("axes",
+                                 node.builder.getDenseI64ArrayAttr(spatial)),
+       node.builder.getNamedAttr("keep_dims", node.builder.getUnitAttr())});
+  Value result = ops.root(sums, *p);
+  return result ? node.setResult(result) : failure();
+}
+
 void registerWindowImporters(OpImporterTable &table) {
+  table.add("LpPool", importLpPool);
+  table.add("GlobalLpPool", importGlobalLpPool);
   table.add("Conv", importConv);
   table.add("ConvTranspose", importConvTranspose);
   table.add("MaxPool", importMaxPool);

@@ -4,7 +4,8 @@ GlobalAveragePool, GlobalMaxPool, InstanceNormalization, Shrink,
 BatchNormalization (over a sequence [N, C, L], in inference and in training
 mode with its running statistics), MeanVarianceNormalization (over other
 axes), GroupNormalization (scale and bias per group at opset 18, per
-channel from 21) and LpNormalization.
+channel from 21), LpNormalization, LpPool (p = 3 with strides, pads, dilations and ceil_mode;
+opset 11's default p) and GlobalLpPool.
 
 Usage: check_pooling_norms.py WORKDIR
 Prints "OK <case>" when kiln-run's output matches within 1e-5 relative +
@@ -59,6 +60,29 @@ def group_norm(x, scale, bias, groups, epsilon, per_channel):
     return (y * scale.reshape(1, -1, 1) + bias.reshape(1, -1, 1)).reshape(x.shape)
 
 
+def lp_pool(x, kernel, strides, pads, dilations, p, ceil_mode):
+    """(sum |x|^p)^(1/p) over each window of [N, C, spatial...], padding
+    (and what ceil_mode adds past it) counting as zeros."""
+    spatial = x.ndim - 2
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    rounding = np.ceil if ceil_mode else np.floor
+    outputs = [int(rounding((size + pads[i] + pads[i + spatial] - extent) / stride)) + 1
+               for i, (size, extent, stride)
+               in enumerate(zip(x.shape[2:], extents, strides))]
+    widths = [(0, 0), (0, 0)] + [
+        (pads[i], max(pads[i + spatial],
+                      (outputs[i] - 1) * strides[i] + extents[i] - x.shape[2 + i] - pads[i]))
+        for i in range(spatial)]
+    padded = np.pad(np.abs(x) ** p, widths)
+    y = np.zeros(x.shape[:2] + tuple(outputs))
+    for index in np.ndindex(*outputs):
+        window = padded[(slice(None), slice(None)) + tuple(
+            slice(o * s, o * s + e, d) for o, s, e, d
+            in zip(index, strides, extents, dilations))]
+        y[(slice(None), slice(None)) + index] = window.sum(axis=tuple(range(2, x.ndim)))
+    return y ** (1.0 / p)
+
+
 def shrink(x, lambd, bias):
     return np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0))
 
@@ -107,6 +131,17 @@ def cases(rng):
          lambda x: x / np.sqrt((x * x).sum(axis=-1, keepdims=True))),
         ("lp_norm_l1", "LpNormalization", {"axis": 1, "p": 1}, {"x": image},
          lambda x: x / np.abs(x).sum(axis=1, keepdims=True)),
+        ("lp_pool_2d_p3_ceil", "LpPool",
+         {"kernel_shape": [2, 3], "strides": [2, 2], "pads": [1, 0, 0, 1],
+          "dilations": [1, 2], "p": 3, "ceil_mode": 1}, {"x": image},
+         lambda x: lp_pool(x, [2, 3], [2, 2], [1, 0, 0, 1], [1, 2], 3, True), 18),
+        ("lp_pool_1d_default_p", "LpPool", {"kernel_shape": [3], "strides": [2]},
+         {"x": sequence},
+         lambda x: lp_pool(x, [3], [2], [0, 0], [1], 2, False), 11),
+        ("global_lp_pool_p1", "GlobalLpPool", {"p": 1}, {"x": volume},
+         lambda x: np.abs(x).sum(axis=(2, 3, 4), keepdims=True)),
+        ("global_lp_pool", "GlobalLpPool", {}, {"x": image},
+         lambda x: np.sqrt((x * x).sum(axis=(2, 3), keepdims=True))),
     ]
 
 
