@@ -20,33 +20,7 @@ static NamedAttribute unitAttr(NodeContext &node, StringRef name) {
 static LogicalResult importMatMul(NodeContext &node) {
   if (failed(node.requireInputs(2)))
     return failure();
-  Value lhs = node.input(0), rhs = node.input(1);
-  RankedTensorType lhsType = node.inputType(0), rhsType = node.inputType(1);
-  if (lhsType.getRank() == 0 || rhsType.getRank() == 0)
-    return node.error("MatMul operands must not be scalars");
-  bool lhsVector = lhsType.getRank() == 1, rhsVector = rhsType.getRank() == 1;
-  if (lhsVector) {
-    FailureOr<Value> row = node.reshape(lhs, {1, lhsType.getDimSize(0)});
-    if (failed(row))
-      return failure();
-    lhs = *row;
-  }
-  if (rhsVector) {
-    FailureOr<Value> column = node.reshape(rhs, {rhsType.getDimSize(0), 1});
-    if (failed(column))
-      return failure();
-    rhs = *column;
-  }
-  FailureOr<Value> product = node.create1<MatmulOp>({lhs, rhs});
-  if (failed(product) || (!lhsVector && !rhsVector))
-    return node.setResult(product);
-  SmallVector<int64_t> shape(
-      cast<RankedTensorType>(product->getType()).getShape());
-  if (rhsVector)
-    shape.erase(shape.end() - 1);
-  if (lhsVector)
-    shape.erase(shape.end() - (rhsVector ? 1 : 2));
-  return node.setResult(node.reshape(*product, shape));
+  return node.setResult(node.matmul(node.input(0), node.input(1)));
 }
 
 /// Gemm: alpha * op(A) op(B) + beta * C, C broadcast to [M, N].

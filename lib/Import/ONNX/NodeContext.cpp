@@ -212,6 +212,36 @@ FailureOr<Value> NodeContext::padConstant(Value value, ArrayRef<int64_t> low,
        builder.getNamedAttr("value", builder.getF64FloatAttr(fill))});
 }
 
+FailureOr<Value> NodeContext::matmul(Value lhs, Value rhs) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  if (lhsType.getRank() == 0 || rhsType.getRank() == 0)
+    return error("matrix product operands must not be scalars");
+  bool lhsVector = lhsType.getRank() == 1, rhsVector = rhsType.getRank() == 1;
+  if (lhsVector) {
+    FailureOr<Value> row = reshape(lhs, {1, lhsType.getDimSize(0)});
+    if (failed(row))
+      return failure();
+    lhs = *row;
+  }
+  if (rhsVector) {
+    FailureOr<Value> column = reshape(rhs, {rhsType.getDimSize(0), 1});
+    if (failed(column))
+      return failure();
+    rhs = *column;
+  }
+  FailureOr<Value> product = create1<MatmulOp>({lhs, rhs});
+  if (failed(product) || (!lhsVector && !rhsVector))
+    return product;
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(product->getType()).getShape());
+  if (rhsVector)
+    shape.erase(shape.end() - 1);
+  if (lhsVector)
+    shape.erase(shape.end() - (rhsVector ? 1 : 2));
+  return reshape(*product, shape);
+}
+
 FailureOr<Value> NodeContext::concat(ValueRange values, int64_t axis) {
   return create1<ConcatOp>(
       values, {builder.getNamedAttr("axis", builder.getI64IntegerAttr(axis))});

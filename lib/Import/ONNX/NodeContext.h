@@ -58,6 +58,14 @@ void registerLossImporters(OpImporterTable &table);
 void registerTrainingImporters(OpImporterTable &table);
 void registerWindowImporters(OpImporterTable &table);
 
+/// The convolution of `input` with `weights` (and `bias`, if given) that the
+/// node's Conv attributes (strides, dilations, pads, auto_pad, group)
+/// describe: Conv's, and that of the integer convolutions.
+mlir::FailureOr<mlir::Value> importConvolution(NodeContext &node,
+                                               mlir::Value input,
+                                               mlir::Value weights,
+                                               mlir::Value bias);
+
 /// The key of a node in the OpImporterTable: its op type in the default
 /// domain, "<domain>.<op type>" in others.
 std::string importerKey(const onnx::NodeProto &node);
@@ -204,6 +212,9 @@ public:
                                            llvm::ArrayRef<int64_t> low,
                                            llvm::ArrayRef<int64_t> high,
                                            double fill);
+  /// The matrix product as numpy.matmul defines it (MatMul's): a 1-D
+  /// operand is a row (left) or a column (right), dropped from the result.
+  mlir::FailureOr<mlir::Value> matmul(mlir::Value lhs, mlir::Value rhs);
   /// `values` concatenated along `axis`.
   mlir::FailureOr<mlir::Value> concat(mlir::ValueRange values, int64_t axis);
   /// A kiln.constant holding `tensor`.

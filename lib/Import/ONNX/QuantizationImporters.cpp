@@ -1,7 +1,9 @@
 //===- QuantizationImporters.cpp - ONNX linear quantization ---------------===//
 //
 // QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear: per tensor,
-// per axis and (opset 21) per block, to and from 8- and 16-bit integers.
+// per axis and (opset 21) per block, to and from 8- and 16-bit integers;
+// the integer products of quantized inference (MatMulInteger, ConvInteger,
+// QLinearMatMul, QLinearConv), in i32 as their specification computes.
 //
 // Quantization-aware training exports each of PyTorch's FakeQuantize
 // modules as a QuantizeLinear whose integers one DequantizeLinear with the
@@ -283,10 +285,161 @@ static LogicalResult importDynamicQuantizeLinear(NodeContext &node) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Integer products: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+//===----------------------------------------------------------------------===//
+
+/// A 1-D `parameter` of more than one element per row of a matrix (or per
+/// output channel of a convolution) reshaped to [n, 1, ...] with `trailing`
+/// ones, which broadcasts along those rows; others as given (scalars, and
+/// per-column or N-D ones, which broadcast as they are).
+static Value perRow(OpChain &ops, Value parameter, int64_t trailing) {
+  auto type = cast<RankedTensorType>(parameter.getType());
+  if (type.getRank() != 1 || type.getNumElements() == 1)
+    return parameter;
+  SmallVector<int64_t> shape(trailing + 1, 1);
+  shape.front() = type.getDimSize(0);
+  return ops.reshape(parameter, shape);
+}
+
+/// Integer input `i` of `node` widened to i32, less zero point input `zero`
+/// (if given) lined up by `align`.
+template <typename Align>
+static Value centered(NodeContext &node, OpChain &ops, unsigned i,
+                      unsigned zero, Align align) {
+  Type i32 = node.builder.getI32Type();
+  Value x = ops.cast(node.input(i), i32);
+  if (!node.hasInput(zero))
+    return x;
+  return ops.sub(x, align(ops.cast(node.input(zero), i32)));
+}
+
+/// Checks that inputs `indices` of `node` are 8-bit integers, as the
+/// integer products take them.
+static LogicalResult requireEightBits(NodeContext &node,
+                                      ArrayRef<unsigned> indices) {
+  for (unsigned i : indices) {
+    if (!node.hasInput(i))
+      continue;
+    auto integer = dyn_cast<IntegerType>(node.inputType(i).getElementType());
+    if (!integer || integer.getWidth() != 8)
+      return node.error("input ") << i << " must be int8 or uint8, not "
+                                  << node.inputType(i).getElementType();
+  }
+  return success();
+}
+
+/// The 8-bit integers of `accumulated` (i32) times `scale` (f32), rounded
+/// half to even, plus `zeroPoint`, saturated to its type: the product in
+/// f64, as ONNX's reference computes it.
+static Value requantize(NodeContext &node, Value accumulated, Value scale,
+                        Value zeroPoint) {
+  auto integer = cast<IntegerType>(
+      cast<RankedTensorType>(zeroPoint.getType()).getElementType());
+  OpChain ops(node, node.builder.getF64Type());
+  Value scaled = ops.mul(ops.cast(accumulated, node.builder.getF64Type()),
+                         ops.cast(scale, node.builder.getF64Type()));
+  std::pair<double, double> range = integerRange(integer);
+  Value levels =
+      ops.min(ops.max(ops.add(ops.unary<RoundOp>(scaled),
+                              ops.cast(zeroPoint, node.builder.getF64Type())),
+                      ops.constant(range.first)),
+              ops.constant(range.second));
+  return ops.cast(levels, integer);
+}
+
+/// MatMulInteger: the i32 product of A and B less their zero points
+/// (A's per row, B's per column).
+static LogicalResult importMatMulInteger(NodeContext &node) {
+  if (failed(node.requireInputs(2)) ||
+      failed(requireEightBits(node, {0, 1, 2, 3})))
+    return failure();
+  OpChain ops(node, node.builder.getI32Type());
+  Value a =
+      centered(node, ops, 0, 2, [&](Value z) { return perRow(ops, z, 1); });
+  Value b = centered(node, ops, 1, 3, [](Value z) { return z; });
+  if (!a || !b)
+    return failure();
+  return node.setResult(node.matmul(a, b));
+}
+
+/// ConvInteger: the i32 convolution of x and w less their zero points (w's
+/// per output channel), under Conv's attributes.
+static LogicalResult importConvInteger(NodeContext &node) {
+  if (failed(node.requireInputs(2)) ||
+      failed(requireEightBits(node, {0, 1, 2, 3})))
+    return failure();
+  OpChain ops(node, node.builder.getI32Type());
+  int64_t spatial = node.inputRank(1) - 1;
+  Value x = centered(node, ops, 0, 2, [](Value z) { return z; });
+  Value w = centered(node, ops, 1, 3,
+                     [&](Value z) { return perRow(ops, z, spatial); });
+  if (!x || !w)
+    return failure();
+  return node.setResult(importConvolution(node, x, w, Value()));
+}
+
+/// QLinearMatMul and QLinearConv: `combine` (a product, a convolution) of
+/// inputs 0 and 3 less their zero points (inputs 2 and 5) in i32,
+/// requantized with the scale input 1 * input 4 / input 6 and the zero
+/// point input 7. A scale or zero point of input 0 or 3 that is 1-D of more
+/// than one element holds one value per row of the result, of `lhsRows` or
+/// `rhsRows` trailing dimensions (none: it broadcasts as given).
+template <typename Combine>
+static LogicalResult
+importQLinear(NodeContext &node, std::optional<int64_t> lhsRows,
+              std::optional<int64_t> rhsRows, Combine combine) {
+  if (failed(node.requireInputs(8)) ||
+      failed(requireEightBits(node, {0, 2, 3, 5, 7})))
+    return failure();
+  OpChain ops(node, node.builder.getI32Type());
+  OpChain scales(node, node.builder.getF32Type());
+  auto aligned = [&](OpChain &chain, std::optional<int64_t> rows) {
+    return [&chain, rows](Value parameter) {
+      return rows ? perRow(chain, parameter, *rows) : parameter;
+    };
+  };
+  Value lhs = centered(node, ops, 0, 2, aligned(ops, lhsRows));
+  Value rhs = centered(node, ops, 3, 5, aligned(ops, rhsRows));
+  if (!lhs || !rhs)
+    return failure();
+  FailureOr<Value> sum = combine(lhs, rhs);
+  Value scale = scales.div(scales.mul(aligned(scales, lhsRows)(node.input(1)),
+                                      aligned(scales, rhsRows)(node.input(4))),
+                           node.input(6));
+  if (failed(sum) || !scale)
+    return failure();
+  Value result = requantize(node, *sum, scale, node.input(7));
+  return result ? node.setResult(result) : failure();
+}
+
+/// QLinearMatMul: a (per tensor or per row) times b (per tensor or per
+/// column), y per tensor or per column.
+static LogicalResult importQLinearMatMul(NodeContext &node) {
+  return importQLinear(node, /*lhsRows=*/1, /*rhsRows=*/std::nullopt,
+                       [&](Value a, Value b) { return node.matmul(a, b); });
+}
+
+/// QLinearConv: x (per tensor) convolved with w (per tensor or per output
+/// channel) plus the i32 bias (input 8), y per tensor.
+static LogicalResult importQLinearConv(NodeContext &node) {
+  int64_t spatial = node.hasInput(3) ? node.inputRank(3) - 1 : 0;
+  return importQLinear(node, /*lhsRows=*/std::nullopt, /*rhsRows=*/spatial,
+                       [&](Value x, Value w) {
+                         return importConvolution(
+                             node, x, w,
+                             node.hasInput(8) ? node.input(8) : Value());
+                       });
+}
+
 void registerQuantizationImporters(OpImporterTable &table) {
   table.add("QuantizeLinear", importQuantizeLinear);
   table.add("DequantizeLinear", importDequantizeLinear);
   table.add("DynamicQuantizeLinear", importDynamicQuantizeLinear);
+  table.add("MatMulInteger", importMatMulInteger);
+  table.add("ConvInteger", importConvInteger);
+  table.add("QLinearMatMul", importQLinearMatMul);
+  table.add("QLinearConv", importQLinearConv);
 }
 
 } // namespace kiln

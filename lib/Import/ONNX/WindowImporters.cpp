@@ -227,11 +227,11 @@ static LogicalResult requireSpatial(NodeContext &node) {
   return success();
 }
 
-/// Sets the node's result to the convolution of `input` [N, C, spatial...]
-/// with `weights` [M, C/groups, kernel...] over the windows `shape`, plus
-/// the node's input 2, the bias [M], if given.
-static LogicalResult convolve(NodeContext &node, Value input, Value weights,
-                              const WindowShape &shape, int64_t groups) {
+/// The convolution of `input` [N, C, spatial...] with `weights` [M,
+/// C/groups, kernel...] over the windows `shape`, plus `bias` [M] if given.
+static FailureOr<Value> convolve(NodeContext &node, Value input, Value weights,
+                                 const WindowShape &shape, int64_t groups,
+                                 Value bias) {
   auto inputType = cast<RankedTensorType>(input.getType());
   int64_t batch = inputType.getDimSize(0), channels = inputType.getDimSize(1);
   int64_t maps = cast<RankedTensorType>(weights.getType()).getDimSize(0);
@@ -275,15 +275,15 @@ static LogicalResult convolve(NodeContext &node, Value input, Value weights,
   SmallVector<int64_t> resultShape = {batch, maps};
   llvm::append_range(resultShape, shape.output);
   result = node.reshape(*result, resultShape);
-  if (failed(result) || !node.hasInput(2))
-    return node.setResult(result);
+  if (failed(result) || !bias)
+    return result;
   // The bias, one per output channel, broadcast over the spatial positions.
   SmallVector<int64_t> biasShape(resultShape.size(), 1);
   biasShape[1] = maps;
-  FailureOr<Value> bias = node.reshape(node.input(2), biasShape);
-  if (failed(bias))
+  FailureOr<Value> spread = node.reshape(bias, biasShape);
+  if (failed(spread))
     return failure();
-  return node.setResult(node.create1<AddOp>({*result, *bias}));
+  return node.create1<AddOp>({*result, *spread});
 }
 
 /// The group count of a Conv or ConvTranspose, checked against its
@@ -321,23 +321,34 @@ kernelOf(NodeContext &node, RankedTensorType input, RankedTensorType weights) {
   return kernel;
 }
 
-static LogicalResult importConv(NodeContext &node) {
-  if (failed(requireSpatial(node)) || failed(node.requireInputs(2)))
+FailureOr<Value> importConvolution(NodeContext &node, Value input,
+                                   Value weights, Value bias) {
+  if (failed(requireSpatial(node)))
     return failure();
-  RankedTensorType input = node.inputType(0), weights = node.inputType(1);
-  FailureOr<SmallVector<int64_t>> kernel = kernelOf(node, input, weights);
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto weightsType = cast<RankedTensorType>(weights.getType());
+  FailureOr<SmallVector<int64_t>> kernel =
+      kernelOf(node, inputType, weightsType);
   if (failed(kernel))
     return failure();
   FailureOr<int64_t> groups =
-      groupCount(node, input.getDimSize(1), weights.getDimSize(0),
-                 weights.getDimSize(1), /*transposed=*/false);
+      groupCount(node, inputType.getDimSize(1), weightsType.getDimSize(0),
+                 weightsType.getDimSize(1), /*transposed=*/false);
   if (failed(groups))
     return failure();
   FailureOr<WindowShape> shape =
-      windowShape(node, input, *kernel, /*ceilMode=*/false);
+      windowShape(node, inputType, *kernel, /*ceilMode=*/false);
   if (failed(shape))
     return failure();
-  return convolve(node, node.input(0), node.input(1), *shape, *groups);
+  return convolve(node, input, weights, *shape, *groups, bias);
+}
+
+static LogicalResult importConv(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  return node.setResult(
+      importConvolution(node, node.input(0), node.input(1),
+                        node.hasInput(2) ? node.input(2) : Value()));
 }
 
 /// ConvTranspose: the convolution, with stride 1, of the input spread
@@ -451,7 +462,8 @@ static LogicalResult importConvTranspose(NodeContext &node) {
     filters = node.slice(*filters, last, backwards, regrouped);
   if (failed(filters))
     return failure();
-  return convolve(node, *padded, *filters, shape, *groups);
+  return node.setResult(convolve(node, *padded, *filters, shape, *groups,
+                                 node.hasInput(2) ? node.input(2) : Value()));
 }
 
 /// The windows of a pool's input, their geometry and the reduced result's
@@ -631,6 +643,71 @@ static LogicalResult importAveragePool(NodeContext &node) {
   return node.setResult(node.create1<DivOp>({*sums, *counts}));
 }
 
+/// MaxUnpool: zeros of the shape a pool of `kernel_shape`, `strides` and
+/// `pads` would have pooled from, each input element written where its
+/// index (into that whole shape, flattened, as MaxPool's Indices give it)
+/// points; then zeros past the end of each dimension up to `output_shape`,
+/// if given (as ONNX's reference places them).
+static LogicalResult importMaxUnpool(NodeContext &node) {
+  if (failed(requireSpatial(node)) || failed(node.requireInputs(2)))
+    return failure();
+  RankedTensorType input = node.inputType(0);
+  size_t spatial = input.getRank() - 2;
+  if (node.inputType(1).getShape() != input.getShape())
+    return node.error("indices of shape [")
+           << node.inputType(1).getShape() << "] differ from the input's ["
+           << input.getShape() << "]";
+  FailureOr<SmallVector<int64_t>> kernel =
+      perDimension(node, "kernel_shape", spatial, 0);
+  FailureOr<WindowAttributes> window = windowAttributes(node, spatial);
+  if (failed(kernel) || failed(window))
+    return failure();
+  if (!node.attribute("kernel_shape") ||
+      llvm::any_of(*kernel, [](int64_t k) { return k < 1; }))
+    return node.error("needs a positive kernel_shape per spatial dimension");
+  SmallVector<int64_t> pooled(input.getShape().take_front(2));
+  for (size_t d = 0; d < spatial; ++d)
+    pooled.push_back((input.getDimSize(2 + d) - 1) * window->strides[d] +
+                     (*kernel)[d] - window->pads[d] -
+                     window->pads[spatial + d]);
+  if (llvm::any_of(pooled, [](int64_t size) { return size < 1; }))
+    return node.error("unpools to the empty shape [") << pooled << "]";
+  SmallVector<int64_t> shape = pooled;
+  if (node.hasInput(2)) {
+    FailureOr<SmallVector<int64_t>> given =
+        node.constantInts(2, "output_shape");
+    if (failed(given))
+      return failure();
+    bool fits = given->size() == shape.size() && (*given)[0] == shape[0] &&
+                (*given)[1] == shape[1];
+    for (size_t d = 2; fits && d < shape.size(); ++d)
+      fits = (*given)[d] >= shape[d];
+    if (!fits)
+      return node.error("output_shape [")
+             << *given << "] does not hold the unpooled [" << pooled << "]";
+    shape = *given;
+  }
+  OpChain ops(node, input.getElementType());
+  int64_t count = input.getNumElements();
+  Value zeros = node.splat(0.0, input.clone({product(pooled)}));
+  Value scattered = ops.build<ScatterElementsOp>(
+      {zeros,
+       ops.cast(ops.reshape(node.input(1), {count}), node.builder.getI64Type()),
+       ops.reshape(node.input(0), {count})},
+      {node.builder.getNamedAttr("axis", node.builder.getI64IntegerAttr(0)),
+       node.builder.getNamedAttr(
+           "reduction", ScatterReductionAttr::get(node.builder.getContext(),
+                                                  ScatterReduction::None))},
+      {zeros.getType()});
+  Value unpooled = ops.reshape(scattered, pooled);
+  if (!unpooled)
+    return failure();
+  SmallVector<int64_t> low(shape.size(), 0), high;
+  for (auto [size, covered] : llvm::zip(shape, pooled))
+    high.push_back(size - covered);
+  return node.setResult(node.padConstant(unpooled, low, high, 0.0));
+}
+
 /// LpPool's and GlobalLpPool's exponent: the integer attribute `p`, at
 /// least 1.
 static FailureOr<int64_t> lpExponent(NodeContext &node) {
@@ -680,6 +757,7 @@ static LogicalResult importGlobalLpPool(NodeContext &node) {
 
 void registerWindowImporters(OpImporterTable &table) {
   table.add("LpPool", importLpPool);
+  table.add("MaxUnpool", importMaxUnpool);
   table.add("GlobalLpPool", importGlobalLpPool);
   table.add("Conv", importConv);
   table.add("ConvTranspose", importConvTranspose);
