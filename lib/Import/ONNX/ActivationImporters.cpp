@@ -51,8 +51,8 @@ Value softplus(OpChain &ops, Value x) {
   return ops.add(ops.unary<ReluOp>(x), tail);
 }
 
-Value thresholdedRelu(OpChain &ops, Value x, double alpha) {
-  return below(ops, x, alpha, ops.constant(0.0), x, /*inclusive=*/true);
+Value thresholdedRelu(OpChain &ops, Value x, double alpha, bool keepAlpha) {
+  return below(ops, x, alpha, ops.constant(0.0), x, /*inclusive=*/!keepAlpha);
 }
 
 } // namespace activations

@@ -33,8 +33,10 @@ mlir::Value softsign(OpChain &ops, mlir::Value x);
 /// log(exp(x) + 1), as relu(x) + log(1 + exp(-|x|)): equal, but neither it
 /// nor its gradient overflows where exp(x) would (x > 88 in f32).
 mlir::Value softplus(OpChain &ops, mlir::Value x);
-/// x > alpha ? x : 0.
-mlir::Value thresholdedRelu(OpChain &ops, mlir::Value x, double alpha);
+/// x > alpha ? x : 0, as the op defines it; x >= alpha with `keepAlpha`,
+/// as the recurrent cells' activation list does.
+mlir::Value thresholdedRelu(OpChain &ops, mlir::Value x, double alpha,
+                            bool keepAlpha = false);
 
 } // namespace kiln::activations
 

@@ -259,7 +259,7 @@ Value Recurrence::activate(const Activation &f, Value x) {
   if (name == "LeakyRelu")
     return leakyRelu(ops, x, f.alpha);
   if (name == "ThresholdedRelu")
-    return thresholdedRelu(ops, x, f.alpha);
+    return thresholdedRelu(ops, x, f.alpha, /*keepAlpha=*/true);
   if (name == "ScaledTanh")
     return ops.mul(ops.unary<TanhOp>(ops.mul(x, ops.constant(f.beta))),
                    ops.constant(f.alpha));

@@ -27,6 +27,7 @@ ACTIVATIONS = {
     "ScaledTanh": lambda x, a, b: a * np.tanh(b * x),
     "HardSigmoid": lambda x, a, b: np.clip(a * x + b, 0, 1),
     "Softsign": lambda x, a, b: x / (1 + np.abs(x)),
+    "ThresholdedRelu": lambda x, a, b: np.where(x >= a, x, 0),
 }
 
 
@@ -89,6 +90,13 @@ def cases(rng):
         ("rnn_relu_clip", "RNN", 1, {"activations": ["Relu"], "clip": 0.8},
          {"x": normal(T, B, I), "w": normal(1, H, I), "r": normal(1, H, H),
           "b": normal(1, 2 * H)}, False),
+        # Zero weights and biases summing to alpha: the list's
+        # ThresholdedRelu keeps x = alpha (the op alone would not).
+        ("rnn_thresholded_at_alpha", "RNN", 1,
+         {"activations": ["ThresholdedRelu"], "activation_alpha": [0.5]},
+         {"x": normal(T, B, I), "w": np.zeros((1, H, I), np.float32),
+          "r": np.zeros((1, H, H), np.float32),
+          "b": np.full((1, 2 * H), 0.25, np.float32)}, False),
         ("gru_bidirectional_lengths", "GRU", 2,
          {"direction": "bidirectional",
           "activations": ["HardSigmoid", "Affine", "Sigmoid", "Tanh"],
@@ -117,7 +125,8 @@ def reference(op, dirs, attributes, inputs, batch_first):
     betas = list(attributes.get("activation_beta", []))
     fs = []
     for name in attributes["activations"]:
-        alpha = alphas.pop(0) if name in ("Affine", "ScaledTanh", "HardSigmoid") else None
+        alpha = alphas.pop(0) if name in ("Affine", "ScaledTanh", "HardSigmoid",
+                                          "ThresholdedRelu") else None
         beta = betas.pop(0) if name in ("Affine", "ScaledTanh", "HardSigmoid") else None
         fs.append(activation(name, alpha, beta, attributes.get("clip", 0.0)))
     y, h, c = recurrent(op, x, inputs["w"], inputs["r"], inputs["b"],
