@@ -46,6 +46,7 @@ static const OpImporterTable &opImporters() {
     registerTensorImporters(t);
     registerMathImporters(t);
     registerNormalizationImporters(t);
+    registerContribImporters(t);
     registerQuantizationImporters(t);
     registerRandomImporters(t);
     registerRecurrentImporters(t);
@@ -284,10 +285,16 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
     return success();
   }
   OpImporter importer = opImporters().lookup(importerKey(node));
+  if (!importer && node.domain() == "com.microsoft")
+    return nodeContext.error("op type '")
+           << node.op_type()
+           << "' of domain 'com.microsoft' is not supported by kiln (it "
+              "imports the fusions of ONNX Runtime's transformer optimizer)";
   if (!importer && !isDefaultDomain(node.domain()))
     return nodeContext.error("domain '")
-           << node.domain() << "' is not supported (kiln imports the default "
-                               "ONNX domain and ai.onnx.preview.training)";
+           << node.domain()
+           << "' is not supported (kiln imports the default ONNX domain, "
+              "ai.onnx.preview.training and com.microsoft's fusions)";
   if (!importer && !isControlFlow(node))
     return nodeContext.error("op type '")
            << node.op_type() << "' is not supported by kiln";

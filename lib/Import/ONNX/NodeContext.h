@@ -41,6 +41,7 @@ private:
 
 void registerActivationImporters(OpImporterTable &table);
 void registerAttentionImporters(OpImporterTable &table);
+void registerContribImporters(OpImporterTable &table);
 void registerEinsumImporter(OpImporterTable &table);
 void registerElementwiseImporters(OpImporterTable &table);
 void registerGridSampleImporter(OpImporterTable &table);

@@ -179,9 +179,16 @@ def unknown_op():
 
 
 def unknown_domain():
-    return model([helper.make_node("Gelu", ["x"], ["y"], name="act",
-                                   domain="com.microsoft")],
+    return model([helper.make_node("ATen", ["x"], ["y"], name="act",
+                                   domain="org.pytorch.aten", operator="gelu")],
                  [tensor("x", F, [2])], [tensor("y", F, [2])],
+                 domain_opsets=[("org.pytorch.aten", 1)])
+
+
+def unknown_contrib_op():
+    return model([helper.make_node("Inverse", ["x"], ["y"], name="inv",
+                                   domain="com.microsoft")],
+                 [tensor("x", F, [2, 2])], [tensor("y", F, [2, 2])],
                  domain_opsets=[("com.microsoft", 1)])
 
 
@@ -372,6 +379,7 @@ BUILDERS = {
     "cross_entropy_log_prob": cross_entropy_log_prob,
     "unknown_op": unknown_op,
     "unknown_domain": unknown_domain,
+    "unknown_contrib_op": unknown_contrib_op,
     "bad_attribute": bad_attribute,
     "inconsistent_shapes": inconsistent_shapes,
     "old_opset": old_opset,
