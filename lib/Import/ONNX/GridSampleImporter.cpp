@@ -220,7 +220,60 @@ LogicalResult GridSample::import() {
   return success();
 }
 
+/// AffineGrid (opset 20): the points theta [N, 2, 3] (or [N, 3, 4]) maps an
+/// H x W (or D x H x W) grid of normalized coordinates in [-1, 1] to, as
+/// [N, H, W, 2] (or [N, D, H, W, 3]) x, y (, z) for GridSample: a product
+/// with the constant grid of homogeneous points (x, y (, z), 1), x along
+/// the last dimension, at the pixels' centres or, with align_corners,
+/// their corners.
+static LogicalResult importAffineGrid(NodeContext &node) {
+  FailureOr<int64_t> alignCorners = node.intAttr("align_corners", 0);
+  if (failed(node.requireInputs(2)) || failed(alignCorners))
+    return failure();
+  FailureOr<SmallVector<int64_t>> size = node.constantInts(1, "size");
+  if (failed(size))
+    return failure();
+  RankedTensorType theta = node.inputType(0);
+  int64_t spatial = static_cast<int64_t>(size->size()) - 2;
+  if ((spatial != 2 && spatial != 3) ||
+      theta.getShape() != ArrayRef<int64_t>{(*size)[0], spatial, spatial + 1})
+    return node.error("theta ")
+           << theta << " and size [" << *size
+           << "] are not [N, 2, 3] and [N, C, H, W] or [N, 3, 4] and "
+              "[N, C, D, H, W]";
+  ArrayRef<int64_t> extent = ArrayRef<int64_t>(*size).drop_front(2);
+  if (llvm::any_of(extent, [](int64_t d) { return d < 1; }))
+    return node.error("size [") << *size << "] has an empty dimension";
+  // Each point's coordinates, the last dimension's first, then 1.
+  int64_t points = product(extent);
+  Tensor grid(*dtypeOf(theta.getElementType()), {1, points, spatial + 1});
+  auto normalized = [&](int64_t i, int64_t n) {
+    if (*alignCorners)
+      return n == 1 ? -1.0 : -1.0 + 2.0 * i / (n - 1);
+    return -1.0 + (2.0 * i + 1.0) / n;
+  };
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t rest = p;
+    for (int64_t d = spatial - 1; d >= 0; --d) {
+      int64_t n = extent[d];
+      // Column spatial - 1 - d: x (the last dimension) first.
+      grid.setFromDouble(p * (spatial + 1) + (spatial - 1 - d),
+                         normalized(rest % n, n));
+      rest /= n;
+    }
+    grid.setFromDouble(p * (spatial + 1) + spatial, 1.0);
+  }
+  OpChain ops(node, theta.getElementType());
+  Value mapped = ops.productTransposed(node.constant(grid), node.input(0));
+  SmallVector<int64_t> shape{(*size)[0]};
+  llvm::append_range(shape, extent);
+  shape.push_back(spatial);
+  Value result = ops.reshape(mapped, shape);
+  return result ? node.setResult(result) : failure();
+}
+
 void registerGridSampleImporter(OpImporterTable &table) {
+  table.add("AffineGrid", importAffineGrid);
   table.add("GridSample",
             [](NodeContext &node) { return GridSample(node).import(); });
 }

@@ -602,7 +602,48 @@ static LogicalResult importReverseSequence(NodeContext &node) {
       {node.input(0), *index}, {i64Attr(node, "axis", *timeAxis)}));
 }
 
+/// CenterCropPad (opset 18): along each of `axes` (all by default), the
+/// input cropped to the target size around its centre, or padded with
+/// zeros around it (the odd element after it, either way).
+static LogicalResult importCenterCropPad(NodeContext &node) {
+  if (failed(node.requireInputs(2)))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> sizes = node.constantInts(1, "shape");
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = node.intsAttr("axes");
+  if (failed(sizes) || failed(axes))
+    return failure();
+  SmallVector<int64_t> along =
+      *axes ? **axes : llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  if (along.size() != sizes->size())
+    return node.error("shape has ")
+           << sizes->size() << " sizes for " << along.size() << " axes";
+  SmallVector<int64_t> start(rank, 0), stride(rank, 1),
+      cropped(type.getShape()), low(rank, 0), high(rank, 0);
+  for (auto [axis, size] : llvm::zip(along, *sizes)) {
+    FailureOr<int64_t> normalized = node.normalizeAxis(axis, rank);
+    if (failed(normalized))
+      return failure();
+    if (size < 0)
+      return node.error("target size ") << size << " is negative";
+    int64_t dim = type.getDimSize(*normalized);
+    if (size < dim) {
+      start[*normalized] = (dim - size) / 2;
+      cropped[*normalized] = size;
+    } else {
+      low[*normalized] = (size - dim) / 2;
+      high[*normalized] = size - dim - low[*normalized];
+    }
+  }
+  FailureOr<Value> crop = node.slice(node.input(0), start, stride, cropped);
+  if (failed(crop))
+    return failure();
+  return node.setResult(node.padConstant(*crop, low, high, 0.0));
+}
+
 void registerTensorImporters(OpImporterTable &table) {
+  table.add("CenterCropPad", importCenterCropPad);
   table.add("ReverseSequence", importReverseSequence);
   table.add("CumSum", importCumSum);
   table.add("ScatterElements", importScatterElements);

@@ -708,6 +708,82 @@ static LogicalResult importMaxUnpool(NodeContext &node) {
   return node.setResult(node.padConstant(unpooled, low, high, 0.0));
 }
 
+/// Col2Im (opset 18): the adjoint of a convolution's windows. Input
+/// [N, C * prod(block), L] holds, per kernel position, the columns of the
+/// L blocks; each position's columns are added into zeros of the padded
+/// image at the blocks' strided, dilated places, and the padding is cut.
+static LogicalResult importCol2Im(NodeContext &node) {
+  if (failed(node.requireInputs(3)))
+    return failure();
+  FailureOr<SmallVector<int64_t>> image = node.constantInts(1, "image_shape");
+  FailureOr<SmallVector<int64_t>> block = node.constantInts(2, "block_shape");
+  if (failed(image) || failed(block))
+    return failure();
+  size_t spatial = image->size();
+  FailureOr<WindowAttributes> window = windowAttributes(node, spatial);
+  if (failed(window))
+    return failure();
+  RankedTensorType type = node.inputType(0);
+  int64_t positions = product(*block);
+  if (block->size() != spatial || type.getRank() != 3 ||
+      llvm::any_of(*block, [](int64_t k) { return k < 1; }) ||
+      type.getDimSize(1) % positions != 0)
+    return node.error("input ")
+           << type << " is not [N, C * prod(block_shape), L] for block_shape ["
+           << *block << "] of " << spatial << " dimensions";
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1) / positions;
+  SmallVector<int64_t> padded = {batch, channels}, blocks = {batch, channels};
+  for (size_t d = 0; d < spatial; ++d) {
+    padded.push_back((*image)[d] + window->pads[d] + window->pads[spatial + d]);
+    int64_t extent = window->dilations[d] * ((*block)[d] - 1) + 1;
+    blocks.push_back((padded.back() - extent) / window->strides[d] + 1);
+    if (blocks.back() < 1)
+      return node.error("block_shape [")
+             << *block << "] does not fit the padded image";
+  }
+  if (product(ArrayRef<int64_t>(blocks).drop_front(2)) != type.getDimSize(2))
+    return node.error("input has ")
+           << type.getDimSize(2) << " blocks, the image holds "
+           << product(ArrayRef<int64_t>(blocks).drop_front(2));
+  OpChain ops(node, type.getElementType());
+  Value columns = ops.reshape(node.input(0),
+                              {batch, channels, positions, type.getDimSize(2)});
+  Value zeros = node.splat(0.0, type.clone(padded));
+  SmallVector<int64_t> stride = {1, 1};
+  llvm::append_range(stride, window->strides);
+  Value sum;
+  SmallVector<int64_t> offset(spatial, 0);
+  for (int64_t k = 0; k < positions; ++k) {
+    Value column =
+        ops.reshape(ops.slice(columns, {0, 0, k, 0}, {1, 1, 1, 1},
+                              {batch, channels, 1, type.getDimSize(2)}),
+                    blocks);
+    SmallVector<int64_t> start = {0, 0};
+    for (size_t d = 0; d < spatial; ++d)
+      start.push_back(offset[d] * window->dilations[d]);
+    Value placed = ops.build<InsertSliceOp>(
+        {zeros, column},
+        {node.builder.getNamedAttr("start",
+                                   node.builder.getDenseI64ArrayAttr(start)),
+         node.builder.getNamedAttr("stride",
+                                   node.builder.getDenseI64ArrayAttr(stride))},
+        {zeros.getType()});
+    sum = sum ? ops.add(sum, placed) : placed;
+    for (int64_t d = spatial - 1; d >= 0; --d) {
+      if (++offset[d] < (*block)[d])
+        break;
+      offset[d] = 0;
+    }
+  }
+  SmallVector<int64_t> start = {0, 0}, unit(spatial + 2, 1),
+                       shape = {batch, channels};
+  llvm::append_range(start,
+                     ArrayRef<int64_t>(window->pads).take_front(spatial));
+  llvm::append_range(shape, *image);
+  Value result = ops.slice(sum, start, unit, shape);
+  return result ? node.setResult(result) : failure();
+}
+
 /// LpPool's and GlobalLpPool's exponent: the integer attribute `p`, at
 /// least 1.
 static FailureOr<int64_t> lpExponent(NodeContext &node) {
@@ -758,6 +834,7 @@ static LogicalResult importGlobalLpPool(NodeContext &node) {
 void registerWindowImporters(OpImporterTable &table) {
   table.add("LpPool", importLpPool);
   table.add("MaxUnpool", importMaxUnpool);
+  table.add("Col2Im", importCol2Im);
   table.add("GlobalLpPool", importGlobalLpPool);
   table.add("Conv", importConv);
   table.add("ConvTranspose", importConvTranspose);

@@ -1,0 +1,115 @@
+"""Checks kiln's import of opset 18-20 ops that place values in space, which
+Debian's ONNX (1.12) has no test data for, against NumPy transcriptions of
+their specification: CenterCropPad (cropping and padding, odd differences,
+chosen axes), AffineGrid (2-D and 3-D, with and without align_corners) and
+Col2Im (strides, dilations and pads in 2-D; 1-D; overlapping blocks).
+
+Usage: check_geometry.py WORKDIR
+Prints "OK <case>" when kiln-run's output matches within 1e-5 relative +
+1e-5.
+"""
+
+import itertools
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from kiln_case import close, run
+
+
+def center_crop_pad(x, shape, axes):
+    out = x
+    for axis, size in zip(axes, shape):
+        dim = out.shape[axis]
+        if size < dim:
+            start = (dim - size) // 2
+            out = np.take(out, range(start, start + size), axis=axis)
+        else:
+            widths = [(0, 0)] * out.ndim
+            widths[axis] = ((size - dim) // 2, size - dim - (size - dim) // 2)
+            out = np.pad(out, widths)
+    return out
+
+
+def affine_grid(theta, size, align_corners):
+    extent = size[2:]
+
+    def axis(n):
+        i = np.arange(n)
+        if align_corners:
+            return -1 + 2 * i / (n - 1) if n > 1 else np.array([-1.0])
+        return -1 + (2 * i + 1) / n
+
+    mesh = np.meshgrid(*[axis(n) for n in extent], indexing="ij")
+    points = np.stack([m.ravel() for m in reversed(mesh)] + [np.ones(mesh[0].size)], -1)
+    grid = points @ theta.transpose(0, 2, 1)
+    return grid.reshape(size[0], *extent, len(extent))
+
+
+def col2im(data, image, block, strides, dilations, pads):
+    n, cols, length = data.shape
+    k = int(np.prod(block))
+    c = cols // k
+    spatial = len(image)
+    padded = [image[d] + pads[d] + pads[d + spatial] for d in range(spatial)]
+    blocks = [(padded[d] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1
+              for d in range(spatial)]
+    out = np.zeros((n, c, *padded))
+    columns = data.reshape(n, c, k, *blocks)
+    for ki, offset in enumerate(itertools.product(*[range(b) for b in block])):
+        for position in itertools.product(*[range(b) for b in blocks]):
+            at = tuple(p * s + o * d for p, s, o, d
+                       in zip(position, strides, offset, dilations))
+            out[(slice(None), slice(None)) + at] += columns[(slice(None), slice(None), ki) + position]
+    return out[(slice(None), slice(None)) + tuple(
+        slice(pads[d], pads[d] + image[d]) for d in range(spatial))]
+
+
+def model(name, op, x, constants, attributes, opset):
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in constants.items()]
+    node = helper.make_node(op, ["x", *constants], ["y"], **attributes)
+    graph = helper.make_graph(
+        [node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def cases(rng):
+    normal = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    image = normal(2, 3, 5, 6)
+    theta2, theta3 = normal(2, 2, 3), normal(2, 3, 4)
+    return [
+        ("center_crop_pad", "CenterCropPad", image, {"shape": [2, 4, 4, 9]}, {},
+         lambda x: center_crop_pad(x, [2, 4, 4, 9], [0, 1, 2, 3]), 18),
+        ("center_crop_pad_axes", "CenterCropPad", image, {"shape": [2, 3]},
+         {"axes": [-1, 2]}, lambda x: center_crop_pad(x, [2, 3], [3, 2]), 18),
+        ("affine_grid_2d", "AffineGrid", theta2, {"size": [2, 3, 4, 5]}, {},
+         lambda t: affine_grid(t, [2, 3, 4, 5], False), 20),
+        ("affine_grid_3d_corners", "AffineGrid", theta3, {"size": [2, 1, 3, 4, 2]},
+         {"align_corners": 1},
+         lambda t: affine_grid(t, [2, 1, 3, 4, 2], True), 20),
+        ("col2im_2d", "Col2Im", normal(2, 2 * 6, 12),
+         {"image_shape": [5, 6], "block_shape": [2, 3]},
+         {"strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 0, 2]},
+         lambda x: col2im(x, [5, 6], [2, 3], [2, 1], [1, 2], [1, 0, 0, 2]), 18),
+        ("col2im_1d_overlapping", "Col2Im", normal(1, 3 * 3, 5),
+         {"image_shape": [7], "block_shape": [3]}, {},
+         lambda x: col2im(x, [7], [3], [1], [1], [0, 0]), 18),
+    ]
+
+
+def main():
+    work = sys.argv[1]
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for name, op, x, constants, attributes, reference, opset in cases(rng):
+        expected = reference(x.astype(np.float64))
+        actual = run(work, name, model(name, op, x, constants, attributes, opset),
+                     {"x": x})["y"]
+        print(("OK " if close(actual, expected) else "MISMATCH ") + name)
+
+
+if __name__ == "__main__":
+    main()
