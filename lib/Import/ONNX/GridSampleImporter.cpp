@@ -1,20 +1,17 @@
-//===- GridSampleImporter.cpp - ONNX GridSample as gathers ----------------===//
+//===- GridSampleImporter.cpp - sampling at computed points ---------------===//
 //
-// GridSample reads X [N, C, H, W] at the points of grid [N, Ho, Wo, 2]
-// (x then y, in [-1, 1]), which the model computes (deformable attention's
-// sampling offsets): the taps cannot be known at import as Resize's are.
-// Each point's taps along x and y (the nearest pixel, the two linear or the
-// four cubic neighbours) and their weights are computed as tensors; every
-// pair of taps is one gather of the flattened image, weighted and summed.
-// The padding mode applies to the taps' indices: zeros drops those outside,
-// border clamps them, reflection reflects them at the image's edges (at the
-// pixels' centres with align_corners, else at their outer edges), which
-// samples what reflecting the coordinate would. Gradients reach X through
-// the gathers and the grid through the weights, as in PyTorch.
+// Sampler (Sampling.h), and GridSample and AffineGrid built on it. GridSample
+// reads X [N, C, H, W] at the points of grid [N, Ho, Wo, 2] (x then y, in
+// [-1, 1]), which the model computes (deformable attention's sampling
+// offsets): the taps cannot be known at import as Resize's are. The padding
+// mode applies to the taps' indices: zeros drops those outside, border
+// clamps them, reflection reflects them at the image's edges, which samples
+// what reflecting the coordinate would. Gradients reach X through the
+// gathers and the grid through the weights, as in PyTorch.
 //
 //===----------------------------------------------------------------------===//
 
-#include "OpChain.h"
+#include "Sampling.h"
 
 #include <cmath>
 
@@ -22,76 +19,20 @@ using namespace mlir;
 
 namespace kiln {
 
-namespace {
-enum class Interpolation { Nearest, Linear, Cubic };
-enum class Padding { Zeros, Border, Reflection };
-
-/// One tap along an axis: its index (a float holding an integer) and weight.
-struct Tap {
-  Value index, weight;
-};
-
-class GridSample {
-public:
-  GridSample(NodeContext &node)
-      : node(node), ops(node, node.inputType(0).getElementType()) {}
-  LogicalResult import();
-
-private:
-  LogicalResult readAttributes();
-  /// The pixel coordinate along an axis of `size` pixels of normalized `g`.
-  Value unnormalize(Value g, int64_t size);
-  /// The taps of coordinate `x` under the interpolation.
-  SmallVector<Tap> taps(Value x);
-  /// `index` reflected into the image's extent along an axis of `size`.
-  Value reflect(Value index, int64_t size);
-  /// The image at taps `x` and `y`, times their weights: [N, C, Ho, Wo].
-  Value sample(const Tap &x, const Tap &y);
-  /// `index` under the padding mode, clamped into [0, size); `inside`
-  /// receives whether it was in the image (zeros padding), else null.
-  Value padded(Value index, int64_t size, Value &inside);
-
-  NodeContext &node;
-  OpChain ops;
-  Interpolation interpolation = Interpolation::Linear;
-  Padding padding = Padding::Zeros;
-  bool alignCorners = false;
-  int64_t batch = 0, channels = 0, height = 0, width = 0, rows = 0, columns = 0;
-  /// X as [N, C, H * W].
-  Value image;
-};
-} // namespace
-
-LogicalResult GridSample::readAttributes() {
-  FailureOr<std::string> mode = node.stringAttr("mode", "bilinear");
-  FailureOr<std::string> paddingMode = node.stringAttr("padding_mode", "zeros");
-  FailureOr<int64_t> align = node.intAttr("align_corners", 0);
-  if (failed(mode) || failed(paddingMode) || failed(align))
-    return failure();
-  // Opset 20 renamed bilinear and bicubic to linear and cubic.
-  if (*mode == "nearest")
-    interpolation = Interpolation::Nearest;
-  else if (*mode == "bilinear" || *mode == "linear")
-    interpolation = Interpolation::Linear;
-  else if (*mode == "bicubic" || *mode == "cubic")
-    interpolation = Interpolation::Cubic;
-  else
-    return node.error("unknown mode '") << *mode << "'";
-  if (*paddingMode == "zeros")
-    padding = Padding::Zeros;
-  else if (*paddingMode == "border")
-    padding = Padding::Border;
-  else if (*paddingMode == "reflection")
-    padding = Padding::Reflection;
-  else
-    return node.error("unknown padding_mode '") << *paddingMode << "'";
-  alignCorners = *align != 0;
-  return success();
+Sampler::Sampler(NodeContext &node, OpChain &ops, Value image,
+                 Interpolation interpolation, Padding padding,
+                 bool alignCorners)
+    : node(node), ops(ops), interpolation(interpolation), padding(padding),
+      alignCorners(alignCorners) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(image.getType()).getShape();
+  batch = shape[0];
+  channels = shape[1];
+  height = shape[2];
+  width = shape[3];
+  flat = ops.reshape(image, {batch, channels, height * width});
 }
 
-Value GridSample::unnormalize(Value g, int64_t size) {
-  // align_corners: -1 and 1 are the first and last pixels' centres; else
-  // their outer edges.
+Value Sampler::unnormalize(Value g, int64_t size) {
   Value shifted = ops.add(g, ops.constant(1.0));
   if (alignCorners)
     return ops.mul(shifted, ops.constant((size - 1) / 2.0));
@@ -100,7 +41,7 @@ Value GridSample::unnormalize(Value g, int64_t size) {
       ops.constant(0.5));
 }
 
-SmallVector<Tap> GridSample::taps(Value x) {
+SmallVector<Sampler::Tap> Sampler::taps(Value x) {
   if (interpolation == Interpolation::Nearest)
     return {{ops.unary<RoundOp>(x), ops.constant(1.0)}};
   Value floor = ops.unary<FloorOp>(x);
@@ -127,7 +68,7 @@ SmallVector<Tap> GridSample::taps(Value x) {
       {ops.add(floor, ops.constant(2.0)), far(ops.sub(ops.constant(2.0), t))}};
 }
 
-Value GridSample::reflect(Value index, int64_t size) {
+Value Sampler::reflect(Value index, int64_t size) {
   // A triangle wave between the edges: low + range - |(i - low) mod 2 range
   // - range|.
   double low = alignCorners ? 0.0 : -0.5;
@@ -142,7 +83,7 @@ Value GridSample::reflect(Value index, int64_t size) {
   return ops.sub(ops.constant(low + range), folded);
 }
 
-Value GridSample::padded(Value index, int64_t size, Value &inside) {
+Value Sampler::padded(Value index, int64_t size, Value &inside) {
   inside = Value();
   if (padding == Padding::Zeros)
     inside = ops.build<AndOp>(
@@ -153,7 +94,8 @@ Value GridSample::padded(Value index, int64_t size, Value &inside) {
   return ops.min(ops.max(index, ops.constant(0.0)), ops.constant(size - 1.0));
 }
 
-Value GridSample::sample(const Tap &x, const Tap &y) {
+Value Sampler::sample(const Tap &x, const Tap &y, int64_t rows,
+                      int64_t columns) {
   Value insideX, insideY;
   Value column = padded(x.index, width, insideX);
   Value row = padded(y.index, height, insideY);
@@ -165,59 +107,86 @@ Value GridSample::sample(const Tap &x, const Tap &y) {
   // The flat pixel index of every point, for every channel, in integers (a
   // 16-bit float holds few).
   Type i64 = node.builder.getI64Type();
-  Value flat = ops.add(ops.mul(ops.cast(row, i64), node.scalar(width, i64)),
-                       ops.cast(column, i64));
-  Value index = ops.reshape(flat, {batch, 1, rows * columns});
+  Value index =
+      ops.reshape(ops.add(ops.mul(ops.cast(row, i64), node.scalar(width, i64)),
+                          ops.cast(column, i64)),
+                  {batch, 1, rows * columns});
   if (index)
     index = ops.build<BroadcastOp>(
         {index}, {},
-        {RankedTensorType::get({batch, channels, rows * columns},
-                               node.builder.getI64Type())});
+        {RankedTensorType::get({batch, channels, rows * columns}, i64)});
   Value gathered = ops.build<GatherElementsOp>(
-      {image, index},
+      {flat, index},
       {node.builder.getNamedAttr("axis", node.builder.getI64IntegerAttr(2))});
   return ops.mul(ops.reshape(gathered, {batch, channels, rows, columns}),
                  ops.reshape(weight, {batch, 1, rows, columns}));
 }
 
-LogicalResult GridSample::import() {
-  if (failed(node.requireInputs(2)) || failed(readAttributes()))
+Value Sampler::at(Value x, Value y) {
+  if (!x || !y)
+    return {};
+  ArrayRef<int64_t> points = cast<RankedTensorType>(x.getType()).getShape();
+  Value sum;
+  for (const Tap &row : taps(y))
+    for (const Tap &column : taps(x)) {
+      Value term = sample(column, row, points[1], points[2]);
+      sum = sum ? ops.add(sum, term) : term;
+    }
+  return sum;
+}
+
+/// GridSample: X [N, C, H, W] at the normalized points of grid
+/// [N, Ho, Wo, 2] (x then y).
+static LogicalResult importGridSample(NodeContext &node) {
+  FailureOr<std::string> mode = node.stringAttr("mode", "bilinear");
+  FailureOr<std::string> paddingMode = node.stringAttr("padding_mode", "zeros");
+  FailureOr<int64_t> align = node.intAttr("align_corners", 0);
+  if (failed(node.requireInputs(2)) || failed(mode) || failed(paddingMode) ||
+      failed(align))
     return failure();
+  // Opset 20 renamed bilinear and bicubic to linear and cubic.
+  Interpolation interpolation;
+  if (*mode == "nearest")
+    interpolation = Interpolation::Nearest;
+  else if (*mode == "bilinear" || *mode == "linear")
+    interpolation = Interpolation::Linear;
+  else if (*mode == "bicubic" || *mode == "cubic")
+    interpolation = Interpolation::Cubic;
+  else
+    return node.error("unknown mode '") << *mode << "'";
+  Padding padding;
+  if (*paddingMode == "zeros")
+    padding = Padding::Zeros;
+  else if (*paddingMode == "border")
+    padding = Padding::Border;
+  else if (*paddingMode == "reflection")
+    padding = Padding::Reflection;
+  else
+    return node.error("unknown padding_mode '") << *paddingMode << "'";
   RankedTensorType xType = node.inputType(0), gridType = node.inputType(1);
   if (xType.getRank() != 4 || !isa<FloatType>(xType.getElementType()))
     return node.error("X must be a 4-D float tensor [N, C, H, W] (kiln "
                       "samples 2-D images), got ")
            << xType;
-  batch = xType.getDimSize(0);
-  channels = xType.getDimSize(1);
-  height = xType.getDimSize(2);
-  width = xType.getDimSize(3);
+  int64_t batch = xType.getDimSize(0);
   if (gridType.getRank() != 4 || gridType.getDimSize(0) != batch ||
       gridType.getDimSize(3) != 2 ||
       gridType.getElementType() != xType.getElementType())
     return node.error("grid must be [")
            << batch << ", Ho, Wo, 2] of X's element type, got " << gridType;
-  rows = gridType.getDimSize(1);
-  columns = gridType.getDimSize(2);
-  image = ops.reshape(node.input(0), {batch, channels, height * width});
+  int64_t rows = gridType.getDimSize(1), columns = gridType.getDimSize(2);
+  OpChain ops(node, xType.getElementType());
+  Sampler sampler(node, ops, node.input(0), interpolation, padding,
+                  *align != 0);
   auto coordinate = [&](int64_t axis, int64_t size) {
     Value g = ops.reshape(ops.slice(node.input(1), {0, 0, 0, axis},
                                     {1, 1, 1, 1}, {batch, rows, columns, 1}),
                           {batch, rows, columns});
-    return unnormalize(g, size);
+    return sampler.unnormalize(g, size);
   };
-  SmallVector<Tap> xs = taps(coordinate(0, width));
-  SmallVector<Tap> ys = taps(coordinate(1, height));
-  Value sum;
-  for (const Tap &y : ys)
-    for (const Tap &x : xs) {
-      Value term = sample(x, y);
-      sum = sum ? ops.add(sum, term) : term;
-    }
-  if (!sum)
-    return failure();
-  node.setOutput(0, sum);
-  return success();
+  Value result = sampler.at(coordinate(0, xType.getDimSize(3)),
+                            coordinate(1, xType.getDimSize(2)));
+  return result ? node.setResult(result) : failure();
 }
 
 /// AffineGrid (opset 20): the points theta [N, 2, 3] (or [N, 3, 4]) maps an
@@ -274,8 +243,7 @@ static LogicalResult importAffineGrid(NodeContext &node) {
 
 void registerGridSampleImporter(OpImporterTable &table) {
   table.add("AffineGrid", importAffineGrid);
-  table.add("GridSample",
-            [](NodeContext &node) { return GridSample(node).import(); });
+  table.add("GridSample", importGridSample);
 }
 
 } // namespace kiln

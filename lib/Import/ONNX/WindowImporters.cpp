@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OpChain.h"
+#include "Sampling.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -227,19 +227,16 @@ static LogicalResult requireSpatial(NodeContext &node) {
   return success();
 }
 
-/// The convolution of `input` [N, C, spatial...] with `weights` [M,
-/// C/groups, kernel...] over the windows `shape`, plus `bias` [M] if given.
-static FailureOr<Value> convolve(NodeContext &node, Value input, Value weights,
-                                 const WindowShape &shape, int64_t groups,
-                                 Value bias) {
-  auto inputType = cast<RankedTensorType>(input.getType());
-  int64_t batch = inputType.getDimSize(0), channels = inputType.getDimSize(1);
+/// The product of `patches` [N, C, K, O] (each output position's window)
+/// with `weights` [M, C/groups, kernel...], per group, plus `bias` [M] if
+/// given: [N, M, output...].
+static FailureOr<Value> contract(NodeContext &node, Value patches,
+                                 Value weights, ArrayRef<int64_t> output,
+                                 int64_t groups, Value bias) {
+  ArrayRef<int64_t> p = cast<RankedTensorType>(patches.getType()).getShape();
+  int64_t batch = p[0], channels = p[1], outputs = p[3];
   int64_t maps = cast<RankedTensorType>(weights.getType()).getDimSize(0);
-  int64_t contracted = channels / groups * product(shape.kernel);
-  int64_t outputs = product(shape.output);
-  FailureOr<Value> patches = windows(node, input, shape, 0.0, 0.0);
-  if (failed(patches))
-    return failure();
+  int64_t contracted = channels / groups * p[2];
   FailureOr<Value> filters =
       node.reshape(weights, {groups, maps / groups, contracted});
   if (failed(filters))
@@ -248,7 +245,7 @@ static FailureOr<Value> convolve(NodeContext &node, Value input, Value weights,
   if (groups == 1) {
     // [M, CK] x [N, CK, O]: one weight matrix for the whole batch.
     FailureOr<Value> columns =
-        node.reshape(*patches, {batch, contracted, outputs});
+        node.reshape(patches, {batch, contracted, outputs});
     if (failed(columns))
       return failure();
     result = node.create1<MatmulOp>({*filters, *columns});
@@ -257,7 +254,7 @@ static FailureOr<Value> convolve(NodeContext &node, Value input, Value weights,
     // samples side by side (a GEMM batch cannot broadcast the weights over
     // the samples and step through the groups).
     FailureOr<Value> grouped =
-        node.reshape(*patches, {batch, groups, contracted, outputs});
+        node.reshape(patches, {batch, groups, contracted, outputs});
     if (succeeded(grouped))
       grouped = node.transpose(*grouped, {1, 2, 0, 3});
     if (succeeded(grouped))
@@ -273,7 +270,7 @@ static FailureOr<Value> convolve(NodeContext &node, Value input, Value weights,
   if (failed(result))
     return failure();
   SmallVector<int64_t> resultShape = {batch, maps};
-  llvm::append_range(resultShape, shape.output);
+  llvm::append_range(resultShape, output);
   result = node.reshape(*result, resultShape);
   if (failed(result) || !bias)
     return result;
@@ -284,6 +281,17 @@ static FailureOr<Value> convolve(NodeContext &node, Value input, Value weights,
   if (failed(spread))
     return failure();
   return node.create1<AddOp>({*result, *spread});
+}
+
+/// The convolution of `input` [N, C, spatial...] with `weights` [M,
+/// C/groups, kernel...] over the windows `shape`, plus `bias` [M] if given.
+static FailureOr<Value> convolve(NodeContext &node, Value input, Value weights,
+                                 const WindowShape &shape, int64_t groups,
+                                 Value bias) {
+  FailureOr<Value> patches = windows(node, input, shape, 0.0, 0.0);
+  if (failed(patches))
+    return failure();
+  return contract(node, *patches, weights, shape.output, groups, bias);
 }
 
 /// The group count of a Conv or ConvTranspose, checked against its
@@ -349,6 +357,99 @@ static LogicalResult importConv(NodeContext &node) {
   return node.setResult(
       importConvolution(node, node.input(0), node.input(1),
                         node.hasInput(2) ? node.input(2) : Value()));
+}
+
+/// DeformConv (opset 19, 2-D): a convolution whose kernel taps read X
+/// bilinearly (zeros outside) at their places moved by `offset`
+/// [N, offset_group * kH * kW * 2 (dy, dx), oH, oW] and are weighted by
+/// `mask` [N, offset_group * kH * kW, oH, oW], if given; each offset group
+/// moves the taps of its share of the channels.
+static LogicalResult importDeformConv(NodeContext &node) {
+  FailureOr<int64_t> offsetGroups = node.intAttr("offset_group", 1);
+  if (failed(node.requireInputs(3)) || failed(offsetGroups))
+    return failure();
+  RankedTensorType input = node.inputType(0), weights = node.inputType(1);
+  RankedTensorType offsets = node.inputType(2);
+  if (input.getRank() != 4)
+    return node.error("X must be [N, C, H, W] (kiln deforms 2-D "
+                      "convolutions), got ")
+           << input;
+  FailureOr<SmallVector<int64_t>> kernel = kernelOf(node, input, weights);
+  if (failed(kernel))
+    return failure();
+  int64_t batch = input.getDimSize(0), channels = input.getDimSize(1);
+  FailureOr<int64_t> groups =
+      groupCount(node, channels, weights.getDimSize(0), weights.getDimSize(1),
+                 /*transposed=*/false);
+  FailureOr<WindowShape> shape =
+      windowShape(node, input, *kernel, /*ceilMode=*/false);
+  if (failed(groups) || failed(shape))
+    return failure();
+  int64_t taps = product(*kernel), rows = shape->output[0],
+          columns = shape->output[1];
+  int64_t perGroup = *offsetGroups > 0 ? channels / *offsetGroups : 0;
+  if (*offsetGroups < 1 || channels % *offsetGroups != 0 ||
+      offsets.getShape() !=
+          ArrayRef<int64_t>{batch, *offsetGroups * taps * 2, rows, columns})
+    return node.error("offset ")
+           << offsets << " is not [N, offset_group * " << taps << " * 2, "
+           << rows << ", " << columns << "] for offset_group " << *offsetGroups
+           << " dividing " << channels << " channels";
+  bool masked = node.hasInput(4);
+  if (masked &&
+      node.inputType(4).getShape() !=
+          ArrayRef<int64_t>{batch, *offsetGroups * taps, rows, columns})
+    return node.error("mask ") << node.inputType(4) << " does not match offset";
+  OpChain ops(node, input.getElementType());
+  // Channel `c` of a [N, C', oH, oW] tensor as [N, oH, oW].
+  auto plane = [&](Value x, int64_t c) {
+    return ops.reshape(
+        ops.slice(x, {0, c, 0, 0}, {1, 1, 1, 1}, {batch, 1, rows, columns}),
+        {batch, rows, columns});
+  };
+  // Where a tap at kernel position `k` of output (i, j) reads along one axis
+  // without offsets: i * stride - pad_begin + k * dilation.
+  auto base = [&](int64_t axis, int64_t k) {
+    int64_t count = shape->output[axis];
+    Tensor at(*dtypeOf(input.getElementType()),
+              axis == 0 ? SmallVector<int64_t>{1, count, 1}
+                        : SmallVector<int64_t>{1, 1, count});
+    for (int64_t i = 0; i < count; ++i)
+      at.setFromDouble(i, i * shape->strides[axis] - shape->padBegin[axis] +
+                              k * shape->dilations[axis]);
+    return node.constant(at);
+  };
+  SmallVector<Value> groupPatches;
+  for (int64_t g = 0; g < *offsetGroups; ++g) {
+    Value image =
+        ops.slice(node.input(0), {0, g * perGroup, 0, 0}, {1, 1, 1, 1},
+                  {batch, perGroup, input.getDimSize(2), input.getDimSize(3)});
+    if (!image)
+      return failure();
+    Sampler sampler(node, ops, image, Interpolation::Linear, Padding::Zeros,
+                    /*alignCorners=*/true);
+    SmallVector<Value> tapColumns;
+    for (int64_t k = 0; k < taps; ++k) {
+      int64_t ky = k / (*kernel)[1], kx = k % (*kernel)[1];
+      int64_t at = (g * taps + k) * 2;
+      Value y = ops.add(base(0, ky), plane(node.input(2), at));
+      Value x = ops.add(base(1, kx), plane(node.input(2), at + 1));
+      Value sampled = sampler.at(x, y);
+      if (masked)
+        sampled =
+            ops.mul(sampled, ops.reshape(plane(node.input(4), g * taps + k),
+                                         {batch, 1, rows, columns}));
+      tapColumns.push_back(
+          ops.reshape(sampled, {batch, perGroup, 1, rows * columns}));
+    }
+    groupPatches.push_back(ops.concat(tapColumns, 2));
+  }
+  Value patches = ops.concat(groupPatches, 1);
+  if (!patches)
+    return failure();
+  return node.setResult(contract(node, patches, node.input(1), shape->output,
+                                 *groups,
+                                 node.hasInput(3) ? node.input(3) : Value()));
 }
 
 /// ConvTranspose: the convolution, with stride 1, of the input spread
@@ -835,6 +936,7 @@ void registerWindowImporters(OpImporterTable &table) {
   table.add("LpPool", importLpPool);
   table.add("MaxUnpool", importMaxUnpool);
   table.add("Col2Im", importCol2Im);
+  table.add("DeformConv", importDeformConv);
   table.add("GlobalLpPool", importGlobalLpPool);
   table.add("Conv", importConv);
   table.add("ConvTranspose", importConvTranspose);

@@ -1,8 +1,10 @@
 """Checks kiln's import of opset 18-20 ops that place values in space, which
 Debian's ONNX (1.12) has no test data for, against NumPy transcriptions of
 their specification: CenterCropPad (cropping and padding, odd differences,
-chosen axes), AffineGrid (2-D and 3-D, with and without align_corners) and
-Col2Im (strides, dilations and pads in 2-D; 1-D; overlapping blocks).
+chosen axes), AffineGrid (2-D and 3-D, with and without align_corners),
+Col2Im (strides, dilations and pads in 2-D; 1-D; overlapping blocks) and
+DeformConv (offset groups, mask, strides, pads, dilations; groups without a
+mask).
 
 Usage: check_geometry.py WORKDIR
 Prints "OK <case>" when kiln-run's output matches within 1e-5 relative +
@@ -67,9 +69,42 @@ def col2im(data, image, block, strides, dilations, pads):
         slice(pads[d], pads[d] + image[d]) for d in range(spatial))]
 
 
-def model(name, op, x, constants, attributes, opset):
+def bilinear(image, y, x):
+    """image [H, W] at (y, x), taps outside reading zeros."""
+    h, w = image.shape
+    y0, x0 = int(np.floor(y)), int(np.floor(x))
+    total = 0.0
+    for yy, wy in ((y0, 1 - (y - y0)), (y0 + 1, y - y0)):
+        for xx, wx in ((x0, 1 - (x - x0)), (x0 + 1, x - x0)):
+            if 0 <= yy < h and 0 <= xx < w:
+                total += wy * wx * image[yy, xx]
+    return total
+
+
+def deform_conv(x, w, offset, b, mask, strides, pads, dilations, group, offset_group):
+    n, c, _, _ = x.shape
+    m, _, kh, kw = w.shape
+    _, _, oh, ow = offset.shape
+    offset = offset.reshape(n, offset_group, kh, kw, 2, oh, ow)
+    mask = mask.reshape(n, offset_group, kh, kw, oh, ow)
+    out = np.zeros((n, m, oh, ow)) + b.reshape(1, -1, 1, 1)
+    per_group, maps = c // group, m // group
+    for ni, mi, ci, i, j, ki, kj in itertools.product(
+            range(n), range(m), range(c), range(oh), range(ow), range(kh), range(kw)):
+        if ci // per_group != mi // maps:
+            continue
+        g = ci // (c // offset_group)
+        y = i * strides[0] - pads[0] + ki * dilations[0] + offset[ni, g, ki, kj, 0, i, j]
+        xx = j * strides[1] - pads[1] + kj * dilations[1] + offset[ni, g, ki, kj, 1, i, j]
+        out[ni, mi, i, j] += (w[mi, ci % per_group, ki, kj] * mask[ni, g, ki, kj, i, j]
+                              * bilinear(x[ni, ci], y, xx))
+    return out
+
+
+def model(name, op, x, constants, attributes, opset, floats=None):
     inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in constants.items()]
-    node = helper.make_node(op, ["x", *constants], ["y"], **attributes)
+    inits += [numpy_helper.from_array(v, n) for n, v in (floats or {}).items()]
+    node = helper.make_node(op, ["x", *constants, *(floats or {})], ["y"], **attributes)
     graph = helper.make_graph(
         [node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
@@ -80,6 +115,13 @@ def cases(rng):
     normal = lambda *shape: rng.standard_normal(shape).astype(np.float32)
     image = normal(2, 3, 5, 6)
     theta2, theta3 = normal(2, 2, 3), normal(2, 3, 4)
+    # Image [2, 3, 5, 6], kernel 2x2, strides (2, 1), pads (1, 0 | 0, 1),
+    # dilations (1, 2): output 3 x 5; offsets reach past the edges.
+    deform_w, deform_b = normal(4, 3, 2, 2), normal(4)
+    deform_offset = (1.5 * normal(2, 3 * 4 * 2, 3, 5)).astype(np.float32)
+    deform_mask = rng.uniform(0, 1, (2, 3 * 4, 3, 5)).astype(np.float32)
+    grouped_w = normal(4, 2, 2, 2)
+    grouped_offset = normal(1, 4 * 2, 3, 3)
     return [
         ("center_crop_pad", "CenterCropPad", image, {"shape": [2, 4, 4, 9]}, {},
          lambda x: center_crop_pad(x, [2, 4, 4, 9], [0, 1, 2, 3]), 18),
@@ -97,6 +139,17 @@ def cases(rng):
         ("col2im_1d_overlapping", "Col2Im", normal(1, 3 * 3, 5),
          {"image_shape": [7], "block_shape": [3]}, {},
          lambda x: col2im(x, [7], [3], [1], [1], [0, 0]), 18),
+        ("deform_conv", "DeformConv", image, {},
+         {"strides": [2, 1], "pads": [1, 0, 0, 1], "dilations": [1, 2], "group": 1,
+          "offset_group": 3}, lambda x: deform_conv(
+              x, deform_w, deform_offset, deform_b, deform_mask, [2, 1], [1, 0],
+              [1, 2], 1, 3), 19,
+         {"w": deform_w, "offset": deform_offset, "b": deform_b, "mask": deform_mask}),
+        ("deform_conv_groups_unmasked", "DeformConv", normal(1, 4, 4, 4), {},
+         {"group": 2}, lambda x: deform_conv(
+             x, grouped_w, grouped_offset, np.zeros(4), np.ones((1, 4, 3, 3)),
+             [1, 1], [0, 0], [1, 1], 2, 1), 19,
+         {"w": grouped_w, "offset": grouped_offset}),
     ]
 
 
@@ -104,9 +157,10 @@ def main():
     work = sys.argv[1]
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(0)
-    for name, op, x, constants, attributes, reference, opset in cases(rng):
+    for name, op, x, constants, attributes, reference, opset, *floats in cases(rng):
         expected = reference(x.astype(np.float64))
-        actual = run(work, name, model(name, op, x, constants, attributes, opset),
+        actual = run(work, name,
+                     model(name, op, x, constants, attributes, opset, *floats),
                      {"x": x})["y"]
         print(("OK " if close(actual, expected) else "MISMATCH ") + name)
 
