@@ -230,9 +230,10 @@ void registerElementwiseGradients(GradientRuleTable &table) {
     return success();
   });
 
-  table.addNonDifferentiable<
-      SignOp, FloorOp, CeilOp, RoundOp, NotOp, AndOp, OrOp, XorOp, CompareOp,
-      IsNanOp, IsInfOp, ConstantOp, RangeOp, RandomUniformOp, RandomNormalOp>();
+  table.addNonDifferentiable<SignOp, FloorOp, CeilOp, RoundOp, NotOp, AndOp,
+                             OrOp, XorOp, ShiftLeftOp, ShiftRightOp, CompareOp,
+                             IsNanOp, IsInfOp, ConstantOp, RangeOp,
+                             RandomUniformOp, RandomNormalOp>();
 }
 
 } // namespace kiln

@@ -265,18 +265,53 @@ static int64_t wrappingMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
+/// Registers an integer op computed as `fn(lhs, rhs)` on the elements'
+/// 64-bit patterns (an unsigned 64-bit value held as its two's-complement
+/// int64), wrapped to the element type.
 template <typename OpTy>
-static void addLogical(EvaluatorTable &table, bool (*fn)(bool, bool)) {
+static void addIntegerBinary(EvaluatorTable &table,
+                             int64_t (*fn)(int64_t, int64_t, DType)) {
   table.add<OpTy>([fn](OpTy op, const EvaluationContext &context,
                        SmallVectorImpl<Tensor> &results) -> LogicalResult {
     const Tensor &lhs = context.operand(0), &rhs = context.operand(1);
     Tensor result = makeTensor(op.getResult());
-    forEachBroadcastPair(lhs, rhs, result, [&](int64_t i, int64_t l, int64_t r) {
-      result.ints()[i] = fn(lhs.ints()[l] != 0, rhs.ints()[r] != 0);
-    });
+    DType type = result.getDType();
+    forEachBroadcastPair(
+        lhs, rhs, result, [&](int64_t i, int64_t l, int64_t r) {
+          result.ints()[i] =
+              wrapToElementType(type, fn(lhs.ints()[l], rhs.ints()[r], type));
+        });
     results.push_back(std::move(result));
     return success();
   });
+}
+
+static int64_t bitWidth(DType type) {
+  return type == DType::Bool ? 1 : byteWidth(type) * 8;
+}
+
+/// Whether integers of `type` are unsigned (i1 counts as unsigned: 0, 1).
+static bool isUnsignedInteger(DType type) {
+  return type == DType::U8 || type == DType::U16 || type == DType::U32 ||
+         type == DType::U64 || type == DType::Bool;
+}
+
+static int64_t shiftLeft(int64_t x, int64_t n, DType type) {
+  if (n < 0 || n >= bitWidth(type))
+    return 0;
+  return static_cast<int64_t>(static_cast<uint64_t>(x) << n);
+}
+
+static int64_t shiftRight(int64_t x, int64_t n, DType type) {
+  int64_t bits = bitWidth(type);
+  if (!isUnsignedInteger(type))
+    return n < 0 || n >= bits ? (x < 0 ? -1 : 0) : x >> n;
+  if (n < 0 || n >= bits)
+    return 0;
+  uint64_t pattern = static_cast<uint64_t>(x);
+  if (bits < 64)
+    pattern &= (uint64_t(1) << bits) - 1;
+  return static_cast<int64_t>(pattern >> n);
 }
 
 template <typename T> static bool compare(ComparePredicate predicate, T a, T b) {
@@ -391,7 +426,19 @@ void registerElementwiseEvaluators(EvaluatorTable &table) {
   addUnary<FloorOp>(table, [](double x) { return std::floor(x); });
   addUnary<CeilOp>(table, [](double x) { return std::ceil(x); });
   addUnary<RoundOp>(table, [](double x) { return std::nearbyint(x); });
-  addUnary<NotOp>(table, [](double x) { return x == 0.0 ? 1.0 : 0.0; });
+  table.add<NotOp>([](NotOp op, const EvaluationContext &context,
+                      SmallVectorImpl<Tensor> &results) -> LogicalResult {
+    const Tensor &input = context.operand(0);
+    Tensor result = makeTensor(op.getResult());
+    bool logical = result.getDType() == DType::Bool;
+    for (int64_t i = 0; i < input.getNumElements(); ++i) {
+      int64_t x = input.ints()[i];
+      result.ints()[i] =
+          logical ? x == 0 : wrapToElementType(result.getDType(), ~x);
+    }
+    results.push_back(std::move(result));
+    return success();
+  });
   table.add<GeluOp>(evaluateGelu);
   table.add<GeluGradOp>(evaluateGeluGrad);
   table.add<IsNanOp>(evaluateIsNan);
@@ -408,9 +455,14 @@ void registerElementwiseEvaluators(EvaluatorTable &table) {
                                [](int64_t a, int64_t b) { return std::min(a, b); }});
   table.add<DivOp>(evaluateDiv);
   table.add<RemainderOp>(evaluateRemainder);
-  addLogical<AndOp>(table, [](bool a, bool b) { return a && b; });
-  addLogical<OrOp>(table, [](bool a, bool b) { return a || b; });
-  addLogical<XorOp>(table, [](bool a, bool b) { return a != b; });
+  addIntegerBinary<AndOp>(table,
+                          [](int64_t a, int64_t b, DType) { return a & b; });
+  addIntegerBinary<OrOp>(table,
+                         [](int64_t a, int64_t b, DType) { return a | b; });
+  addIntegerBinary<XorOp>(table,
+                          [](int64_t a, int64_t b, DType) { return a ^ b; });
+  addIntegerBinary<ShiftLeftOp>(table, shiftLeft);
+  addIntegerBinary<ShiftRightOp>(table, shiftRight);
   table.add<CompareOp>(evaluateCompare);
   table.add<WhereOp>(evaluateWhere);
   table.add<FakeQuantizeOp>(evaluateFakeQuantize);

@@ -34,7 +34,8 @@ namespace kiln {
 bool isElementwise(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>() ||
          isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, RemainderOp,
-             AndOp, OrOp, XorOp, CompareOp, WhereOp, FakeQuantizeOp>(op);
+             AndOp, OrOp, XorOp, ShiftLeftOp, ShiftRightOp, CompareOp, WhereOp,
+             FakeQuantizeOp>(op);
 }
 
 /// Data movement that a kernel computes as index arithmetic on its input:

@@ -343,6 +343,31 @@ const KernelCase kCases[] = {
         return %b, %d, %f, %g, %h, %k : tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>,
                                         tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>
       })"},
+    // Bits of unsigned and signed integers: bitwise ops, and shifts by
+    // amounts past the width (0, or the sign for negative values).
+    {"BitwiseAndShifts", R"(
+      func.func @main(%a: tensor<4x6xui8> {test.range = 256 : i64},
+                      %n: tensor<6xui8> {test.range = 10 : i64},
+                      %c: tensor<4x6xi16> {test.range = 30000 : i64},
+                      %m: tensor<6xi16> {test.range = 20 : i64},
+                      %w: tensor<4x6xui64> {test.range = 4611686018427387904 : i64},
+                      %k: tensor<6xui64> {test.range = 70 : i64})
+          -> (tensor<4x6xui8>, tensor<4x6xui8>, tensor<4x6xui8>, tensor<4x6xi16>,
+              tensor<4x6xi16>, tensor<4x6xui64>, tensor<4x6xui64>) {
+        %x = kiln.xor %a, %n : (tensor<4x6xui8>, tensor<6xui8>) -> tensor<4x6xui8>
+        %o = kiln.or %x, %a : (tensor<4x6xui8>, tensor<4x6xui8>) -> tensor<4x6xui8>
+        %an = kiln.and %o, %n : (tensor<4x6xui8>, tensor<6xui8>) -> tensor<4x6xui8>
+        %nt = kiln.not %an : tensor<4x6xui8>
+        %l = kiln.shift_left %nt, %n : (tensor<4x6xui8>, tensor<6xui8>) -> tensor<4x6xui8>
+        %r = kiln.shift_right %a, %n : (tensor<4x6xui8>, tensor<6xui8>) -> tensor<4x6xui8>
+        %neg = kiln.neg %c : tensor<4x6xi16>
+        %sr = kiln.shift_right %neg, %m : (tensor<4x6xi16>, tensor<6xi16>) -> tensor<4x6xi16>
+        %nn = kiln.not %neg : tensor<4x6xi16>
+        %wl = kiln.shift_left %w, %k : (tensor<4x6xui64>, tensor<6xui64>) -> tensor<4x6xui64>
+        %wr = kiln.shift_right %wl, %k : (tensor<4x6xui64>, tensor<6xui64>) -> tensor<4x6xui64>
+        return %an, %l, %r, %sr, %nn, %wl, %wr : tensor<4x6xui8>, tensor<4x6xui8>, tensor<4x6xui8>,
+            tensor<4x6xi16>, tensor<4x6xi16>, tensor<4x6xui64>, tensor<4x6xui64>
+      })"},
     {"BroadcastingBinary", R"(
       func.func @main(%x: tensor<3x1x5xf32>, %y: tensor<4x1xf32>, %i: tensor<4x5xi64>,
                       %j: tensor<5xi64> {test.range = 3 : i64})

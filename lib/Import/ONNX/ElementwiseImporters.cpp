@@ -28,6 +28,23 @@ template <typename OpTy> static LogicalResult importBinary(NodeContext &node) {
       node.create1<OpTy>({node.input(0), node.input(1)}));
 }
 
+/// BitShift: unsigned integers shifted toward the most (`direction` LEFT)
+/// or least (RIGHT) significant bit.
+static LogicalResult importBitShift(NodeContext &node) {
+  FailureOr<std::string> direction = node.stringAttr("direction", std::nullopt);
+  if (failed(node.requireInputs(2)) || failed(direction))
+    return failure();
+  if (!node.inputType(0).getElementType().isUnsignedInteger())
+    return node.error("shifts unsigned integers, not ")
+           << node.inputType(0).getElementType();
+  if (*direction == "LEFT")
+    return importBinary<ShiftLeftOp>(node);
+  if (*direction == "RIGHT")
+    return importBinary<ShiftRightOp>(node);
+  return node.error("direction must be LEFT or RIGHT, got '")
+         << *direction << "'";
+}
+
 /// Max, Min, Sum: any number of inputs, folded pairwise.
 template <typename OpTy> static FailureOr<Value> foldVariadic(NodeContext &node) {
   if (failed(node.requireInputs(1)))
@@ -240,6 +257,12 @@ void registerElementwiseImporters(OpImporterTable &table) {
   table.add("And", importBinary<AndOp>);
   table.add("Or", importBinary<OrOp>);
   table.add("Xor", importBinary<XorOp>);
+  // Opset 18's bitwise ops are the same ops on integers.
+  table.add("BitwiseAnd", importBinary<AndOp>);
+  table.add("BitwiseOr", importBinary<OrOp>);
+  table.add("BitwiseXor", importBinary<XorOp>);
+  table.add("BitwiseNot", importUnary<NotOp>);
+  table.add("BitShift", importBitShift);
   table.add("Max", importVariadic<MaxOp>);
   table.add("Min", importVariadic<MinOp>);
   table.add("Sum", importVariadic<AddOp>);

@@ -55,6 +55,8 @@ struct ElementwiseEmitter {
 };
 } // namespace
 
+static unsigned bitWidth(Type type) { return type.getIntOrFloatBitWidth(); }
+
 static std::string castExpr(Type from, Type to) {
   bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
   if (to.isInteger(1))
@@ -152,7 +154,7 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
       .Case([&](FloorOp) { return e.unary("floor(x)"); })
       .Case([&](CeilOp) { return e.unary("ceil(x)"); })
       .Case([&](RoundOp) { return e.unary("rint(x)"); })
-      .Case([&](NotOp) { return e.unary("!x"); })
+      .Case([&](NotOp) { return e.unary(e.type.isInteger(1) ? "!x" : "~x"); })
       .Case([&](IsNanOp) { return e.unary("x != x"); })
       .Case([&](IsInfOp o) {
         std::string pos = o.getDetectPositive() ? "x == (1.0 / 0.0)" : "false";
@@ -202,9 +204,26 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
             "[&] { auto m = " + m +
             "; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }()");
       })
-      .Case([&](AndOp) { return e.binary("a && b"); })
-      .Case([&](OrOp) { return e.binary("a || b"); })
-      .Case([&](XorOp) { return e.binary("a != b"); })
+      .Case([&](AndOp) { return e.binary("a & b"); })
+      .Case([&](OrOp) { return e.binary("a | b"); })
+      .Case([&](XorOp) { return e.binary("a ^ b"); })
+      .Case([&](ShiftLeftOp) {
+        return e.binary("(b < 0 || b >= " + std::to_string(bitWidth(e.type)) +
+                        ") ? (i64)0 : (i64)((unsigned long long)a << b)");
+      })
+      .Case([&](ShiftRightOp) {
+        unsigned bits = bitWidth(e.type);
+        std::string width = std::to_string(bits);
+        if (!e.type.isUnsignedInteger() && !e.type.isInteger(1))
+          return e.binary("(b < 0 || b >= " + width +
+                          ") ? (a < 0 ? (i64)-1 : (i64)0) : a >> b");
+        std::string pattern =
+            bits == 64
+                ? "(unsigned long long)a"
+                : "((unsigned long long)a & ((1ull << " + width + ") - 1))";
+        return e.binary("(b < 0 || b >= " + width + ") ? (i64)0 : (i64)(" +
+                        pattern + " >> b)");
+      })
       .Case([&](CompareOp c) {
         static const char *predicates[] = {"a == b", "a != b", "a < b",
                                            "a <= b", "a > b",  "a >= b"};

@@ -79,6 +79,14 @@ func.func @elementwise(%x: tensor<2x8xf32>, %y: tensor<8xf32>, %i: tensor<2x8xi3
   %33 = kiln.compare le, %x, %y : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xi1>
   // CHECK: kiln.remainder %{{.*}}, %{{.*}} {floored} : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
   %37 = kiln.remainder %i, %i {floored} : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  // CHECK: kiln.and %{{.*}}, %{{.*}} : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  // CHECK: kiln.not %{{.*}} : tensor<2x8xi32>
+  // CHECK: kiln.shift_left %{{.*}}, %{{.*}} : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  // CHECK: kiln.shift_right %{{.*}}, %{{.*}} : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  %39 = kiln.and %i, %i : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  %40 = kiln.not %39 : tensor<2x8xi32>
+  %41 = kiln.shift_left %40, %i : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
+  %42 = kiln.shift_right %41, %i : (tensor<2x8xi32>, tensor<2x8xi32>) -> tensor<2x8xi32>
   // CHECK: kiln.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   %34 = kiln.where %p, %x, %y : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   // CHECK: kiln.dropout %{{.*}} {ratio = 1.000000e-01 : f64, seed = 7 : i64} : tensor<2x8xf32>

@@ -74,11 +74,17 @@ class Kiln_ArithmeticOp<string mnemonic, string formula,
     # "-> tensor<2x8xf32>\n```";
 }
 
-class Kiln_LogicalOp<string mnemonic, string formula>
-    : Kiln_BroadcastingBinaryOp<mnemonic, Kiln_BoolTensor, [Commutative]> {
-  let summary = "elementwise logical " # formula # " with broadcasting";
-  let description = "Computes `" # formula # "` of two `i1` tensors after "
-    # "NumPy broadcasting.";
+class Kiln_BitwiseOp<string mnemonic, string formula>
+    : Kiln_BroadcastingBinaryOp<mnemonic, Kiln_IntegerTensor, [Commutative]> {
+  let summary = "elementwise bitwise " # formula # " with broadcasting";
+  let description = "Computes `" # formula # "` of the bits of two integer "
+    # "tensors of one type after NumPy broadcasting: on `i1` tensors, the "
+    # "logical operation.";
+}
+
+class Kiln_ShiftOp<string mnemonic, string formula>
+    : Kiln_BroadcastingBinaryOp<mnemonic, Kiln_IntegerTensor> {
+  let summary = "elementwise bit shift " # formula # " with broadcasting";
 }
 
 /// Reductions over a set of axes; reduced axes are removed, or kept with size
@@ -282,9 +288,10 @@ def Kiln_FloorOp : Kiln_FloatUnaryOp<"floor", "floor(x)", [Idempotent]>;
 def Kiln_CeilOp : Kiln_FloatUnaryOp<"ceil", "ceil(x)", [Idempotent]>;
 def Kiln_RoundOp : Kiln_FloatUnaryOp<"round",
     "x rounded to the nearest integer, halves to even", [Idempotent]>;
-def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, [Involution]> {
-  let summary = "elementwise logical not";
-  let description = "Computes `!x` of an `i1` tensor.";
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_IntegerTensor, [Involution]> {
+  let summary = "elementwise bitwise not";
+  let description = "Computes `~x`, every bit of an integer flipped within "
+    # "its type's width: on an `i1` tensor, the logical `!x`.";
 }
 
 def Kiln_GeluOp : Kiln_Op<"gelu",
@@ -376,9 +383,34 @@ def Kiln_RemainderOp : Kiln_BroadcastingBinaryOp<"remainder", Kiln_Tensor> {
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs, UnitAttr:$floored);
 }
 
-def Kiln_AndOp : Kiln_LogicalOp<"and", "lhs && rhs">;
-def Kiln_OrOp : Kiln_LogicalOp<"or", "lhs || rhs">;
-def Kiln_XorOp : Kiln_LogicalOp<"xor", "lhs != rhs">;
+def Kiln_AndOp : Kiln_BitwiseOp<"and", "lhs & rhs">;
+def Kiln_OrOp : Kiln_BitwiseOp<"or", "lhs | rhs">;
+def Kiln_XorOp : Kiln_BitwiseOp<"xor", "lhs ^ rhs">;
+
+def Kiln_ShiftLeftOp : Kiln_ShiftOp<"shift_left", "lhs << rhs"> {
+  let description = [{
+    Shifts the bits of each `lhs` element `rhs` places toward the most
+    significant, within the element type's width: bits shifted past it are
+    lost, and a shift by the width or more (or by a negative amount) gives 0.
+
+    ```mlir
+    %y = kiln.shift_left %x, %n : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+    ```
+  }];
+}
+
+def Kiln_ShiftRightOp : Kiln_ShiftOp<"shift_right", "lhs >> rhs"> {
+  let description = [{
+    Shifts the bits of each `lhs` element `rhs` places toward the least
+    significant: unsigned types fill zeros in, signed and signless ones copy
+    the sign bit. A shift by the width or more (or by a negative amount)
+    gives 0, or -1 for a negative signed value.
+
+    ```mlir
+    %y = kiln.shift_right %x, %n : (tensor<4xui16>, tensor<ui16>) -> tensor<4xui16>
+    ```
+  }];
+}
 
 def Kiln_CompareOp : Kiln_Op<"compare",
     [Pure, SameOperandsElementType, InferTypeOpAdaptor]> {
