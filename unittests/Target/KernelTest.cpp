@@ -303,6 +303,40 @@ func.func @main(%q: tensor<1x2x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tens
 }
 )";
 
+/// A fusion that sums `count` tensors read from memory and yields the sum
+/// and its column sums: one kernel with `count` inputs whose column sums
+/// store the sum on the way, each read a lambda outside the sums and an
+/// alias of it inside them.
+std::string sumAndColumnSumsOfReads(int count) {
+  std::string arguments, operands, types, blockArguments, body;
+  for (int n = 0; n < count; ++n) {
+    std::string separator = n ? ", " : "";
+    arguments += separator + "%a" + std::to_string(n) + ": tensor<2x8xf32>";
+    operands += separator + "%a" + std::to_string(n);
+    types += separator + "tensor<2x8xf32>";
+    blockArguments +=
+        separator + "%x" + std::to_string(n) + ": tensor<2x8xf32>";
+    if (n)
+      body += "    %s" + std::to_string(n) + " = kiln.add %" +
+              (n == 1 ? std::string("x0") : "s" + std::to_string(n - 1)) +
+              ", %x" + std::to_string(n) +
+              " : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>\n";
+  }
+  std::string last = "%s" + std::to_string(count - 1);
+  return "func.func @main(" + arguments +
+         ") -> (tensor<2x8xf32>, tensor<8xf32>) {\n"
+         "  %r:2 = kiln.fusion " +
+         operands + " : (" + types +
+         ") -> (tensor<2x8xf32>, tensor<8xf32>) {\n  ^bb0(" + blockArguments +
+         "):\n" + body + "    %c = kiln.reduce_sum " + last +
+         " {axes = array<i64: 0>} : (tensor<2x8xf32>) -> tensor<8xf32>\n"
+         "    kiln.yield " +
+         last +
+         ", %c : tensor<2x8xf32>, tensor<8xf32>\n"
+         "  }\n  return %r#0, %r#1 : tensor<2x8xf32>, tensor<8xf32>\n}\n";
+}
+const std::string kManyReads = sumAndColumnSumsOfReads(100);
+
 const KernelCase kCases[] = {
     {"Unary", R"(
       func.func @main(%x: tensor<5x7xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>,
@@ -343,6 +377,7 @@ const KernelCase kCases[] = {
         return %b, %d, %f, %g, %h, %k : tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>,
                                         tensor<5x7xf32>, tensor<5x7xf32>, tensor<5x7xf32>
       })"},
+    {"ColumnSumsOfManyReads", kManyReads.c_str()},
     // Bits of unsigned and signed integers: bitwise ops, and shifts by
     // amounts past the width (0, or the sign for negative values).
     {"BitwiseAndShifts", R"(

@@ -126,9 +126,10 @@ Value Sampler::at(Value x, Value y) {
   if (!x || !y)
     return {};
   ArrayRef<int64_t> points = cast<RankedTensorType>(x.getType()).getShape();
+  SmallVector<Tap> columnTaps = taps(x), rowTaps = taps(y);
   Value sum;
-  for (const Tap &row : taps(y))
-    for (const Tap &column : taps(x)) {
+  for (const Tap &row : rowTaps)
+    for (const Tap &column : columnTaps) {
       Value term = sample(column, row, points[1], points[2]);
       sum = sum ? ops.add(sum, term) : term;
     }

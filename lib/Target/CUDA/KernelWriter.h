@@ -159,9 +159,11 @@ public:
   /// Defines `value` as a lambda with `body` (statements using `i`).
   std::string define(mlir::Value value, bool nested, const std::string &body);
   /// Defines `value` as the existing lambda `name` (a cast that changes no
-  /// value), so that reductions over either are one.
-  std::string alias(mlir::Value value, bool nested, const std::string &name) {
-    return names[{value, nested}] = name;
+  /// value), so that reductions over either are one. `name` is taken by
+  /// value: one read from `names` would dangle once the insertion grows it.
+  std::string alias(mlir::Value value, bool nested, std::string name) {
+    names[{value, nested}] = name;
+    return name;
   }
   /// `index` (an index read from a tensor) in [0, size): negative values
   /// count from the end when `wrapNegative`; any other value outside the
