@@ -122,17 +122,22 @@ Value Sampler::sample(const Tap &x, const Tap &y, int64_t rows,
                  ops.reshape(weight, {batch, 1, rows, columns}));
 }
 
-Value Sampler::at(Value x, Value y) {
+SmallVector<Value> Sampler::terms(Value x, Value y) {
   if (!x || !y)
     return {};
   ArrayRef<int64_t> points = cast<RankedTensorType>(x.getType()).getShape();
   SmallVector<Tap> columnTaps = taps(x), rowTaps = taps(y);
-  Value sum;
+  SmallVector<Value> products;
   for (const Tap &row : rowTaps)
-    for (const Tap &column : columnTaps) {
-      Value term = sample(column, row, points[1], points[2]);
-      sum = sum ? ops.add(sum, term) : term;
-    }
+    for (const Tap &column : columnTaps)
+      products.push_back(sample(column, row, points[1], points[2]));
+  return products;
+}
+
+Value Sampler::at(Value x, Value y) {
+  Value sum;
+  for (Value term : terms(x, y))
+    sum = sum ? ops.add(sum, term) : term;
   return sum;
 }
 
@@ -242,7 +247,118 @@ static LogicalResult importAffineGrid(NodeContext &node) {
   return result ? node.setResult(result) : failure();
 }
 
+/// RoiAlign (opsets 10 and 16): each region of interest [x1, y1, x2, y2]
+/// (times spatial_scale, less half a pixel with half_pixel) of its image
+/// (batch_indices) cut into output_height x output_width bins, each the
+/// average (or maximum) of sampling_ratio^2 bilinear samples at its
+/// sub-bins' centres: a sample outside [-1, size] reads 0, one inside is
+/// clamped into the image. A sample of max mode is its largest weighted
+/// corner, as ONNX's reference computes it. The adaptive sampling ratio (0)
+/// depends on the regions' sizes, which are data: refused.
+static LogicalResult importRoiAlign(NodeContext &node) {
+  FailureOr<std::string> transform =
+      node.stringAttr("coordinate_transformation_mode", "half_pixel");
+  FailureOr<std::string> mode = node.stringAttr("mode", "avg");
+  FailureOr<int64_t> outputHeight = node.intAttr("output_height", 1);
+  FailureOr<int64_t> outputWidth = node.intAttr("output_width", 1);
+  FailureOr<int64_t> ratio = node.intAttr("sampling_ratio", 0);
+  FailureOr<double> spatialScale = node.floatAttr("spatial_scale", 1.0);
+  if (failed(node.requireInputs(3)) || failed(transform) || failed(mode) ||
+      failed(outputHeight) || failed(outputWidth) || failed(ratio) ||
+      failed(spatialScale))
+    return failure();
+  // Opset 10 had no coordinate_transformation_mode: its sampling is
+  // output_half_pixel's.
+  bool halfPixel = node.opset >= 16 && *transform == "half_pixel";
+  if (*transform != "half_pixel" && *transform != "output_half_pixel")
+    return node.error("unknown coordinate_transformation_mode '")
+           << *transform << "'";
+  if (*mode != "avg" && *mode != "max")
+    return node.error("unknown mode '") << *mode << "'";
+  if (*ratio <= 0)
+    return node.error("sampling_ratio must be positive: the adaptive ratio "
+                      "(0) follows the regions' sizes, which are data");
+  if (*outputHeight < 1 || *outputWidth < 1)
+    return node.error("output_height and output_width must be positive");
+  RankedTensorType x = node.inputType(0), rois = node.inputType(1);
+  if (x.getRank() != 4 || !isa<FloatType>(x.getElementType()))
+    return node.error("X must be a 4-D float tensor [N, C, H, W], got ") << x;
+  int64_t regions = rois.getRank() == 2 ? rois.getDimSize(0) : -1;
+  if (rois.getShape() != ArrayRef<int64_t>{regions, 4} ||
+      rois.getElementType() != x.getElementType() ||
+      node.inputType(2).getShape() != ArrayRef<int64_t>{regions})
+    return node.error("rois ")
+           << rois << " and batch_indices " << node.inputType(2)
+           << " are not [R, 4] of X's type and [R]";
+  int64_t channels = x.getDimSize(1), height = x.getDimSize(2),
+          width = x.getDimSize(3);
+  int64_t rows = *outputHeight * *ratio, columns = *outputWidth * *ratio;
+  OpChain ops(node, x.getElementType());
+  Value images = ops.build<GatherOp>(
+      {node.input(0), ops.cast(node.input(2), node.builder.getI64Type())},
+      {node.builder.getNamedAttr("axis", node.builder.getI64IntegerAttr(0))});
+  // Column `c` of the regions, scaled and shifted, as [R, 1, 1].
+  auto corner = [&](int64_t c) {
+    Value v =
+        ops.reshape(ops.slice(node.input(1), {0, c}, {1, 1}, {regions, 1}),
+                    {regions, 1, 1});
+    return ops.sub(ops.mul(v, ops.constant(*spatialScale)),
+                   ops.constant(halfPixel ? 0.5 : 0.0));
+  };
+  // The samples along one axis: start + (bin + (k + 0.5) / ratio) * size /
+  // bins, as [R, n, 1] or [R, 1, n].
+  auto samples = [&](int64_t begin, int64_t end, int64_t bins, bool alongRows) {
+    Value start = corner(begin);
+    Value size = ops.sub(corner(end), start);
+    if (!halfPixel)
+      size = ops.max(size, ops.constant(1.0));
+    int64_t n = bins * *ratio;
+    Tensor fractions(*dtypeOf(x.getElementType()),
+                     alongRows ? SmallVector<int64_t>{1, n, 1}
+                               : SmallVector<int64_t>{1, 1, n});
+    for (int64_t k = 0; k < n; ++k)
+      fractions.setFromDouble(k, (k / *ratio + (k % *ratio + 0.5) / *ratio) /
+                                     bins);
+    return std::make_pair(
+        ops.add(start, ops.mul(node.constant(fractions), size)), size);
+  };
+  auto grid =
+      RankedTensorType::get({regions, rows, columns}, x.getElementType());
+  Value y = ops.build<BroadcastOp>({samples(1, 3, *outputHeight, true).first},
+                                   {}, {grid});
+  Value xs = ops.build<BroadcastOp>({samples(0, 2, *outputWidth, false).first},
+                                    {}, {grid});
+  auto within = [&](Value v, int64_t size) {
+    return ops.build<AndOp>(
+        {ops.compare(ComparePredicate::GE, v, ops.constant(-1.0)),
+         ops.compare(ComparePredicate::LE, v, ops.constant(size))});
+  };
+  Value inside = ops.build<AndOp>({within(y, height), within(xs, width)});
+  auto clamped = [&](Value v, int64_t size) {
+    return ops.min(ops.max(v, ops.constant(0.0)), ops.constant(size - 1.0));
+  };
+  Sampler sampler(node, ops, images, Interpolation::Linear, Padding::Border,
+                  /*alignCorners=*/true);
+  // A sample is the sum of its four weighted corners; for max, as ONNX's
+  // reference and ONNX Runtime compute it, their largest.
+  Value sampled;
+  for (Value term : sampler.terms(clamped(xs, width), clamped(y, height)))
+    sampled = !sampled         ? term
+              : *mode == "avg" ? ops.add(sampled, term)
+                               : ops.max(sampled, term);
+  sampled = ops.select(ops.reshape(inside, {regions, 1, rows, columns}),
+                       sampled, ops.constant(0.0));
+  Value bins = ops.reshape(sampled, {regions, channels, *outputHeight, *ratio,
+                                     *outputWidth, *ratio});
+  NamedAttribute axes = node.builder.getNamedAttr(
+      "axes", node.builder.getDenseI64ArrayAttr({3, 5}));
+  Value result = *mode == "avg" ? ops.build<ReduceMeanOp>({bins}, {axes})
+                                : ops.build<ReduceMaxOp>({bins}, {axes});
+  return result ? node.setResult(result) : failure();
+}
+
 void registerGridSampleImporter(OpImporterTable &table) {
+  table.add("RoiAlign", importRoiAlign);
   table.add("AffineGrid", importAffineGrid);
   table.add("GridSample", importGridSample);
 }

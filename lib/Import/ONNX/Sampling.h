@@ -30,8 +30,10 @@ public:
           Interpolation interpolation, Padding padding, bool alignCorners);
 
   /// The image at pixel coordinates `x` and `y` ([N, Ho, Wo]):
-  /// [N, C, Ho, Wo]; null after an error.
+  /// [N, C, Ho, Wo], the sum of `terms`; null after an error.
   mlir::Value at(mlir::Value x, mlir::Value y);
+  /// Each tap's pixel times its weight, [N, C, Ho, Wo] each.
+  llvm::SmallVector<mlir::Value> terms(mlir::Value x, mlir::Value y);
   /// The pixel coordinate along an axis of `size` pixels of a normalized
   /// one in [-1, 1] (GridSample's): -1 and 1 are the first and last
   /// pixels' centres with align_corners, else their outer edges.

@@ -4,7 +4,8 @@ their specification: CenterCropPad (cropping and padding, odd differences,
 chosen axes), AffineGrid (2-D and 3-D, with and without align_corners),
 Col2Im (strides, dilations and pads in 2-D; 1-D; overlapping blocks) and
 DeformConv (offset groups, mask, strides, pads, dilations; groups without a
-mask).
+mask) and RoiAlign (max mode, spatial_scale, output_half_pixel, regions
+past the image and below a pixel).
 
 Usage: check_geometry.py WORKDIR
 Prints "OK <case>" when kiln-run's output matches within 1e-5 relative +
@@ -101,10 +102,45 @@ def deform_conv(x, w, offset, b, mask, strides, pads, dilations, group, offset_g
     return out
 
 
+def roi_align(x, rois, batch_indices, oh, ow, ratio, scale, half_pixel, mode):
+    """ONNX's RoiAlign: per bin, ratio^2 samples; a sample is the sum (avg)
+    or the largest (max) of its four weighted corners."""
+    _, c, h, w = x.shape
+    out = np.zeros((len(rois), c, oh, ow))
+    offset = 0.5 if half_pixel else 0.0
+    for r, (roi, b) in enumerate(zip(rois, batch_indices)):
+        x1, y1, x2, y2 = roi * scale - offset
+        rh, rw = y2 - y1, x2 - x1
+        if not half_pixel:
+            rh, rw = max(rh, 1.0), max(rw, 1.0)
+        for ph, pw in itertools.product(range(oh), range(ow)):
+            values = []
+            for iy, ix in itertools.product(range(ratio), range(ratio)):
+                y = y1 + ph * rh / oh + (iy + 0.5) * rh / oh / ratio
+                xx = x1 + pw * rw / ow + (ix + 0.5) * rw / ow / ratio
+                if y < -1 or y > h or xx < -1 or xx > w:
+                    values.append(np.zeros(c))
+                    continue
+                y, xx = max(y, 0.0), max(xx, 0.0)
+                y0, x0 = int(y), int(xx)
+                y0, y1_ = (h - 1, h - 1) if y0 >= h - 1 else (y0, y0 + 1)
+                x0, x1_ = (w - 1, w - 1) if x0 >= w - 1 else (x0, x0 + 1)
+                y, xx = (float(y0) if y0 == h - 1 else y), (float(x0) if x0 == w - 1 else xx)
+                ly, lx = y - y0, xx - x0
+                corners = [(1 - ly) * (1 - lx) * x[b, :, y0, x0], (1 - ly) * lx * x[b, :, y0, x1_],
+                           ly * (1 - lx) * x[b, :, y1_, x0], ly * lx * x[b, :, y1_, x1_]]
+                values.append(sum(corners) if mode == "avg" else np.max(corners, 0))
+            out[r, :, ph, pw] = np.mean(values, 0) if mode == "avg" else np.max(values, 0)
+    return out
+
+
 def model(name, op, x, constants, attributes, opset, floats=None):
     inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in constants.items()]
+    inputs = ["x", *constants, *(floats or {})]
+    if op == "RoiAlign":  # X, rois, batch_indices
+        inputs = ["x", *(floats or {}), *constants]
     inits += [numpy_helper.from_array(v, n) for n, v in (floats or {}).items()]
-    node = helper.make_node(op, ["x", *constants, *(floats or {})], ["y"], **attributes)
+    node = helper.make_node(op, inputs, ["y"], **attributes)
     graph = helper.make_graph(
         [node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
@@ -122,6 +158,9 @@ def cases(rng):
     deform_mask = rng.uniform(0, 1, (2, 3 * 4, 3, 5)).astype(np.float32)
     grouped_w = normal(4, 2, 2, 2)
     grouped_offset = normal(1, 4 * 2, 3, 3)
+    # Regions reaching past the image, one smaller than a pixel.
+    rois = np.array([[0.5, 1.0, 4.0, 3.5], [-3.0, -2.0, 7.5, 6.5],
+                     [2.0, 2.0, 2.3, 2.2]], np.float32)
     return [
         ("center_crop_pad", "CenterCropPad", image, {"shape": [2, 4, 4, 9]}, {},
          lambda x: center_crop_pad(x, [2, 4, 4, 9], [0, 1, 2, 3]), 18),
@@ -150,6 +189,16 @@ def cases(rng):
              x, grouped_w, grouped_offset, np.zeros(4), np.ones((1, 4, 3, 3)),
              [1, 1], [0, 0], [1, 1], 2, 1), 19,
          {"w": grouped_w, "offset": grouped_offset}),
+        ("roi_align_max_scaled", "RoiAlign", image, {"batch_indices": [1, 0, 1]},
+         {"mode": "max", "output_height": 2, "output_width": 3, "sampling_ratio": 2,
+          "spatial_scale": 0.5},
+         lambda x: roi_align(x, rois, [1, 0, 1], 2, 3, 2, 0.5, True, "max"), 16,
+         {"rois": rois}),
+        ("roi_align_output_half_pixel", "RoiAlign", image, {"batch_indices": [0, 1, 1]},
+         {"coordinate_transformation_mode": "output_half_pixel", "output_height": 3,
+          "output_width": 2, "sampling_ratio": 3},
+         lambda x: roi_align(x, rois, [0, 1, 1], 3, 2, 3, 1.0, False, "avg"), 16,
+         {"rois": rois}),
     ]
 
 
