@@ -153,9 +153,14 @@ static LogicalResult importCastLike(NodeContext &node) {
   return castTo(node, node.inputType(1).getElementType());
 }
 
+/// Identity: the input, a tensor or (opset 14 on) a sequence.
 static LogicalResult importIdentity(NodeContext &node) {
   if (failed(node.requireInputs(1)))
     return failure();
+  if (node.isSequence(0)) {
+    node.setSequenceOutput(0, *node.sequenceInput(0));
+    return success();
+  }
   node.setOutput(0, node.input(0));
   return success();
 }

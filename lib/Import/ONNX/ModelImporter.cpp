@@ -41,6 +41,7 @@ static const OpImporterTable &opImporters() {
     registerGridSampleImporter(t);
     registerResizeImporter(t);
     registerSelectionImporters(t);
+    registerSequenceImporters(t);
     registerShapeImporters(t);
     registerSignalImporters(t);
     registerTensorImporters(t);
@@ -56,6 +57,16 @@ static const OpImporterTable &opImporters() {
     return t;
   }();
   return table;
+}
+
+/// Whether `node` is one of the ops that read sequences (imported by
+/// SequenceImporters.cpp).
+static bool takesSequences(const onnx::NodeProto &node) {
+  static const llvm::StringSet<> ops = {"SequenceAt",         "SequenceInsert",
+                                        "SequenceErase",      "SequenceLength",
+                                        "ConcatFromSequence", "Identity"};
+  return (node.domain().empty() || node.domain() == "ai.onnx") &&
+         ops.contains(node.op_type());
 }
 
 static bool isDefaultDomain(StringRef domain) {
@@ -301,11 +312,19 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
   if (isDefaultDomain(node.domain()) && nodeOpset == 0)
     return nodeContext.error("the model imports no opset of the default ONNX "
                              "domain");
-  for (const std::string &input : node.input())
-    if (!input.empty() && !graph.values.count(input))
+  for (const std::string &input : node.input()) {
+    if (input.empty())
+      continue;
+    bool sequence = graph.sequences.count(input);
+    if (!sequence && !graph.values.count(input))
       return nodeContext.error("input '")
              << input << "' is not produced by any earlier node, graph input "
                          "or initializer";
+    // Only the sequence ops read sequences; the others read tensors.
+    if (sequence && !takesSequences(node))
+      return nodeContext.error("input '") << input << "' is a sequence, which "
+                                          << node.op_type() << " does not take";
+  }
   if (isControlFlow(node))
     return node.op_type() == "If" ? importIf(nodeContext, nodeOpset, depth)
            : node.op_type() == "Loop"
@@ -314,7 +333,8 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
   if (failed(importer(nodeContext)))
     return failure();
   for (int i = 0; i < node.output_size(); ++i)
-    if (!node.output(i).empty() && !graph.values.count(node.output(i)))
+    if (!node.output(i).empty() && !graph.values.count(node.output(i)) &&
+        !graph.sequences.count(node.output(i)))
       return nodeContext.error("output ")
              << i << " ('" << node.output(i)
              << "') is not supported by kiln's import of this op";
@@ -355,22 +375,6 @@ LogicalResult ModelImporter::importSubgraph(NodeContext &node,
     outputs.push_back(value);
   }
   return success();
-}
-
-/// `values` of one shape stacked along a new dimension at `axis`.
-static FailureOr<Value> stackAlong(NodeContext &node, ArrayRef<Value> values,
-                                   int64_t axis) {
-  SmallVector<Value> rows;
-  for (Value value : values) {
-    SmallVector<int64_t> shape(
-        cast<RankedTensorType>(value.getType()).getShape());
-    shape.insert(shape.begin() + axis, 1);
-    FailureOr<Value> row = node.reshape(value, shape);
-    if (failed(row))
-      return failure();
-    rows.push_back(*row);
-  }
-  return node.concat(rows, axis);
 }
 
 /// If: the branch its condition, known at compile time, selects.
@@ -468,7 +472,7 @@ LogicalResult ModelImporter::importLoop(NodeContext &node, int64_t nodeOpset,
     if (scanned[s].empty())
       return node.error("runs no iteration, so its scan outputs would be "
                         "empty");
-    FailureOr<Value> stacked = stackAlong(node, scanned[s], 0);
+    FailureOr<Value> stacked = node.stack(scanned[s], 0);
     if (failed(stacked))
       return failure();
     node.setOutput(carried + s, *stacked);
@@ -580,7 +584,7 @@ LogicalResult ModelImporter::importScan(NodeContext &node, int64_t nodeOpset,
         node.normalizeAxis((*outputAxes)[k], rank, "scan output axis");
     if (failed(axis))
       return failure();
-    FailureOr<Value> stacked = stackAlong(node, scanned[k], *axis);
+    FailureOr<Value> stacked = node.stack(scanned[k], *axis);
     if (failed(stacked))
       return failure();
     node.setOutput(states + k, *stacked);
@@ -720,7 +724,12 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   for (const onnx::ValueInfoProto &output : onnxGraph.output()) {
     Value value = graph.values.lookup(output.name());
     if (!value) {
-      error("graph output '") << output.name() << "' is never produced";
+      if (graph.sequences.count(output.name()))
+        error("graph output '") << output.name()
+                                << "' is a sequence (kiln's functions return "
+                                   "tensors)";
+      else
+        error("graph output '") << output.name() << "' is never produced";
       return nullptr;
     }
     results.push_back(value);

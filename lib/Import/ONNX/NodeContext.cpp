@@ -43,6 +43,16 @@ bool NodeContext::hasInput(unsigned i) const {
   return static_cast<int>(i) < node.input_size() && !node.input(i).empty();
 }
 
+bool NodeContext::isSequence(unsigned i) const {
+  return hasInput(i) && graph.sequences.count(node.input(i));
+}
+
+FailureOr<ArrayRef<Value>> NodeContext::sequenceInput(unsigned i) {
+  if (!isSequence(i))
+    return error("input ") << i << " must be a sequence";
+  return ArrayRef<Value>(graph.sequences.find(node.input(i))->second);
+}
+
 Value NodeContext::input(unsigned i) const {
   return graph.values.lookup(node.input(i));
 }
@@ -242,6 +252,20 @@ FailureOr<Value> NodeContext::matmul(Value lhs, Value rhs) {
   return reshape(*product, shape);
 }
 
+FailureOr<Value> NodeContext::stack(ArrayRef<Value> values, int64_t axis) {
+  SmallVector<Value> rows;
+  for (Value value : values) {
+    SmallVector<int64_t> shape(
+        cast<RankedTensorType>(value.getType()).getShape());
+    shape.insert(shape.begin() + axis, 1);
+    FailureOr<Value> row = reshape(value, shape);
+    if (failed(row))
+      return failure();
+    rows.push_back(*row);
+  }
+  return concat(rows, axis);
+}
+
 FailureOr<Value> NodeContext::concat(ValueRange values, int64_t axis) {
   return create1<ConcatOp>(
       values, {builder.getNamedAttr("axis", builder.getI64IntegerAttr(axis))});
@@ -422,6 +446,11 @@ bool NodeContext::hasOutput(unsigned i) const {
 void NodeContext::setOutput(unsigned i, Value value) {
   if (hasOutput(i))
     graph.values[node.output(i)] = value;
+}
+
+void NodeContext::setSequenceOutput(unsigned i, ArrayRef<Value> values) {
+  if (hasOutput(i))
+    graph.sequences[node.output(i)].assign(values.begin(), values.end());
 }
 
 } // namespace kiln

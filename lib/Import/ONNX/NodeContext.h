@@ -47,6 +47,7 @@ void registerElementwiseImporters(OpImporterTable &table);
 void registerGridSampleImporter(OpImporterTable &table);
 void registerResizeImporter(OpImporterTable &table);
 void registerSelectionImporters(OpImporterTable &table);
+void registerSequenceImporters(OpImporterTable &table);
 void registerShapeImporters(OpImporterTable &table);
 void registerSignalImporters(OpImporterTable &table);
 void registerTensorImporters(OpImporterTable &table);
@@ -95,6 +96,9 @@ struct GraphState {
   int64_t randomNodes = 0;
   /// QuantizeLinear's outputs, by value.
   llvm::DenseMap<mlir::Value, Quantization> quantizations;
+  /// Values that are sequences of tensors (SplitToSequence's,
+  /// SequenceConstruct's...), by name: their tensors, known at import.
+  llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
 };
 
 class NodeContext {
@@ -119,6 +123,11 @@ public:
   /// minimum number of inputs, see `requireInputs`).
   mlir::Value input(unsigned i) const;
   mlir::RankedTensorType inputType(unsigned i) const;
+  /// Whether input `i` is given and is a sequence.
+  bool isSequence(unsigned i) const;
+  /// The tensors of sequence input `i`; an error naming it if it is a
+  /// tensor.
+  mlir::FailureOr<llvm::ArrayRef<mlir::Value>> sequenceInput(unsigned i);
   /// The graph value named `name`, or null.
   mlir::Value valueNamed(llvm::StringRef name) const {
     return graph.values.lookup(name);
@@ -216,6 +225,9 @@ public:
   /// The matrix product as numpy.matmul defines it (MatMul's): a 1-D
   /// operand is a row (left) or a column (right), dropped from the result.
   mlir::FailureOr<mlir::Value> matmul(mlir::Value lhs, mlir::Value rhs);
+  /// `values` of one shape stacked along a new dimension at `axis`.
+  mlir::FailureOr<mlir::Value> stack(llvm::ArrayRef<mlir::Value> values,
+                                     int64_t axis);
   /// `values` concatenated along `axis`.
   mlir::FailureOr<mlir::Value> concat(mlir::ValueRange values, int64_t axis);
   /// A kiln.constant holding `tensor`.
@@ -228,6 +240,8 @@ public:
 
   /// Binds output `i` of the node (if the node names it).
   void setOutput(unsigned i, mlir::Value value);
+  /// Binds output `i` of the node to a sequence of `values`.
+  void setSequenceOutput(unsigned i, llvm::ArrayRef<mlir::Value> values);
   /// Binds output 0 to `value` when it was built; propagates failure.
   mlir::LogicalResult setResult(mlir::FailureOr<mlir::Value> value) {
     if (mlir::failed(value))

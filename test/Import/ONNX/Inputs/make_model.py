@@ -346,6 +346,19 @@ def quantize_to_int32():
                  [tensor("y", TensorProto.INT32, [4, 2])], [s], opset=21)
 
 
+def sequence_output():
+    """A sequence returned by the graph."""
+    node = helper.make_node("SplitToSequence", ["x"], ["s"], name="split")
+    outputs = [helper.make_tensor_sequence_value_info("s", F, None)]
+    return model([node], [tensor("x", F, [2, 3])], outputs)
+
+
+def sequence_to_add():
+    nodes = [helper.make_node("SplitToSequence", ["x"], ["s"], name="split"),
+             helper.make_node("Add", ["s", "x"], ["y"], name="add")]
+    return model(nodes, [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])])
+
+
 BUILDERS = {
     "batch_norm_saved_statistics": batch_norm_saved_statistics,
     "top_k": top_k,
@@ -390,6 +403,8 @@ BUILDERS = {
     "runtime_shape": runtime_shape,
     "quantize_bad_scale": quantize_bad_scale,
     "quantize_to_int32": quantize_to_int32,
+    "sequence_output": sequence_output,
+    "sequence_to_add": sequence_to_add,
 }
 
 
