@@ -48,12 +48,13 @@ static const OpImporterTable &opImporters() {
     registerMathImporters(t);
     registerNormalizationImporters(t);
     registerContribImporters(t);
+    registerConvolutionImporters(t);
+    registerPoolingImporters(t);
     registerQuantizationImporters(t);
     registerRandomImporters(t);
     registerRecurrentImporters(t);
     registerLossImporters(t);
     registerTrainingImporters(t);
-    registerWindowImporters(t);
     return t;
   }();
   return table;

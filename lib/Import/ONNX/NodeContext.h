@@ -42,6 +42,7 @@ private:
 void registerActivationImporters(OpImporterTable &table);
 void registerAttentionImporters(OpImporterTable &table);
 void registerContribImporters(OpImporterTable &table);
+void registerConvolutionImporters(OpImporterTable &table);
 void registerEinsumImporter(OpImporterTable &table);
 void registerElementwiseImporters(OpImporterTable &table);
 void registerGridSampleImporter(OpImporterTable &table);
@@ -53,12 +54,12 @@ void registerSignalImporters(OpImporterTable &table);
 void registerTensorImporters(OpImporterTable &table);
 void registerMathImporters(OpImporterTable &table);
 void registerNormalizationImporters(OpImporterTable &table);
+void registerPoolingImporters(OpImporterTable &table);
 void registerQuantizationImporters(OpImporterTable &table);
 void registerRandomImporters(OpImporterTable &table);
 void registerRecurrentImporters(OpImporterTable &table);
 void registerLossImporters(OpImporterTable &table);
 void registerTrainingImporters(OpImporterTable &table);
-void registerWindowImporters(OpImporterTable &table);
 
 /// The convolution of `input` with `weights` (and `bias`, if given) that the
 /// node's Conv attributes (strides, dilations, pads, auto_pad, group)
