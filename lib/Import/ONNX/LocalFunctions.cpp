@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LocalFunctions.h"
+#include "Subgraphs.h"
 
 namespace kiln {
 
@@ -58,12 +59,7 @@ instantiateFunction(const onnx::FunctionProto &function,
 
   std::vector<onnx::NodeProto> nodes;
   for (const onnx::NodeProto &original : function.node()) {
-    onnx::NodeProto node = original;
-    node.set_name(scope + original.name());
-    for (std::string &input : *node.mutable_input())
-      input = rename(input);
-    for (std::string &output : *node.mutable_output())
-      output = rename(output);
+    onnx::NodeProto node = scopedCopy(original, scope, rename);
     node.clear_attribute();
     for (const onnx::AttributeProto &attribute : original.attribute()) {
       if (attribute.ref_attr_name().empty()) {

@@ -36,6 +36,18 @@ static void renameReferences(onnx::GraphProto &graph,
     rename(*output.mutable_name());
 }
 
+onnx::NodeProto
+scopedCopy(const onnx::NodeProto &original, const std::string &scope,
+           llvm::function_ref<std::string(const std::string &)> rename) {
+  onnx::NodeProto node = original;
+  node.set_name(scope + original.name());
+  for (std::string &input : *node.mutable_input())
+    input = rename(input);
+  for (std::string &output : *node.mutable_output())
+    output = rename(output);
+  return node;
+}
+
 InlinedSubgraph inlineSubgraph(const onnx::GraphProto &body,
                                llvm::ArrayRef<std::string> inputs,
                                const std::string &scope) {
@@ -52,12 +64,7 @@ InlinedSubgraph inlineSubgraph(const onnx::GraphProto &body,
   };
   InlinedSubgraph inlined;
   for (const onnx::NodeProto &original : body.node()) {
-    onnx::NodeProto node = original;
-    node.set_name(scope + original.name());
-    for (std::string &input : *node.mutable_input())
-      input = rename(input);
-    for (std::string &output : *node.mutable_output())
-      output = rename(output);
+    onnx::NodeProto node = scopedCopy(original, scope, rename);
     for (onnx::AttributeProto &attribute : *node.mutable_attribute()) {
       if (attribute.has_g())
         renameReferences(*attribute.mutable_g(), renamed);

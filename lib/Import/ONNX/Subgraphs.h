@@ -11,6 +11,7 @@
 #define KILN_LIB_IMPORT_ONNX_SUBGRAPHS_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -25,6 +26,13 @@ struct InlinedSubgraph {
   std::vector<onnx::NodeProto> nodes;
   std::vector<std::string> outputs;
 };
+
+/// A copy of `original` named under `scope`, its inputs and outputs
+/// renamed by `rename`: the step every inlining (of a subgraph, of a
+/// model-local function) takes for each node.
+onnx::NodeProto
+scopedCopy(const onnx::NodeProto &original, const std::string &scope,
+           llvm::function_ref<std::string(const std::string &)> rename);
 
 /// Renames `body` for one inlining under `scope`: its inputs become the
 /// values named `inputs`, every value it defines is prefixed with `scope`
