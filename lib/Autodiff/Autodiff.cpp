@@ -142,7 +142,7 @@ FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Value y,
       return op->emitOpError("has no gradient rule, but the loss depends on "
                              "its result");
     }
-    GradientBuilder gradientBuilder(builder, op->getLoc());
+    GradientBuilder gradientBuilder(builder, op->getLoc(), &active);
     SmallVector<Value> operandGrads;
     if (failed((*rule)(op, resultGrads, gradientBuilder, operandGrads)))
       return failure();

@@ -8,6 +8,8 @@
 
 #include "GradientRules.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 
 namespace kiln {
@@ -108,22 +110,26 @@ static void addSelectingReduction(GradientRuleTable &table) {
 }
 
 /// One fused op recomputes the probabilities (FlashAttention's backward), so
-/// nothing of size [B, H, Tq, Tk] is kept from the forward pass. The mask is
-/// data: the attention rewrite only builds attention from masks that depend
-/// on no parameter.
+/// nothing of size [B, H, Tq, Tk] is kept from the forward pass. A float mask
+/// that depends on a trained parameter (a learned position bias) gets its
+/// gradient from the same op; any other mask is data.
 static LogicalResult attentionGradient(AttentionOp op, ArrayRef<Value> grads,
                                        GradientBuilder &b,
                                        SmallVectorImpl<Value> &g) {
   if (grads[1])
     return op.emitOpError("logsumexp is not differentiable");
+  Value mask = op.getMask();
+  bool trainedMask = mask && b.needsGradient(mask) &&
+                     isa<FloatType>(getElementTypeOrSelf(mask.getType()));
   auto grad = b.create<AttentionGradOp>(
       op.getQuery().getType(), op.getKey().getType(), op.getValue().getType(),
-      op.getQuery(), op.getKey(), op.getValue(), op.getMask(), op.getOffset(),
-      op.getOutput(), op.getLogsumexp(), grads[0], op.getScaleAttr(),
-      op.getCausalAttr(), op.getDropoutRatioAttr(), op.getSeedAttr());
-  g.append(grad->result_begin(), grad->result_end());
-  if (op.getMask())
-    g.push_back(nullptr);
+      trainedMask ? mask.getType() : Type(), op.getQuery(), op.getKey(),
+      op.getValue(), mask, op.getOffset(), op.getOutput(), op.getLogsumexp(),
+      grads[0], op.getScaleAttr(), op.getCausalAttr(), op.getDropoutRatioAttr(),
+      op.getSeedAttr());
+  g.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
+  if (mask)
+    g.push_back(grad.getMaskGrad());
   if (op.getOffset())
     g.push_back(nullptr);
   return success();

@@ -23,8 +23,16 @@ namespace kiln {
 
 class GradientBuilder {
 public:
-  GradientBuilder(mlir::OpBuilder &builder, mlir::Location loc)
-      : builder(builder), loc(loc) {}
+  GradientBuilder(mlir::OpBuilder &builder, mlir::Location loc,
+                  const llvm::DenseSet<mlir::Value> *active = nullptr)
+      : builder(builder), loc(loc), active(active) {}
+
+  /// Whether `operand` needs a gradient (depends on a trained parameter and
+  /// reaches the loss): a rule may skip work that only such an operand's
+  /// gradient needs.
+  bool needsGradient(mlir::Value operand) const {
+    return !active || active->contains(operand);
+  }
 
   template <typename OpTy, typename... Args> OpTy create(Args &&...args) {
     return builder.create<OpTy>(loc, std::forward<Args>(args)...);
@@ -63,6 +71,9 @@ public:
 
   mlir::OpBuilder &builder;
   mlir::Location loc;
+
+private:
+  const llvm::DenseSet<mlir::Value> *active;
 };
 
 using GradientRule = std::function<mlir::LogicalResult(

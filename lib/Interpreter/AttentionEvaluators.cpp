@@ -108,6 +108,31 @@ public:
     return dropout->keep(row * tk + j) ? dropout->scale() : 0.0;
   }
 
+  /// Calls `visit(j, probability, factor, ds)` for each key `j` with a
+  /// nonzero probability in query row `row`, whose log-sum-exp is `lse`,
+  /// output gradient `dout` and `delta` = dout . output: the probability
+  /// recomputed from the log-sum-exp, its dropout factor and the gradient
+  /// of its masked score, before the scale, rounded as the softmax's
+  /// gradient rounds. `s` is scratch of `tk` scores.
+  template <typename Visit>
+  void forEachScoreGradient(int64_t row, double lse, const double *dout,
+                            double delta, MutableArrayRef<double> s,
+                            Visit visit) const {
+    scores(row, s);
+    for (int64_t j = 0; j < tk; ++j) {
+      double probability = round(std::exp(s[j] - lse));
+      if (probability == 0.0)
+        continue;
+      double factor = dropoutFactor(row, j);
+      const double *value = v.floats().data() + valueAt(row, j);
+      double dp = 0.0;
+      for (int64_t c = 0; c < dv; ++c)
+        dp += dout[c] * value[c];
+      visit(j, probability, factor,
+            round(probability * (round(dp) * factor - delta)));
+    }
+  }
+
   const Tensor &q, &k, &v;
   DType scoreType;
   const Tensor *mask = nullptr;
@@ -170,6 +195,79 @@ static LogicalResult evaluateAttention(AttentionOp op,
   return success();
 }
 
+namespace {
+/// The gradient terms of each query row: its log-sum-exp, output gradient
+/// and delta = dout . output.
+class RowGradients {
+public:
+  RowGradients(const AttentionProblem &p, const Tensor &output,
+               const Tensor &logsumexp, const Tensor &outputGrad)
+      : p(p), output(output), logsumexp(logsumexp), outputGrad(outputGrad) {}
+
+  /// Calls `visit(j, probability, factor, ds)` as
+  /// AttentionProblem::forEachScoreGradient does, for a row in which some
+  /// key took part (nothing flows back through the others).
+  template <typename Visit>
+  void forEachScoreGradient(int64_t row, MutableArrayRef<double> s,
+                            Visit visit) const {
+    double lse = logsumexp.floats()[row];
+    if (std::isinf(lse))
+      return;
+    const double *dout = outputGradRow(row);
+    const double *out = output.floats().data() + row * p.dv;
+    double delta = 0.0;
+    for (int64_t c = 0; c < p.dv; ++c)
+      delta += dout[c] * out[c];
+    p.forEachScoreGradient(row, lse, dout, delta, s, visit);
+  }
+  const double *outputGradRow(int64_t row) const {
+    return outputGrad.floats().data() + row * p.dv;
+  }
+
+private:
+  const AttentionProblem &p;
+  const Tensor &output, &logsumexp, &outputGrad;
+};
+} // namespace
+
+/// The mask's gradient: each element sums the score gradients (before the
+/// scale) of the positions it broadcasts to, in row-major order of the
+/// [B, H, Tq, Tk] scores. One task per row of the mask, its only writer.
+static Tensor maskGradient(const AttentionProblem &p, const RowGradients &rows,
+                           Value maskGrad) {
+  Tensor result = makeTensor(maskGrad);
+  SmallVector<int64_t> shape(4 - result.getShape().size(), 1);
+  llvm::append_range(shape, result.getShape());
+  int64_t full[] = {p.batch, p.heads, p.tq};
+  llvm::parallelFor(
+      0, static_cast<size_t>(shape[0] * shape[1] * shape[2]), [&](size_t task) {
+        int64_t at[] = {static_cast<int64_t>(task) / (shape[1] * shape[2]),
+                        static_cast<int64_t>(task) / shape[2] % shape[1],
+                        static_cast<int64_t>(task) % shape[2]};
+        // The score rows this mask row broadcast to: all of a dimension the
+        // mask has as 1, else the mask's own index.
+        int64_t first[3], last[3];
+        for (int d = 0; d < 3; ++d) {
+          bool broadcast = shape[d] == 1;
+          first[d] = broadcast ? 0 : at[d];
+          last[d] = broadcast ? full[d] : at[d] + 1;
+        }
+        std::vector<double> acc(shape[3], 0.0);
+        SmallVector<double> s(p.tk);
+        for (int64_t b = first[0]; b < last[0]; ++b)
+          for (int64_t h = first[1]; h < last[1]; ++h)
+            for (int64_t i = first[2]; i < last[2]; ++i)
+              rows.forEachScoreGradient(
+                  (b * p.heads + h) * p.tq + i, s,
+                  [&](int64_t j, double, double, double ds) {
+                    acc[shape[3] == 1 ? 0 : j] += ds;
+                  });
+        for (int64_t j = 0; j < shape[3]; ++j)
+          result.setFromDouble(task * shape[3] + j, acc[j]);
+      });
+  return result;
+}
+
 /// Recomputes each row's probabilities from the saved log-sum-exp. One task
 /// per key/value head, so that the key and value gradients, which sum over
 /// the query rows and heads that read them, have a single writer.
@@ -180,8 +278,7 @@ static LogicalResult evaluateAttentionGrad(AttentionGradOp op,
   auto operandAt = [&](unsigned odsIndex) -> const Tensor & {
     return context.operand(op.getODSOperandIndexAndLength(odsIndex).first);
   };
-  const Tensor &output = operandAt(5), &logsumexp = operandAt(6),
-               &outputGrad = operandAt(7);
+  RowGradients rows(p, operandAt(5), operandAt(6), operandAt(7));
   Tensor dq = makeTensor(op.getQueryGrad());
   Tensor dk = makeTensor(op.getKeyGrad());
   Tensor dv = makeTensor(op.getValueGrad());
@@ -195,40 +292,26 @@ static LogicalResult evaluateAttentionGrad(AttentionGradOp op,
              ++h)
           for (int64_t i = 0; i < p.tq; ++i) {
             int64_t row = (b * p.heads + h) * p.tq + i;
-            double lse = logsumexp.floats()[row];
-            if (std::isinf(lse))
-              continue; // no key took part: nothing flows back
-            const double *dout = outputGrad.floats().data() + row * p.dv;
-            const double *out = output.floats().data() + row * p.dv;
-            double delta = 0.0;
-            for (int64_t c = 0; c < p.dv; ++c)
-              delta += dout[c] * out[c];
-            p.scores(row, s);
-            std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
+            const double *dout = rows.outputGradRow(row);
             const double *query = p.q.floats().data() + p.queryAt(row);
-            for (int64_t j = 0; j < p.tk; ++j) {
-              double probability = p.round(std::exp(s[j] - lse));
-              if (probability == 0.0)
-                continue;
-              double factor = p.dropoutFactor(row, j);
-              const double *value = p.v.floats().data() + p.valueAt(row, j);
-              double dropped = roundToElementType(
-                  p.v.getDType(), p.round(probability * factor));
-              double dp = 0.0;
-              for (int64_t c = 0; c < p.dv; ++c) {
-                dp += dout[c] * value[c];
-                dvAcc[j * p.dv + c] += dropped * dout[c];
-              }
-              double ds = p.round(probability * (p.round(dp) * factor - delta) *
-                                  p.scale);
-              double dsForQuery = roundToElementType(p.k.getDType(), ds);
-              double dsForKey = roundToElementType(p.q.getDType(), ds);
-              const double *key = p.k.floats().data() + p.keyAt(row, j);
-              for (int64_t c = 0; c < p.d; ++c) {
-                dqAcc[c] += dsForQuery * key[c];
-                dkAcc[j * p.d + c] += dsForKey * query[c];
-              }
-            }
+            std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
+            rows.forEachScoreGradient(
+                row, s,
+                [&](int64_t j, double probability, double factor, double ds) {
+                  double dropped = roundToElementType(
+                      p.v.getDType(), p.round(probability * factor));
+                  for (int64_t c = 0; c < p.dv; ++c)
+                    dvAcc[j * p.dv + c] += dropped * dout[c];
+                  double scaled = p.round(ds * p.scale);
+                  double dsForQuery =
+                      roundToElementType(p.k.getDType(), scaled);
+                  double dsForKey = roundToElementType(p.q.getDType(), scaled);
+                  const double *key = p.k.floats().data() + p.keyAt(row, j);
+                  for (int64_t c = 0; c < p.d; ++c) {
+                    dqAcc[c] += dsForQuery * key[c];
+                    dkAcc[j * p.d + c] += dsForKey * query[c];
+                  }
+                });
             for (int64_t c = 0; c < p.d; ++c)
               dq.setFromDouble(p.queryAt(row) + c, dqAcc[c]);
           }
@@ -244,6 +327,8 @@ static LogicalResult evaluateAttentionGrad(AttentionGradOp op,
   results.push_back(std::move(dq));
   results.push_back(std::move(dk));
   results.push_back(std::move(dv));
+  if (Value maskGrad = op.getMaskGrad())
+    results.push_back(maskGradient(p, rows, maskGrad));
   return success();
 }
 

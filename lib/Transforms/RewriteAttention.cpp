@@ -14,11 +14,12 @@
 // reshaped to [B, H, ...] and back anywhere between the products; key and
 // value optionally repeated for grouped-query heads (reshape -> broadcast
 // -> reshape). Every intermediate must have no other use (else its
-// [B, H, Tq, Tk] value is needed anyway) and the masks must not depend on a
-// trained parameter (they get no gradient). A constant mask (or one an
-// exporter folded into a parameter that is not trained) that is all "keep"
-// disappears, and one that is exactly causal becomes the causal flag: both
-// are exact, since an excluded score contributes exactly 0 where a row
+// [B, H, Tq, Tk] value is needed anyway), and a boolean mask must not
+// depend on a trained parameter; a bias may (T5's and Swin's learned
+// position biases: attention_grad computes its gradient). A constant mask (or
+// one an exporter folded into a parameter that is not trained) that is all
+// "keep" disappears, and one that is exactly causal becomes the causal flag:
+// both are exact, since an excluded score contributes exactly 0 where a row
 // keeps some key (see excludesScore), and a constant causal mask keeps one
 // in every row. A bias and a constant boolean mask become one additive
 // mask; a bias the scale multiplies is multiplied by it (rounded once more
@@ -356,11 +357,13 @@ static bool hasAttentionShapes(AttentionMatch &match) {
   return true;
 }
 
-/// Whether `mask` can stand for what it did in `scores`: it reads no
-/// parameter and broadcasts to them without changing them.
+/// Whether `mask` can stand for what it did in `scores`: it broadcasts to
+/// them without changing them. A bias may be trained (its gradient is
+/// attention_grad's `mask_grad`); a boolean mask that a trained parameter
+/// decides is left to the ops that spell it out.
 static bool isMaskOf(const Literals &literals, Value mask,
-                     ArrayRef<int64_t> scores) {
-  return !mask || (literals.dependsOnNoTrainedParameter(mask) &&
+                     ArrayRef<int64_t> scores, bool mayTrain) {
+  return !mask || ((mayTrain || literals.dependsOnNoTrainedParameter(mask)) &&
                    broadcastsTo(shapeOf(mask), scores));
 }
 
@@ -410,8 +413,8 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
   match.key =
       peelScale(literals, product.getRhs(), match.scale, match.replaced);
   match.keyTransposed = !product.getTransposeRhs();
-  if (!isMaskOf(literals, match.bias, match.biasScores) ||
-      !isMaskOf(literals, match.keep, match.keepScores))
+  if (!isMaskOf(literals, match.bias, match.biasScores, /*mayTrain=*/true) ||
+      !isMaskOf(literals, match.keep, match.keepScores, /*mayTrain=*/false))
     return std::nullopt;
   // A bias with a boolean mask that inputs decide (BLOOM's ALiBi with the
   // causal and padding mask) stays as exported: a left-padded row that

@@ -42,4 +42,31 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
   %l = kiln.reduce_sum %w {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that a trained bias of attention (a learned position bias) gets its
+// gradient from attention_grad's mask_grad, and that a mask no parameter
+// reaches gets none.
+// CHECK-LABEL: func.func @main_grad
+// CHECK-SAME: tensor<2x4x4xf32> {kiln.gradient_of = "relative_bias"}
+// CHECK: %[[BIAS:.*]] = kiln.parameter "relative_bias"
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[DBIAS:.*]] = kiln.attention_grad {{.*}} mask %[[BIAS]] output
+// CHECK-SAME: -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<2x4x4xf32>)
+// CHECK: %{{.*}}, %{{.*}}, %{{[a-z_0-9]*}} = kiln.attention_grad {{.*}} mask %arg1 output
+// CHECK-SAME: -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+// CHECK: return {{.*}}, %[[DBIAS]],
+func.func @main(%x: tensor<1x2x4x8xf32>, %padding: tensor<1x1x1x4xf32>) -> (tensor<f32> {kiln.name = "loss"}) {
+  %bias = kiln.parameter "relative_bias" : tensor<2x4x4xf32>
+  %w = kiln.parameter "w" : tensor<1x2x4x8xf32>
+  %q = kiln.mul %x, %w : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %o, %lse = kiln.attention %q, %q, %q mask %padding {scale = 0.5 : f64}
+      : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x1x4xf32>)
+      -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %o2, %lse2 = kiln.attention %o, %o, %o mask %bias {scale = 0.5 : f64}
+      : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<2x4x4xf32>)
+      -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %l = kiln.reduce_sum %o2 {axes = array<i64: 0, 1, 2, 3>} : (tensor<1x2x4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
 // MISSING: error: the function has no result named 'missing'

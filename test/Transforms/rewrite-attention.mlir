@@ -311,15 +311,34 @@ func.func @probabilities_returned(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf3
 
 // -----
 
-// Not rewritten: a trained parameter added to the scores (a learned
-// position bias) would need the score gradient, which attention does not
-// produce.
+// A trained parameter added to the scores (a learned position bias, T5's
+// and Swin's) is attention's mask, whose gradient attention_grad gives.
 // CHECK-LABEL: func @learned_bias
-// CHECK-NOT: kiln.attention
+// CHECK: %[[BIAS:.*]] = kiln.parameter "relative_bias"
+// CHECK-NOT: kiln.softmax
+// CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[BIAS]] {scale = 1.000000e+00 : f64}
 func.func @learned_bias(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   %bias = kiln.parameter "relative_bias" = dense<0.5> : tensor<2x4x4xf32> : tensor<2x4x4xf32>
   %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
   %sm = kiln.add %s, %bias : (tensor<1x2x4x4xf32>, tensor<2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Not rewritten: a boolean mask that a trained parameter decides (a learned
+// gate) is left to the ops that spell it out.
+// CHECK-LABEL: func @learned_keep
+// CHECK-NOT: kiln.attention
+func.func @learned_keep(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %gate = kiln.parameter "gate" = dense<0.5> : tensor<4x4xf32> : tensor<4x4xf32>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %keep = kiln.compare gt, %gate, %zero : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xi1>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %sm = kiln.where %keep, %s, %lowest : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
   %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x2x4x4xf32>
   %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>

@@ -230,7 +230,8 @@ std::vector<GradientCase> cases() {
   all.push_back({"log_softmax", {{"x", "3x4"}},
                  "  %y = kiln.log_softmax %x {axis = 0 : i64} : tensor<3x4xf64>", "3x4"});
   // Attention: causal with grouped-query heads, an additive mask, a boolean
-  // mask, and dropout; q [1, 4, 3, 2], k/v with 2 heads of 4 keys.
+  // mask, and dropout; q [1, 4, 3, 2], k/v with 2 heads of 4 keys. A mask
+  // given as a shape ("4x3x4") is a trained parameter (a learned bias).
   auto attention = [&](const char *name, const std::string &mask,
                        const std::string &attributes, bool groupedKeys) {
     std::string kv = groupedKeys ? "1x2x4x2" : "1x4x4x2";
@@ -238,10 +239,14 @@ std::vector<GradientCase> cases() {
     std::vector<std::pair<std::string, std::string>> params = {
         {"q", "1x4x3x2"}, {"k", kv}, {"v", kv}};
     std::string body, maskOperand, maskType;
-    if (!mask.empty()) {
+    if (mask.find(':') != std::string::npos) {
       body = "  %m = kiln.constant " + mask + "\n";
       maskOperand = " mask %m";
       maskType = ", " + mask.substr(mask.find(": ") + 2);
+    } else if (!mask.empty()) {
+      params.push_back({"m", mask});
+      maskOperand = " mask %m";
+      maskType = ", " + tensorType(mask);
     }
     body += "  %y, %lse = kiln.attention %q, %k, %v" + maskOperand + " {" +
             attributes + "} : (tensor<1x4x3x2xf64>, " + kvType + ", " +
@@ -259,6 +264,11 @@ std::vector<GradientCase> cases() {
             "scale = 0.5 : f64", true);
   attention("attention_dropout", "",
             "scale = 0.9 : f64, causal, dropout_ratio = 0.3 : f64, seed = 5", true);
+  attention("attention_trained_bias", "4x3x4", "scale = 0.6 : f64, causal",
+            true);
+  attention("attention_trained_key_bias_dropout", "1x1x1x4",
+            "scale = 1.1 : f64, dropout_ratio = 0.3 : f64, seed = 7", false);
+  attention("attention_trained_query_bias", "3x1", "scale = 0.8 : f64", true);
   all.push_back({"layer_norm",
                  {{"x", "2x3x4"}, {"g", "4"}, {"b", "4"}},
                  "  %y, %m, %r = kiln.layer_norm %x scale %g bias %b {axis = 2 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)",

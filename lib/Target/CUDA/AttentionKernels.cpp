@@ -182,10 +182,8 @@ static const char *kForward = R"cuda(
   }
 )cuda";
 
-/// The gradient's operands and the per-row terms both of its kernels need:
-/// ds of (query row, key j) and the dropped probability, as the interpreter
-/// rounds them.
-static const char *kGradientPrologue = R"cuda(
+/// The gradient's operands, and delta = dout . out of a query row.
+static const char *kGradientOperands = R"cuda(
   const $QT *q = (const $QT *)args[0];
   const $KT *k = (const $KT *)args[1];
   const $VT *v = (const $VT *)args[2];
@@ -202,8 +200,13 @@ static const char *kGradientPrologue = R"cuda(
       d += $LOADDO(dout[doutAt(bh, i) + c]) * $LOADO(o[oAt(bh, i) + c]);
     return d;
   };
-  // The tiles both gradient kernels stream: query rows with their output
-  // gradients and per-row terms, and key rows with their values.
+)cuda";
+
+/// The tiles the query and key/value gradient kernels stream, and the terms
+/// of one (query row, key) pair both need, as the interpreter rounds them.
+static const char *kGradientTiles = R"cuda(
+  // Query rows with their output gradients and per-row terms, and key rows
+  // with their values.
   __shared__ $TT Qs[$BQ * $D], DOs[$BQ * $DV], Ks[$BK * $D], Vs[$BK * $DV];
   __shared__ double deltas[$BQ], lses[$BQ];
   auto loadQueries = [&](i64 bh, i64 q0, i64 rows) {
@@ -219,8 +222,8 @@ static const char *kGradientPrologue = R"cuda(
     load(Vs, v + vAt(kv, k0), vStep, keys, $DV, $LOADV);
   };
   // ds of query row r of the query tile at q0 and key row j of the key
-  // tile at k0, and the dropped probability, as the interpreter rounds
-  // them; false where the probability is 0.
+  // tile at k0 (the softmax's gradient, then scaled), and the dropped
+  // probability; false where the probability is 0.
   auto gradients = [&](i64 bh, i64 q0, i64 r, i64 k0, i64 j, double &ds,
                        double &dropped) -> bool {
     const double l = lses[r];
@@ -232,7 +235,7 @@ static const char *kGradientPrologue = R"cuda(
     dropped = $ROUNDV($ROUND(p * f));
     double dp = 0.0;
     for (i64 c = 0; c < $DV; ++c) dp += (double)DOs[r * $DV + c] * (double)Vs[j * $DV + c];
-    ds = $ROUND(p * ($ROUND(dp) * f - deltas[r]) * $SCALE);
+    ds = $ROUND($ROUND(p * ($ROUND(dp) * f - deltas[r])) * $SCALE);
     return true;
   };
 )cuda";
@@ -304,6 +307,46 @@ static const char *kKeyValueGradient = R"cuda(
       for (i64 c = 0; c < $D; ++c) dk[dkAt(kv, k0 + j) + c] = $STOREDK(dkAcc[j * $D + c]);
       for (i64 c = 0; c < $DV; ++c) dv[dvAt(kv, k0 + j) + c] = $STOREDV(dvAcc[j * $DV + c]);
     }
+  }
+)cuda";
+
+/// The mask's gradient: one thread per element sums the score gradients
+/// (before the scale) of the positions it broadcasts to, in the
+/// interpreter's order, recomputing each from the rows in memory.
+static const char *kMaskGradient = R"cuda(
+  $MT *dmask = ($MT *)args[$FIRST_RESULT + 3];
+  const i64 full[4] = {$B, $H, $TQ, $TK}, size[4] = {$MASK_SHAPE};
+  $TT qv[$D], kv[$D];
+  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < $MASK_ELEMENTS;
+       e += (i64)gridDim.x * blockDim.x) {
+    i64 first[4], last[4], rest = e;
+    for (int d = 3; d >= 0; --d) {
+      const i64 at = rest % size[d];
+      rest /= size[d];
+      first[d] = size[d] == 1 ? 0 : at;
+      last[d] = size[d] == 1 ? full[d] : at + 1;
+    }
+    double acc = 0.0;
+    for (i64 b = first[0]; b < last[0]; ++b)
+      for (i64 h = first[1]; h < last[1]; ++h)
+        for (i64 i = first[2]; i < last[2]; ++i) {
+          const i64 bh = b * $H + h, kvh = b * $HKV + h / $GROUP;
+          const double l = (double)lse[bh * $TQ + i];
+          if (l == -1.0 / 0.0) continue;
+          const double d = delta(bh, i);
+          for (i64 c = 0; c < $D; ++c) qv[c] = $LOADQ(q[qAt(bh, i) + c]);
+          for (i64 j = first[3]; j < last[3]; ++j) {
+            for (i64 c = 0; c < $D; ++c) kv[c] = $LOADK(k[kAt(kvh, j) + c]);
+            const double p = $ROUND(exp(score(bh, i, j, qv, kv) - l));
+            if (p == 0.0) continue;
+            double dp = 0.0;
+            for (i64 c = 0; c < $DV; ++c)
+              dp += (double)$LOADDO(dout[doutAt(bh, i) + c]) *
+                    (double)$LOADV(v[vAt(kvh, j) + c]);
+            acc += $ROUND(p * ($ROUND(dp) * factor(bh, i, j) - d));
+          }
+        }
+    dmask[e] = $STOREM(acc);
   }
 )cuda";
 
@@ -435,9 +478,10 @@ KernelPlan attentionForward(AttentionOp op, StridesOf stridesOf) {
   return plan;
 }
 
-SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
-                                          StridesOf stridesOf) {
-  KernelPlan common;
+/// The substitutions and operands the gradient's kernels share, with
+/// `rows` rows per tile.
+static Values gradientValues(AttentionGradOp op, KernelPlan &common,
+                             StridesOf stridesOf, int64_t rows) {
   Values values = attentionValues(op, common, stridesOf);
   values.push_back({"OUTPUT_ARG", std::to_string(common.operands.size())});
   common.operands.append(
@@ -452,32 +496,75 @@ SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
   values.push_back(
       {"LOADDO", tileLoader(elementTypeOf(op.getOutputGrad()), wide)});
   values.push_back(typed("LT", op.getLogsumexp()));
+  values.push_back(tile("BQ", rows));
+  values.push_back(tile("BK", rows));
+  common.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  if (Value maskGrad = op.getMaskGrad())
+    common.results.push_back(maskGrad);
+  return values;
+}
+
+SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
+                                          StridesOf stridesOf) {
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
+  int64_t d = qs[3], dv = shapeOf(op.getValue())[3];
+  int64_t element = elementTypeOf(op.getQuery()).isF64() ? 8 : 4;
+  // Every tile row holds a Q (or K) row, a dO (or V) row and the double
+  // accumulators of one side.
+  int64_t rows = tileRows(2 * element * (d + dv) + 8 * (d + dv + 2));
+  KernelPlan common;
+  Values values = gradientValues(op, common, stridesOf, rows);
   values.push_back(typed("DQT", op.getQueryGrad()));
   values.push_back(typed("DKT", op.getKeyGrad()));
   values.push_back(typed("DVT", op.getValueGrad()));
   values.push_back(storer("STOREDQ", op.getQueryGrad()));
   values.push_back(storer("STOREDK", op.getKeyGrad()));
   values.push_back(storer("STOREDV", op.getValueGrad()));
-  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
-  int64_t d = qs[3], dv = shapeOf(op.getValue())[3];
-  int64_t element = wide ? 8 : 4;
-  // Every tile row holds a Q (or K) row, a dO (or V) row and the double
-  // accumulators of one side.
-  int64_t rows = tileRows(2 * element * (d + dv) + 8 * (d + dv + 2));
-  values.push_back(tile("BQ", rows));
-  values.push_back(tile("BK", rows));
-  std::string prologue = substitute(kGradientPrologue, values);
-  common.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  std::string prologue =
+      substitute(std::string(kGradientOperands) + kGradientTiles, values);
   KernelPlan query = common, keyValue = common;
   query.untouched = {op.getKeyGrad(), op.getValueGrad()};
   keyValue.untouched = {op.getQueryGrad()};
+  if (Value maskGrad = op.getMaskGrad()) {
+    query.untouched.push_back(maskGrad);
+    keyValue.untouched.push_back(maskGrad);
+  }
   query.body = prologue + substitute(kQueryGradient, values);
   launch(query, qs[0] * qs[1] * ((qs[2] + rows - 1) / rows), rows);
   keyValue.body = prologue + substitute(kKeyValueGradient, values);
   launch(keyValue, ks[0] * ks[1] * ((ks[2] + rows - 1) / rows), rows);
   query.flops = 3 * attentionProductFlops(op);
   keyValue.flops = 4 * attentionProductFlops(op);
-  return {query, keyValue};
+  SmallVector<KernelPlan> plans = {query, keyValue};
+  if (op.getMaskGrad())
+    plans.push_back(attentionMaskGradient(op, stridesOf));
+  return plans;
+}
+
+KernelPlan attentionMaskGradient(AttentionGradOp op, StridesOf stridesOf) {
+  KernelPlan plan;
+  Values values = gradientValues(op, plan, stridesOf, /*rows=*/1);
+  Value maskGrad = op.getMaskGrad();
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery());
+  SmallVector<int64_t> shape(4 - shapeOf(maskGrad).size(), 1);
+  llvm::append_range(shape, shapeOf(maskGrad));
+  std::string dims;
+  for (int64_t size : shape)
+    dims += (dims.empty() ? "" : ", ") + std::to_string(size) + "ll";
+  int64_t elements = shape[0] * shape[1] * shape[2] * shape[3];
+  values.push_back(typed("MT", maskGrad));
+  values.push_back(storer("STOREM", maskGrad));
+  values.push_back({"MASK_SHAPE", dims});
+  values.push_back({"MASK_ELEMENTS", std::to_string(elements) + "ll"});
+  values.push_back({"B", std::to_string(qs[0]) + "ll"});
+  plan.body =
+      substitute(std::string(kGradientOperands) + kMaskGradient, values);
+  plan.untouched = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  plan.block = 128;
+  plan.grid = std::clamp<int64_t>((elements + 127) / 128, 1, 4096);
+  // Each element recomputes its scores and dP: two of the products.
+  plan.flops = 2 * attentionProductFlops(op);
+  return plan;
 }
 
 } // namespace kiln::cuda

@@ -352,6 +352,9 @@ std::string attentionAddressing(mlir::Operation *op, StridesOf stridesOf);
 KernelPlan attentionForward(AttentionOp op, StridesOf stridesOf);
 llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
                                                 StridesOf stridesOf);
+/// The kernel of the gradient of a trained mask (`mask_grad`), which both
+/// the tiled and the tensor-core gradients launch.
+KernelPlan attentionMaskGradient(AttentionGradOp op, StridesOf stridesOf);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
 /// operands, head dimensions that are multiples of 16 up to 128 and no
 /// dropout; none otherwise.

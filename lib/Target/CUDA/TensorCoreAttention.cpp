@@ -219,7 +219,7 @@ static const char *kGradientPrologue = R"cuda(
   const $OT *o = (const $OT *)args[$A];
   const float *lse = (const float *)args[$A + 1];
   const u16 *dout = (const u16 *)args[$A + 2];
-  float *deltaScratch = (float *)args[$A + 6];
+  float *deltaScratch = (float *)args[$SCRATCH_ARG];
 )cuda";
 
 /// dQ = dS K for a tile of 64 query rows (16 per warp), streaming key
@@ -459,8 +459,15 @@ tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
   query.operands.append(
       {op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});
   query.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  if (Value maskGrad = op.getMaskGrad()) {
+    query.results.push_back(maskGrad);
+    query.untouched.push_back(maskGrad);
+  }
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
+  // The rows' deltas go to scratch, whose pointer follows the results.
   query.partialBytes = qs[0] * qs[1] * qs[2] * 4;
+  values->push_back({"SCRATCH_ARG", std::to_string(query.operands.size() +
+                                                   query.results.size())});
   KernelPlan keyValue = query;
   std::string prologue = std::string("$PROLOGUE") + kGradientPrologue;
   Values queryValues = *values, keyValues = *values;
@@ -472,13 +479,16 @@ tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
   keyValue.body = substitute(prologue + kTensorCoreKeyValueGradient, keyValues);
   // The query kernel stores dq and each row's delta (dO . O), which the
   // key/value kernel reads instead of the output.
-  query.untouched = {op.getKeyGrad(), op.getValueGrad()};
-  keyValue.untouched = {op.getOutput(), op.getQueryGrad()};
+  query.untouched.append({op.getKeyGrad(), op.getValueGrad()});
+  keyValue.untouched.append({op.getOutput(), op.getQueryGrad()});
   launchTiles(query, qs[0] * qs[1], qs[2]);
   launchTiles(keyValue, ks[0] * ks[1], ks[2]);
   query.flops = 3 * attentionProductFlops(op);
   keyValue.flops = 4 * attentionProductFlops(op);
-  return SmallVector<KernelPlan>{query, keyValue};
+  SmallVector<KernelPlan> plans = {query, keyValue};
+  if (op.getMaskGrad())
+    plans.push_back(attentionMaskGradient(op, stridesOf));
+  return plans;
 }
 
 } // namespace kiln::cuda

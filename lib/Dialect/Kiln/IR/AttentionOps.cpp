@@ -3,6 +3,8 @@
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Dialect/Kiln/IR/ShapeInference.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace kiln;
 
@@ -92,5 +94,12 @@ LogicalResult AttentionGradOp::verify() {
     if (cast<RankedTensorType>(grad.getType()).getShape() !=
         cast<RankedTensorType>(operand.getType()).getShape())
       return emitOpError("each gradient must have its operand's shape");
+  if (Value maskGrad = getMaskGrad()) {
+    Value mask = getMask();
+    if (!mask || !isa<FloatType>(getElementTypeOrSelf(mask.getType())))
+      return emitOpError("mask_grad needs a float mask");
+    if (maskGrad.getType() != mask.getType())
+      return emitOpError("mask_grad must have the mask's type");
+  }
   return success();
 }

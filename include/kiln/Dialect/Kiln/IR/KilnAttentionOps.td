@@ -67,8 +67,20 @@ def Kiln_AttentionGradOp : Kiln_AttentionFamilyOp<"attention_grad"> {
     (key and value gradients summed over the query heads that share them).
     With `p` recomputed as `exp(s - logsumexp)` and `d` the dropout factor:
     `dv_j = sum_i p_ij d_ij do_i`, `ds_ij = p_ij (d_ij do_i . v_j - do_i . o_i)`,
-    `dq_i = scale sum_j ds_ij k_j`, `dk_j = scale sum_i ds_ij q_i`.
-    The mask gets no gradient.
+    `dq_i = scale sum_j ds_ij k_j`, `dk_j = scale sum_i ds_ij q_i`, with
+    `ds_ij` rounded to the score type before and after the scale (as the
+    softmax's and the scale's gradients round in the ops attention
+    replaces). With `mask_grad` (a float mask that is trained, such as T5's
+    learned position bias), it is the gradient of the additive mask: `ds`
+    before the scale, summed over the positions the mask broadcasts to, in
+    the mask's shape and type. Without it the mask gets no gradient.
+
+    ```mlir
+    %dq, %dk, %dv, %dbias = kiln.attention_grad %q, %k, %v mask %bias
+        output %o, %lse, %do {scale = 1.0 : f64}
+        : (..., tensor<1x8x128x128xf32>, ...)
+        -> (tensor<4x8x128x64xbf16>, ..., tensor<1x8x128x128xf32>)
+    ```
   }];
   let arguments = !con((ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
                             Kiln_FloatTensor:$value,
@@ -79,7 +91,8 @@ def Kiln_AttentionGradOp : Kiln_AttentionFamilyOp<"attention_grad"> {
                             Kiln_FloatTensor:$output_grad),
                        attentionAttributes);
   let results = (outs Kiln_FloatTensor:$query_grad, Kiln_FloatTensor:$key_grad,
-                      Kiln_FloatTensor:$value_grad);
+                      Kiln_FloatTensor:$value_grad,
+                      Optional<Kiln_FloatTensor>:$mask_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? (`offset` $offset^)? `output`
     $output `,` $logsumexp `,` $output_grad attr-dict
