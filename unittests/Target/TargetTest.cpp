@@ -307,8 +307,8 @@ INSTANTIATE_TEST_SUITE_P(Precisions, VitTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
 // The test models of other families (test/Models), in fp32 and bf16. An
-// encoder-decoder: a learned relative position bias (attention kept as
-// exported), cross-attention from 8 to 12 positions with a padding mask,
+// encoder-decoder: a learned relative position bias (attention's mask,
+// trained through the mask kernel), cross-attention from 8 to 12 positions with a padding mask,
 // the tied embedding read by a lookup and the output projection.
 class ModelTargetTest : public TargetTest,
                         public ::testing::WithParamInterface<Precision> {};
