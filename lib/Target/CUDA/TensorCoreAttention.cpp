@@ -344,9 +344,70 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
   }
 )cuda";
 
+/// A trained mask's gradient for a tile of 64 query rows (16 per warp) and
+/// the streamed number of keys of one [batch or 1, heads or 1] slice of
+/// the mask: dS before the scale, P (dP - delta), summed over the batch
+/// entries and heads the slice broadcasts to, in order. S and dP run on
+/// tensor cores as in the query kernel, whose deltas (it runs first) it
+/// reads; each element of the mask's gradient has one writer.
+static const char *kTensorCoreMaskGradient = R"cuda(
+  $MT *dmask = ($MT *)args[$A + 6];
+  __shared__ u16 Ks[$BK * $D], Vs[$BK * $D];
+  const i64 rowTiles = ($TQ + $BQ - 1) / $BQ, keyTiles = ($TK + $BK - 1) / $BK;
+  for (i64 work = blockIdx.x; work < $SLICES * rowTiles * keyTiles; work += gridDim.x) {
+    const i64 slice = work / (rowTiles * keyTiles), q0 = work / keyTiles % rowTiles * $BQ,
+              k0 = work % keyTiles * $BK;
+    const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+    const i64 firstB = $MB == 1 ? 0 : slice / $MH, lastB = $MB == 1 ? $B : firstB + 1;
+    const i64 firstH = $MH == 1 ? 0 : slice % $MH, lastH = $MH == 1 ? $H : firstH + 1;
+    float acc[$BK / 8][4];
+    for (int n = 0; n < $BK / 8; ++n)
+      acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    for (i64 b = firstB; b < lastB; ++b)
+      for (i64 h = firstH; h < lastH; ++h) {
+        const i64 bh = b * $H + h, kv = b * $HKV + h / $GROUP;
+        u32 qa[$D / 16][4], da[$D / 16][4];
+        rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
+        rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
+        float logsumexp[2], deltas[2];
+        for (int r = 0; r < 2; ++r) {
+          const bool inside = row[r] < $TQ;
+          logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
+          deltas[r] = inside ? deltaScratch[bh * $TQ + row[r]] : 0.0f;
+        }
+        __syncthreads();
+        stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, nullptr);
+        stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
+        __syncthreads();
+        float s[$BK / 8][4], dp[$BK / 8][4];
+        againstRows(s, $BK / 8, qa, Ks);
+        againstRows(dp, $BK / 8, da, Vs);
+        for (int n = 0; n < $BK / 8; ++n)
+          for (int e = 0; e < 4; ++e) {
+            const i64 j = k0 + n * 8 + 2 * t + (e & 1);
+            const int r = e / 2;
+            const bool live = j < $TK && logsumexp[r] != -inf && !($CAUSAL && j > row[r]);
+            const float p =
+                live ? expf(masked(bh, row[r], j, s[n][e] * (float)$SCALE) - logsumexp[r]) : 0.0f;
+            acc[n][e] += p * (dp[n][e] - deltas[r]);
+          }
+      }
+    for (int n = 0; n < $BK / 8; ++n)
+      for (int e = 0; e < 4; ++e) {
+        const i64 j = k0 + n * 8 + 2 * t + (e & 1), i = row[e / 2];
+        if (i < $TQ && j < $TK)
+          dmask[(slice * $TQ + i) * $TK + j] = $STOREM(acc[n][e]);
+      }
+  }
+)cuda";
+
 namespace {
 
 using Values = std::vector<std::pair<std::string, std::string>>;
+
+/// Rows of the streamed side's tiles, which keep shared memory within
+/// 32 KiB for head dimension `d`.
+int64_t streamedRows(int64_t d) { return d <= 64 ? 64 : 32; }
 
 /// The substitutions both passes share, if `op` is one the tensor-core
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
@@ -403,7 +464,7 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
                 {"HEADS", count(qs[0] * qs[1])},
                 {"KVHEADS", count(ks[0] * ks[1])},
                 {"D", count(d)},
-                {"STREAMED", count(d <= 64 ? 64 : 32)}};
+                {"STREAMED", count(streamedRows(d))}};
 }
 
 std::pair<std::string, std::string> storer(const char *name, Value value) {
@@ -436,6 +497,41 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
       substitute(std::string("$PROLOGUE") + kTensorCoreForward, *values);
   ArrayRef<int64_t> qs = shapeOf(op.getQuery());
   launchTiles(plan, qs[0] * qs[1], qs[2]);
+  plan.flops = 2 * attentionProductFlops(op);
+  return plan;
+}
+
+/// The kernel of `op`'s mask gradient on tensor cores, sharing the query
+/// kernel `query`'s arguments and scratch, if the mask has every query and
+/// key and broadcasts over the batch or the heads at most.
+static std::optional<KernelPlan> tensorCoreMaskGradient(AttentionGradOp op,
+                                                        const KernelPlan &query,
+                                                        Values values) {
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
+  Value maskGrad = op.getMaskGrad();
+  SmallVector<int64_t> shape(4 - shapeOf(maskGrad).size(), 1);
+  llvm::append_range(shape, shapeOf(maskGrad));
+  if (shape[2] != qs[2] || shape[3] != ks[2])
+    return std::nullopt;
+  auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
+  values.push_back({"MT", storageType(elementTypeOf(maskGrad))});
+  values.push_back(storer("STOREM", maskGrad));
+  values.push_back({"MB", count(shape[0])});
+  values.push_back({"MH", count(shape[1])});
+  values.push_back({"SLICES", count(shape[0] * shape[1])});
+  values.push_back({"B", count(qs[0])});
+  values.push_back({"BQ", "64ll"});
+  values.push_back({"BK", "$STREAMED"});
+  KernelPlan plan = query;
+  plan.body = substitute(std::string("$PROLOGUE") + kGradientPrologue +
+                             kTensorCoreMaskGradient,
+                         values);
+  plan.untouched = {op.getOutput(), op.getQueryGrad(), op.getKeyGrad(),
+                    op.getValueGrad()};
+  int64_t streamed = streamedRows(qs[3]);
+  launchTiles(plan, shape[0] * shape[1] * ((ks[2] + streamed - 1) / streamed),
+              qs[2]);
+  // S and dP again, for every head the mask's slices broadcast to.
   plan.flops = 2 * attentionProductFlops(op);
   return plan;
 }
@@ -487,7 +583,8 @@ tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
   keyValue.flops = 4 * attentionProductFlops(op);
   SmallVector<KernelPlan> plans = {query, keyValue};
   if (op.getMaskGrad())
-    plans.push_back(attentionMaskGradient(op, stridesOf));
+    plans.push_back(tensorCoreMaskGradient(op, query, *values)
+                        .value_or(attentionMaskGradient(op, stridesOf)));
   return plans;
 }
 
