@@ -73,6 +73,60 @@ static bool holdsMaskValues(ParameterOp op) {
   return false;
 }
 
+/// Whether a parameter's stored f32 or f64 value is a sinusoidal position
+/// table [..., positions, D]: row 0 is sin 0 = 0 in one half of the
+/// columns and cos 0 = 1 in the other (interleaved, as the PyTorch tutorial
+/// builds it, or sines then cosines, as Marian and fairseq do), and every
+/// row satisfies sin^2 + cos^2 = 1 for those pairs (or is zero: fairseq's
+/// padding row). No trained or freshly initialized weight does.
+static bool holdsPositionTable(ParameterOp op) {
+  std::optional<ElementsAttr> value = op.getInitialValue();
+  RankedTensorType type = op.getType();
+  Type element = type.getElementType();
+  if (!value || type.getRank() < 2 || (!element.isF32() && !element.isF64()))
+    return false;
+  int64_t width = type.getShape().back();
+  int64_t rows = type.getNumElements() / std::max<int64_t>(width, 1);
+  if (width < 2 || width % 2 != 0 || rows < 2)
+    return false;
+  ArrayRef<char> bytes = storedBytes(*value);
+  int64_t elementBytes = element.isF64() ? sizeof(double) : sizeof(float);
+  if (static_cast<int64_t>(bytes.size()) != rows * width * elementBytes)
+    return false; // a splat
+  auto at = [&](int64_t row, int64_t column) -> double {
+    int64_t index = row * width + column;
+    if (element.isF64()) {
+      double x;
+      std::memcpy(&x, bytes.data() + index * sizeof(double), sizeof(double));
+      return x;
+    }
+    float x;
+    std::memcpy(&x, bytes.data() + index * sizeof(float), sizeof(float));
+    return x;
+  };
+  int64_t half = width / 2;
+  for (bool interleaved : {true, false}) {
+    auto sine = [&](int64_t i) { return interleaved ? 2 * i : i; };
+    auto cosine = [&](int64_t i) { return interleaved ? 2 * i + 1 : i + half; };
+    auto firstRow = [&](int64_t i) {
+      return at(0, sine(i)) == 0.0 && at(0, cosine(i)) == 1.0;
+    };
+    auto unitPairs = [&](int64_t row) {
+      auto unit = [&](int64_t i) {
+        double s = at(row, sine(i)), c = at(row, cosine(i));
+        return std::fabs(s * s + c * c - 1.0) <= 1e-5;
+      };
+      auto zero = [&](int64_t column) { return at(row, column) == 0.0; };
+      return llvm::all_of(llvm::seq<int64_t>(0, half), unit) ||
+             llvm::all_of(llvm::seq<int64_t>(0, width), zero);
+    };
+    if (llvm::all_of(llvm::seq<int64_t>(0, half), firstRow) &&
+        llvm::all_of(llvm::seq<int64_t>(1, rows), unitPairs))
+      return true;
+  }
+  return false;
+}
+
 /// Whether `name` is one an exporter made up rather than a module's
 /// attribute path: the dynamo exporter's `val_12`, TorchScript's
 /// `onnx::Mul_12` and node outputs (`/layer/Constant_output_0`).
@@ -117,6 +171,8 @@ std::optional<NotAWeight> notAWeight(ParameterOp op) {
     return NotAWeight::Mask;
   if (onlyParameterizesQuantization(op.getResult()))
     return NotAWeight::Quantization;
+  if (holdsPositionTable(op))
+    return NotAWeight::PositionTable;
   return std::nullopt;
 }
 
@@ -141,6 +197,11 @@ void remarkOnBuffers(func::FuncOp function, const AutodiffOptions &options) {
       {NotAWeight::Quantization,
        "scales and zero points of fake quantizations, which PyTorch's "
        "observers set and kiln keeps as exported",
+       {}},
+      {NotAWeight::PositionTable,
+       "sinusoidal position tables by their values (the sine and cosine of "
+       "each position), which PyTorch keeps as buffers or frozen embeddings "
+       "(--train=REGEX trains them)",
        {}}};
   function.walk([&](ParameterOp op) {
     std::optional<NotAWeight> reason = notAWeight(op);

@@ -39,8 +39,16 @@ selectParameters(mlir::func::FuncOp function, const AutodiffOptions &options);
 /// magnitude of 1e30 or more, or a selection the dynamo exporter folded
 /// (`where`, `where_2`: HF's attention masks, all zero where no padding is
 /// given); the scales and zero points of kiln.fake_quantize ops, which
-/// PyTorch's FakeQuantize observers set.
-enum class NotAWeight { Literal, BufferName, Mask, Quantization };
+/// PyTorch's FakeQuantize observers set; a sinusoidal position table (sin
+/// and cos of each position: the tutorials' `pe` buffer, Marian's frozen
+/// embedding).
+enum class NotAWeight {
+  Literal,
+  BufferName,
+  Mask,
+  Quantization,
+  PositionTable
+};
 std::optional<NotAWeight> notAWeight(ParameterOp op);
 
 /// A remark on `function` for each reason other than Literal that keeps

@@ -1,6 +1,7 @@
 """Exports the tiny Whisper-style test model: an audio encoder whose stem is
 two Conv1d over 8 mel channels (kernel 3, padding 1, the second of stride
-2) with exact GELU, sinusoidal position embeddings (trained here), pre-norm
+2) with exact GELU, sinusoidal position embeddings (a buffer, as
+Whisper keeps them: kiln leaves them untrained by their values), pre-norm
 layers whose query and key are each scaled by d^-1/4 before the product,
 a key projection without bias, and a classifier over the mean of the
 positions. PyTorch's TorchScript ONNX exporter, opset 17, as the shared
@@ -51,7 +52,7 @@ class Model(nn.Module):
         super().__init__()
         s.conv1 = nn.Conv1d(M, D, kernel_size=3, padding=1)
         s.conv2 = nn.Conv1d(D, D, kernel_size=3, stride=2, padding=1)
-        s.positional_embedding = nn.Parameter(sinusoids(T, D))
+        s.register_buffer("positional_embedding", sinusoids(T, D))
         s.layers = nn.ModuleList([Layer() for _ in range(2)])
         s.ln = nn.LayerNorm(D)
         s.cls = nn.Linear(D, C)
