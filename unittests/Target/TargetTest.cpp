@@ -391,6 +391,18 @@ TEST_P(ModelTargetTest, FakeQuantizedStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// A selective scan unrolled into long chains of small elementwise ops
+// (exponentials, outer products, a running state) and a causal depthwise
+// convolution.
+TEST_P(ModelTargetTest, SelectiveScanStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/mamba_tiny/model.onnx"),
+              {source("test/Models/mamba_tiny/input_ids.npy"),
+               source("test/Models/mamba_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
