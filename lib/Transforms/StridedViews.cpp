@@ -157,6 +157,13 @@ inverseViewChain(Value value, std::optional<Layout> start = {}) {
   return std::make_pair(cast<BlockArgument>(value), layout);
 }
 
+/// Whether `value` is attention's gradient of a query, key or value head
+/// tensor, which its kernels write by strides (not a mask's gradient).
+static bool isHeadGradient(Value value) {
+  auto gradient = value.getDefiningOp<AttentionGradOp>();
+  return gradient && value != gradient.getMaskGrad();
+}
+
 /// Whether `use` is an attention operand its kernels address by strides.
 bool readsStrided(OpOperand &use) {
   Operation *owner = use.getOwner();
@@ -379,9 +386,8 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
         continue;
       auto written = [&](const std::pair<BlockArgument, Layout> &part) {
         Value gradient = fusion->getOperand(part.first.getArgNumber());
-        return gradient.getDefiningOp<AttentionGradOp>() &&
-               gradient.hasOneUse() && !views.count(gradient) &&
-               innermostContiguous(part.second);
+        return isHeadGradient(gradient) && gradient.hasOneUse() &&
+               !views.count(gradient) && innermostContiguous(part.second);
       };
       if (!llvm::all_of(*parts, written))
         continue;
@@ -396,7 +402,7 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
     Value gradient = transpose.getInput();
     Layout layout =
         untransposed(contiguous(shapeOf(transpose.getResult())), transpose);
-    if (gradient.getDefiningOp<AttentionGradOp>() && gradient.hasOneUse() &&
+    if (isHeadGradient(gradient) && gradient.hasOneUse() &&
         !views.count(gradient) && innermostContiguous(layout) &&
         plainStorage(transpose.getResult(), step))
       views[gradient] = {transpose.getResult(), layout.offset, layout.strides,

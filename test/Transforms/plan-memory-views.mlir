@@ -276,3 +276,19 @@ func.func @gradient_transposed(%q: tensor<2x4x8x16xbf16>, %o: tensor<2x4x8x16xbf
   %t = kiln.transpose %dv {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
   return %dq, %dk, %t : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x8x4x16xbf16>
 }
+
+// -----
+
+// A trained mask's gradient is written densely: a transpose alone reading
+// it (a learned bias laid out [queries, heads, keys]) copies it, where a
+// head gradient would be written in place.
+// CHECK-LABEL: func @mask_gradient_transposed
+// CHECK: kiln.attention_grad {{.*}}kiln.offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}, [[#M:]]>
+// CHECK-NOT: kiln.offsets = array<i64: [[#M]]>
+// CHECK: return
+func.func @mask_gradient_transposed(%q: tensor<2x4x8x16xbf16>, %m: tensor<4x8x8xf32>, %o: tensor<2x4x8x16xbf16>, %l: tensor<2x4x8xf32>, %g: tensor<2x4x8x16xbf16>)
+    -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<8x4x8xf32>) {
+  %dq, %dk, %dv, %dm = kiln.attention_grad %q, %q, %q mask %m output %o, %l, %g {scale = 0.25 : f64} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<4x8x8xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<4x8x8xf32>)
+  %t = kiln.transpose %dm {permutation = array<i64: 1, 0, 2>} : (tensor<4x8x8xf32>) -> tensor<8x4x8xf32>
+  return %dq, %dk, %dv, %t : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<8x4x8xf32>
+}
