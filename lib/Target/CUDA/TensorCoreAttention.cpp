@@ -214,12 +214,36 @@ static const char *kTensorCoreForward = R"cuda(
 
 /// The gradient's operands after q, k, v: the output, its log-sum-exp and
 /// its gradient; after the results, the scratch of each query row's
-/// delta = dO . O (batch x heads x TQ floats).
+/// delta = dO . O (batch x heads x TQ floats). And the score gradients of
+/// the warp's query rows against a key tile, which the query and mask
+/// kernels share.
 static const char *kGradientPrologue = R"cuda(
   const $OT *o = (const $OT *)args[$A];
   const float *lse = (const float *)args[$A + 1];
   const u16 *dout = (const u16 *)args[$A + 2];
   float *deltaScratch = (float *)args[$SCRATCH_ARG];
+  // ds = P (dP - delta), the gradient of the masked scores (before the
+  // scale), of query rows `row` of head bh (their fragments of Q and dO,
+  // log-sum-exps and deltas) against the key tile at k0 (its keys and
+  // values row-major in shared memory): S and dP again on tensor cores,
+  // P = exp(S - L), 0 where a key takes no part.
+  auto scoreGradients = [&](float (*ds)[4], i64 bh, const i64 *row,
+                            u32 (*qa)[4], u32 (*da)[4], const float *logsumexp,
+                            const float *deltas, i64 k0, const u16 *keys,
+                            const u16 *values) {
+    float dp[$BK / 8][4];
+    againstRows(ds, $BK / 8, qa, keys);
+    againstRows(dp, $BK / 8, da, values);
+    for (int n = 0; n < $BK / 8; ++n)
+      for (int e = 0; e < 4; ++e) {
+        const i64 j = k0 + n * 8 + 2 * t + (e & 1);
+        const int r = e / 2;
+        const bool live = j < $TK && logsumexp[r] != -inf && !($CAUSAL && j > row[r]);
+        const float p =
+            live ? expf(masked(bh, row[r], j, ds[n][e] * (float)$SCALE) - logsumexp[r]) : 0.0f;
+        ds[n][e] = p * (dp[n][e] - deltas[r]);
+      }
+  };
 )cuda";
 
 /// dQ = dS K for a tile of 64 query rows (16 per warp), streaming key
@@ -260,19 +284,12 @@ static const char *kTensorCoreQueryGradient = R"cuda(
       stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, Kt);
       stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
       __syncthreads();
-      // ds = P (dP - delta) scale, in place of the scores.
-      float ds[$BK / 8][4], dp[$BK / 8][4];
-      againstRows(ds, $BK / 8, qa, Ks);
-      againstRows(dp, $BK / 8, da, Vs);
+      // dS = P (dP - delta) scale.
+      float ds[$BK / 8][4];
+      scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs);
       for (int n = 0; n < $BK / 8; ++n)
-        for (int e = 0; e < 4; ++e) {
-          const i64 j = k0 + n * 8 + 2 * t + (e & 1);
-          const int r = e / 2;
-          const bool live = j < $TK && logsumexp[r] != -inf && !($CAUSAL && j > row[r]);
-          const float p =
-              live ? expf(masked(bh, row[r], j, ds[n][e] * (float)$SCALE) - logsumexp[r]) : 0.0f;
-          ds[n][e] = p * (dp[n][e] - deltas[r]) * (float)$SCALE;
-        }
+        for (int e = 0; e < 4; ++e)
+          ds[n][e] *= (float)$SCALE;
       for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 sa[4];
         asA(ds, kk, sa);
@@ -379,18 +396,11 @@ static const char *kTensorCoreMaskGradient = R"cuda(
         stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, nullptr);
         stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
         __syncthreads();
-        float s[$BK / 8][4], dp[$BK / 8][4];
-        againstRows(s, $BK / 8, qa, Ks);
-        againstRows(dp, $BK / 8, da, Vs);
+        float ds[$BK / 8][4];
+        scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs);
         for (int n = 0; n < $BK / 8; ++n)
-          for (int e = 0; e < 4; ++e) {
-            const i64 j = k0 + n * 8 + 2 * t + (e & 1);
-            const int r = e / 2;
-            const bool live = j < $TK && logsumexp[r] != -inf && !($CAUSAL && j > row[r]);
-            const float p =
-                live ? expf(masked(bh, row[r], j, s[n][e] * (float)$SCALE) - logsumexp[r]) : 0.0f;
-            acc[n][e] += p * (dp[n][e] - deltas[r]);
-          }
+          for (int e = 0; e < 4; ++e)
+            acc[n][e] += ds[n][e];
       }
     for (int n = 0; n < $BK / 8; ++n)
       for (int e = 0; e < 4; ++e) {
