@@ -33,6 +33,8 @@ public:
       : q(context.operand(0)), k(context.operand(1)), v(context.operand(2)),
         scoreType(q.getDType() == DType::F64 ? DType::F64 : DType::F32),
         scale(op.getScale().convertToDouble()), causal(op.getCausal()) {
+    if (std::optional<ArrayRef<int64_t>> bounds = op.getWindow())
+      window.assign(bounds->begin(), bounds->end());
     ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape();
     batch = qs[0];
     heads = qs[1];
@@ -80,8 +82,13 @@ public:
                  i * maskStrides[2];
     }
     const double *query = q.floats().data() + queryAt(row);
+    auto [first, last] = attentionKeyRange(
+        causal,
+        window.empty() ? std::nullopt
+                       : std::optional<ArrayRef<int64_t>>(window),
+        i, tk);
     for (int64_t j = 0; j < tk; ++j) {
-      if (causal && j > i) {
+      if (j < first || j >= last) {
         s[j] = -std::numeric_limits<double>::infinity();
         continue;
       }
@@ -141,6 +148,7 @@ public:
   int64_t batch, heads, groupSize, tq, tk, d, dv;
   double scale;
   bool causal;
+  SmallVector<int64_t, 2> window;
 
 private:
   /// The key/value head (batch included) that query row `row` reads.

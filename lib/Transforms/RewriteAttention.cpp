@@ -246,21 +246,48 @@ static Value peelRepeatedHeads(Value value,
   return heads;
 }
 
-/// Whether the keep flags of a mask of `shape` keep every score
-/// (`causal` false) or exactly those whose key index is at most the query
-/// index, for every query row of `scores` [B, H, Tq, Tk].
-static bool keepsExactly(ArrayRef<bool> keep, ArrayRef<int64_t> shape,
-                         ArrayRef<int64_t> scores, bool causal) {
-  if (causal && (shape.size() < 2 || shape.take_back(2) != scores.take_back(2)))
-    return false;
-  int64_t tk = shape.empty() ? 1 : shape.back();
-  int64_t tq = shape.size() < 2 ? 1 : shape[shape.size() - 2];
+namespace {
+/// The keys a constant mask keeps, as kiln.attention's attributes say it.
+struct KeyBand {
+  bool causal = false;
+  /// [left, right], a negative bound none; empty: no window.
+  SmallVector<int64_t, 2> window;
+};
+} // namespace
+
+/// The band of keys that the keep flags of a mask of `shape` keep for every
+/// query row of `scores` [B, H, Tq, Tk]: j in [i - left, i + right], the
+/// diagonal included and every row keeping some key (so that the keys it
+/// drops contribute exactly 0). All of them, causal (right 0), a sliding
+/// window (left too), a band; none if the flags are no such band.
+static std::optional<KeyBand> keptBand(ArrayRef<bool> keep,
+                                       ArrayRef<int64_t> shape,
+                                       ArrayRef<int64_t> scores) {
+  int64_t tq = scores.end()[-2], tk = scores.back();
+  bool square = shape.size() >= 2 && shape.take_back(2) == scores.take_back(2);
+  if (!square)
+    return llvm::all_of(keep, [](bool k) { return k; })
+               ? std::optional<KeyBand>(KeyBand{})
+               : std::nullopt;
+  // The widest reach of the first [Tq, Tk] slice, then every flag checked.
+  int64_t left = 0, right = 0;
+  for (int64_t at = 0; at < tq * tk; ++at)
+    if (keep[at]) {
+      left = std::max(left, at / tk - at % tk);
+      right = std::max(right, at % tk - at / tk);
+    }
   for (size_t at = 0; at < keep.size(); ++at) {
     int64_t j = at % tk, i = (at / tk) % tq;
-    if (keep[at] != (!causal || j <= i))
-      return false;
+    if (keep[at] != (i - left <= j && j <= i + right) || i >= tk)
+      return std::nullopt;
   }
-  return true;
+  KeyBand band;
+  band.causal = right == 0;
+  int64_t windowLeft = left >= tq - 1 ? -1 : left;
+  int64_t windowRight = band.causal || right >= tk - 1 ? -1 : right;
+  if (windowLeft >= 0 || windowRight >= 0)
+    band.window = {windowLeft, windowRight};
+  return band;
 }
 
 /// Whether `shape` broadcasts to `target` without changing it.
@@ -516,20 +543,38 @@ static Value maskToHeads(OpBuilder &builder, Location loc, Value mask,
   return builder.create<ReshapeOp>(loc, type.clone(split), mask);
 }
 
-/// Whether constants alone make `mask` keep every score or exactly the
-/// causal ones (setting `causal`); its ops are then replaced.
+/// The keys both `a` and `b` keep: a band too, the diagonal still in it.
+static KeyBand intersection(const KeyBand &a, const KeyBand &b) {
+  KeyBand both;
+  both.causal = a.causal || b.causal;
+  // The tighter of each pair of bounds, a negative one none.
+  auto tighter = [](int64_t x, int64_t y) {
+    return x < 0 ? y : y < 0 ? x : std::min(x, y);
+  };
+  auto bound = [](const KeyBand &band, int side) {
+    return band.window.empty() ? int64_t(-1) : band.window[side];
+  };
+  int64_t left = tighter(bound(a, 0), bound(b, 0));
+  int64_t right = both.causal ? -1 : tighter(bound(a, 1), bound(b, 1));
+  if (left >= 0 || right >= 0)
+    both.window = {left, right};
+  return both;
+}
+
+/// Whether constants alone make `mask` keep a band of keys (all of them,
+/// the causal ones, a sliding window: setting `band`); its ops are then
+/// replaced. Two constant masks keep the keys both keep.
 static bool isConstantMask(const Literals &literals, Value mask, bool negate,
-                           ArrayRef<int64_t> scores, bool &causal,
+                           ArrayRef<int64_t> scores, KeyBand &band,
                            AttentionMatch &match) {
   std::optional<ConstantMask> constant = constantMask(literals, mask, negate);
   if (!constant)
     return false;
-  bool isCausal = keepsExactly(constant->keep, constant->shape, scores,
-                               /*causal=*/true);
-  if (!isCausal && !keepsExactly(constant->keep, constant->shape, scores,
-                                 /*causal=*/false))
+  std::optional<KeyBand> kept =
+      keptBand(constant->keep, constant->shape, scores);
+  if (!kept)
     return false;
-  causal |= isCausal;
+  band = intersection(band, *kept);
   match.replaced.insert(constant->ops.begin(), constant->ops.end());
   return true;
 }
@@ -540,13 +585,13 @@ static bool isConstantMask(const Literals &literals, Value mask, bool negate,
 /// boolean one drops a key.
 static Value attentionMask(OpBuilder &builder, Location loc,
                            const Literals &literals, AttentionMatch &match,
-                           bool &causal) {
+                           KeyBand &band) {
   Value bias = match.bias, keep = match.keep;
   if (bias &&
-      isConstantMask(literals, bias, false, match.biasScores, causal, match))
+      isConstantMask(literals, bias, false, match.biasScores, band, match))
     bias = nullptr;
   if (keep && isConstantMask(literals, keep, match.negateKeep, match.keepScores,
-                             causal, match))
+                             band, match))
     keep = nullptr;
   if (bias && match.biasScale != 1.0) {
     auto scalar = RankedTensorType::get({}, getElementTypeOrSelf(bias));
@@ -582,8 +627,8 @@ static void rewrite(const Literals &literals, AttentionMatch &match) {
   key = peelRepeatedHeads(key, match.replaced);
   value = peelRepeatedHeads(value, match.replaced);
 
-  bool causal = false;
-  Value mask = attentionMask(builder, loc, literals, match, causal);
+  KeyBand band;
+  Value mask = attentionMask(builder, loc, literals, match, band);
   Type scoreType = getElementTypeOrSelf(query.getType()).isF64()
                        ? getElementTypeOrSelf(query.getType())
                        : builder.getF32Type();
@@ -600,7 +645,8 @@ static void rewrite(const Literals &literals, AttentionMatch &match) {
       loc, outputType.clone(withHeads(outputType.getShape(), match.heads)),
       logsumexpType, query, key, value, mask,
       dropout ? dropout.getOffset() : Value(), builder.getF64FloatAttr(scale),
-      causal ? builder.getUnitAttr() : nullptr,
+      band.causal ? builder.getUnitAttr() : nullptr,
+      band.window.empty() ? nullptr : builder.getDenseI64ArrayAttr(band.window),
       builder.getF64FloatAttr(dropout ? dropout.getRatio().convertToDouble()
                                       : 0.0),
       builder.getI64IntegerAttr(dropout ? dropout.getSeed() : 0));

@@ -58,11 +58,11 @@ func.func @gpt2_built_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v:
 
 // -----
 
-// A mask built the same way that is not causal (the upper triangle) stays
-// a mask, evaluated by the kernels.
+// A mask built the same way that keeps the upper triangle (each query the
+// keys at or after it) is a window with no bound on the right.
 // CHECK-LABEL: func @built_mask_not_causal
-// CHECK: %[[MASK:.*]] = kiln.where
-// CHECK: kiln.attention %arg0, %arg1, %arg2 mask %[[MASK]] {scale = 1.000000e+00 : f64}
+// CHECK-NOT: kiln.where
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {scale = 1.000000e+00 : f64, window = array<i64: 0, -1>}
 func.func @built_mask_not_causal(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
   %triangle = kiln.constant dense<[[[[true, true, true, true], [false, true, true, true], [false, false, true, true], [false, false, false, true]]]]> : tensor<1x1x4x4xi1>
   %zero = kiln.constant dense<0.0> : tensor<f32>
@@ -293,6 +293,41 @@ func.func @folded_padding_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>,
   %p = kiln.softmax %sm {axis = 3 : i64} : tensor<2x2x4x4xf32>
   %o = kiln.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
   return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// A constant mask that keeps a band of keys around the diagonal becomes a
+// window whose kernels skip the tiles outside it: a sliding window (causal,
+// one key back: Mistral's, Gemma's local layers) and a band one key either
+// side (ModernBERT's local attention), as a bias of 0 and the lowest score.
+// A constant mask with a hole is no band and stays a mask.
+// CHECK-LABEL: func @windows
+// CHECK-NOT: kiln.softmax
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {causal, scale = 1.000000e+00 : f64, window = array<i64: 1, -1>}
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {scale = 1.000000e+00 : f64, window = array<i64: 1, 1>}
+// CHECK: kiln.attention %arg0, %arg1, %arg2 mask %{{.*}} {scale = 1.000000e+00 : f64}
+func.func @windows(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %sliding = kiln.constant dense<[[true, false, false, false], [true, true, false, false], [false, true, true, false], [false, false, true, true]]> : tensor<4x4xi1>
+  %band = kiln.constant dense<[[true, true, false, false], [true, true, true, false], [false, true, true, true], [false, false, true, true]]> : tensor<4x4xi1>
+  %holes = kiln.constant dense<[[true, false, true, false], [true, true, false, false], [false, true, true, false], [false, false, true, true]]> : tensor<4x4xi1>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %s1 = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %m1 = kiln.where %sliding, %s1, %lowest : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p1 = kiln.softmax %m1 {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o1 = kiln.matmul %p1, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %bias = kiln.where %band, %zero, %lowest : (tensor<4x4xi1>, tensor<f32>, tensor<f32>) -> tensor<4x4xf32>
+  %s2 = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %m2 = kiln.add %s2, %bias : (tensor<1x2x4x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p2 = kiln.softmax %m2 {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o2 = kiln.matmul %p2, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %s3 = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %m3 = kiln.where %holes, %s3, %lowest : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p3 = kiln.softmax %m3 {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o3 = kiln.matmul %p3, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o1, %o2, %o3 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
 }
 
 // -----

@@ -269,6 +269,10 @@ std::vector<GradientCase> cases() {
   attention("attention_trained_key_bias_dropout", "1x1x1x4",
             "scale = 1.1 : f64, dropout_ratio = 0.3 : f64, seed = 7", false);
   attention("attention_trained_query_bias", "3x1", "scale = 0.8 : f64", true);
+  attention("attention_sliding_window", "",
+            "scale = 0.9 : f64, causal, window = array<i64: 1, -1>", true);
+  attention("attention_band", "4x3x4",
+            "scale = 0.7 : f64, window = array<i64: 1, 1>", false);
   all.push_back({"layer_norm",
                  {{"x", "2x3x4"}, {"g", "4"}, {"b", "4"}},
                  "  %y, %m, %r = kiln.layer_norm %x scale %g bias %b {axis = 2 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)",

@@ -1159,6 +1159,56 @@ func.func @main(%q: tensor<2x4x24x32xbf16>, %k: tensor<2x2x40x32xbf16>, %v: tens
      {},
      false,
      /*resultTolerances=*/{{3, 1e-4}, {4, 2e-6}}},
+    // Sliding windows and bands (window = [left, right]): causal within 5
+    // keys back, and 3 back to 2 ahead; the gradient of the second too.
+    {"AttentionWindows", R"(
+func.func @main(%q: tensor<1x2x40x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x2x40x16xf32>, %g: tensor<1x2x40x16xf32>)
+    -> (tensor<1x2x40x16xf32>, tensor<1x2x40xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>) {
+  %o1, %l1 = kiln.attention %q, %k, %v {causal, window = array<i64: 5, -1>, scale = 0.3 : f64}
+      : (tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor<1x2x40xf32>)
+  %o2, %l2 = kiln.attention %q, %k, %v {window = array<i64: 3, 2>, scale = 0.3 : f64}
+      : (tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor<1x2x40xf32>)
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o2, %l2, %g {window = array<i64: 3, 2>, scale = 0.3 : f64}
+      : (tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40xf32>, tensor<1x2x40x16xf32>)
+      -> (tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>)
+  return %o1, %l1, %o2, %dq, %dk, %dv : tensor<1x2x40x16xf32>, tensor<1x2x40xf32>, tensor<1x2x40x16xf32>,
+      tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>
+}
+)"},
+    // On tensor cores, over 200 rows (four query tiles, key tiles of 64):
+    // the tiles a window leaves out are skipped, forward and backward
+    // (causal with 70 keys back; a band 50 back and 30 ahead, with a
+    // trained bias whose gradient is 0 outside it), at the bounds above.
+    {"TensorCoreAttentionWindows",
+     R"(
+func.func @main(%q: tensor<1x2x200x32xbf16>, %k: tensor<1x2x200x32xbf16>, %v: tensor<1x2x200x32xbf16>,
+                %g: tensor<1x2x200x32xbf16>, %b: tensor<1x2x200x200xf32>)
+    -> (tensor<1x2x200x32xbf16>, tensor<1x2x200xf32>, tensor<1x2x200x32xbf16>, tensor<1x2x200x32xbf16>,
+        tensor<1x2x200x32xbf16>, tensor<1x2x200x200xf32>) {
+  %o1, %l1 = kiln.attention %q, %k, %v {causal, window = array<i64: 70, -1>, scale = 0.17 : f64}
+      : (tensor<1x2x200x32xbf16>, tensor<1x2x200x32xbf16>, tensor<1x2x200x32xbf16>) -> (tensor<1x2x200x32xbf16>, tensor<1x2x200xf32>)
+  %q32 = kiln.cast %q : tensor<1x2x200x32xbf16> to tensor<1x2x200x32xf32>
+  %k32 = kiln.cast %k : tensor<1x2x200x32xbf16> to tensor<1x2x200x32xf32>
+  %v32 = kiln.cast %v : tensor<1x2x200x32xbf16> to tensor<1x2x200x32xf32>
+  %o2, %l2 = kiln.attention %q32, %k32, %v32 mask %b {window = array<i64: 50, 30>, scale = 0.17 : f64}
+      : (tensor<1x2x200x32xf32>, tensor<1x2x200x32xf32>, tensor<1x2x200x32xf32>, tensor<1x2x200x200xf32>)
+      -> (tensor<1x2x200x32xf32>, tensor<1x2x200xf32>)
+  %o216 = kiln.cast %o2 : tensor<1x2x200x32xf32> to tensor<1x2x200x32xbf16>
+  %dq, %dk, %dv, %db = kiln.attention_grad %q, %k, %v mask %b output %o216, %l2, %g {window = array<i64: 50, 30>, scale = 0.17 : f64}
+      : (tensor<1x2x200x32xbf16>, tensor<1x2x200x32xbf16>, tensor<1x2x200x32xbf16>, tensor<1x2x200x200xf32>,
+         tensor<1x2x200x32xbf16>, tensor<1x2x200xf32>, tensor<1x2x200x32xbf16>)
+      -> (tensor<1x2x200x32xbf16>, tensor<1x2x200x32xbf16>, tensor<1x2x200x32xbf16>, tensor<1x2x200x200xf32>)
+  return %o1, %l1, %dq, %dk, %dv, %db : tensor<1x2x200x32xbf16>, tensor<1x2x200xf32>, tensor<1x2x200x32xbf16>,
+      tensor<1x2x200x32xbf16>, tensor<1x2x200x32xbf16>, tensor<1x2x200x200xf32>
+}
+)",
+     false,
+     false,
+     0x1p-7,
+     {},
+     {},
+     false,
+     /*resultTolerances=*/{{5, 1e-4}}},
     // Attention's gradients written where the fusion that assembles them
     // puts them (the packed gradient of the q/k/v projection, whose heads
     // attention read in place): the fusion computes nothing of it, and its

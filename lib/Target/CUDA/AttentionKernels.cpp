@@ -90,8 +90,9 @@ std::string attentionAddressing(Operation *op, StridesOf stridesOf) {
 /// shared memory: `round(round(q . k) * scale)`, then the mask; -inf where
 /// the key takes no part. And the dropout factor of that probability.
 static const char *kScore = R"cuda(
+  $OUTSIDE
   auto score = [&](i64 bh, i64 i, i64 j, const $TT *qv, const $TT *kv) -> double {
-    if ($CAUSAL && j > i) return -1.0 / 0.0;
+    if (outside(i, j)) return -1.0 / 0.0;
     const i64 row = bh * $TQ + i;
     double dot = 0.0;
     for (i64 c = 0; c < $D; ++c) dot += (double)qv[c] * (double)kv[c];
@@ -426,7 +427,7 @@ Values attentionValues(OpTy op, KernelPlan &plan, StridesOf stridesOf) {
           {"EXTRA_ARGS", extra},
           {"SCALE", literal(op.getScale().convertToDouble())},
           {"RATIO", literal(op.getDropoutRatio().convertToDouble())},
-          {"CAUSAL", op.getCausal() ? "true" : "false"},
+          {"OUTSIDE", outsideKeys(op)},
           {"TQ", count(qs[2])},
           {"TK", count(ks[2])},
           {"H", count(heads)},

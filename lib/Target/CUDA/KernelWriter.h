@@ -324,19 +324,38 @@ std::string substitute(std::string text,
 
 /// Floating-point operations (2 per multiply-add) of one product the size
 /// of attention's Q K^T over the query-key pairs that take part (causal:
-/// key j <= query i). The forward pass computes two such products, the
-/// query gradient kernel three (S, dP, dQ), the key/value one four.
+/// key j <= query i; within the window). The forward pass computes two such
+/// products, the query gradient kernel three (S, dP, dQ), the key/value one
+/// four.
 template <typename AttentionOpTy>
 int64_t attentionProductFlops(AttentionOpTy op) {
   llvm::ArrayRef<int64_t> qs = shapeOf(op.getQuery()),
                           ks = shapeOf(op.getKey());
-  int64_t pairs = qs[2] * ks[2];
-  if (op.getCausal()) {
-    pairs = 0;
-    for (int64_t i = 0; i < qs[2]; ++i)
-      pairs += std::min(i + 1, ks[2]);
+  int64_t pairs = 0;
+  for (int64_t i = 0; i < qs[2]; ++i) {
+    auto [first, last] = op.keyRange(i, ks[2]);
+    pairs += last - first;
   }
   return 2 * qs[0] * qs[1] * pairs * qs[3];
+}
+
+/// Device code for a lambda `outside(i, j)`: whether key j is outside the
+/// keys query row i may attend to (causal, window), before the mask.
+template <typename AttentionOpTy> std::string outsideKeys(AttentionOpTy op) {
+  std::string test;
+  auto either = [&](const std::string &clause) {
+    test += (test.empty() ? "" : " || ") + clause;
+  };
+  if (op.getCausal())
+    either("j > i");
+  if (std::optional<llvm::ArrayRef<int64_t>> window = op.getWindow()) {
+    if ((*window)[0] >= 0)
+      either("j < i - " + std::to_string((*window)[0]) + "ll");
+    if ((*window)[1] >= 0)
+      either("j > i + " + std::to_string((*window)[1]) + "ll");
+  }
+  return "  auto outside = [&](i64 i, i64 j) -> bool { return " +
+         (test.empty() ? std::string("false") : test) + "; };\n";
 }
 
 /// Device code addressing the rows of attention's [batch, heads, rows,

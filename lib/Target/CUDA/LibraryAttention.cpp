@@ -34,6 +34,8 @@ template <typename AttentionOpTy>
 static std::optional<std::string> unsupportedMeaning(AttentionOpTy op) {
   if (op.getMask())
     return "a mask other than the causal one";
+  if (op.getWindow())
+    return "a sliding window";
   if (!op.getDropoutRatio().isZero())
     return "dropout";
   if (shapeOf(op.getQuery())[1] != shapeOf(op.getKey())[1])

@@ -41,6 +41,8 @@ static const char *kPrologue = R"cuda(
   const float inf = 1.0f / 0.0f;
   $MASK_ARG
   $ADDRESSING
+  $OUTSIDE
+  $SPANS
   // Score x of query i against key j of head bh, after the mask.
   auto masked = [&](i64 bh, i64 i, i64 j, float x) -> float {
     const i64 row = bh * $TQ + i;
@@ -147,9 +149,10 @@ static const char *kTensorCoreForward = R"cuda(
     float maximum[2] = {-inf, -inf}, sum[2] = {0.0f, 0.0f};
     float o[$D / 8][4];
     zero(o);
-    // Causal: no key after the tile's last query row takes part.
-    const i64 keys = $CAUSAL && q0 + $BQ < $TK ? q0 + $BQ : $TK;
-    for (i64 k0 = 0; k0 < keys; k0 += $BK) {
+    // Only the key tiles some row of the tile may attend to (causal, window).
+    i64 firstKey, keys;
+    keySpan(q0, firstKey, keys);
+    for (i64 k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
       __syncthreads();
       stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, nullptr);
       stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, nullptr, Vt);
@@ -163,7 +166,7 @@ static const char *kTensorCoreForward = R"cuda(
           const i64 j = k0 + n * 8 + 2 * t + (e & 1);
           const i64 i = row[e / 2];
           float x = s[n][e] * (float)$SCALE;
-          x = j >= $TK || i >= $TQ || ($CAUSAL && j > i) ? -inf : masked(bh, i, j, x);
+          x = j >= $TK || i >= $TQ || outside(i, j) ? -inf : masked(bh, i, j, x);
           s[n][e] = x;
           tileMax[e / 2] = fmaxf(tileMax[e / 2], x);
         }
@@ -238,7 +241,7 @@ static const char *kGradientPrologue = R"cuda(
       for (int e = 0; e < 4; ++e) {
         const i64 j = k0 + n * 8 + 2 * t + (e & 1);
         const int r = e / 2;
-        const bool live = j < $TK && logsumexp[r] != -inf && !($CAUSAL && j > row[r]);
+        const bool live = j < $TK && logsumexp[r] != -inf && !outside(row[r], j);
         const float p =
             live ? expf(masked(bh, row[r], j, ds[n][e] * (float)$SCALE) - logsumexp[r]) : 0.0f;
         ds[n][e] = p * (dp[n][e] - deltas[r]);
@@ -278,8 +281,9 @@ static const char *kTensorCoreQueryGradient = R"cuda(
         deltaScratch[bh * $TQ + row[r]] = d;
     }
     zero(acc);
-    const i64 keys = $CAUSAL && q0 + $BQ < $TK ? q0 + $BQ : $TK;
-    for (i64 k0 = 0; k0 < keys; k0 += $BK) {
+    i64 firstKey, keys;
+    keySpan(q0, firstKey, keys);
+    for (i64 k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
       __syncthreads();
       stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, Kt);
       stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
@@ -322,10 +326,11 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
     float dkAcc[$D / 8][4], dvAcc[$D / 8][4];
     zero(dkAcc);
     zero(dvAcc);
-    // Causal: no query before the tile's first key reads it.
-    const i64 first = $CAUSAL ? k0 / $BQ * $BQ : 0;
+    // Only the query tiles some row of which may attend to the key tile.
+    i64 firstQuery, queries;
+    querySpan(k0, firstQuery, queries);
     for (i64 h = group * $GROUP; h < (group + 1) * $GROUP; ++h)
-      for (i64 q0 = first; q0 < $TQ; q0 += $BQ) {
+      for (i64 q0 = firstQuery / $BQ * $BQ; q0 < queries; q0 += $BQ) {
         const i64 bh = b * $H + h;
         __syncthreads();
         stage(q + qAt(bh, q0), qStep, $BQ, $TQ - q0, Qs, Qt);
@@ -344,7 +349,7 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
           for (int e = 0; e < 4; ++e) {
             const int c = n * 8 + 2 * t + (e & 1);
             const i64 i = q0 + c, j = key[e / 2];
-            const bool live = i < $TQ && j < $TK && Ls[c] != -inf && !($CAUSAL && j > i);
+            const bool live = i < $TQ && j < $TK && Ls[c] != -inf && !outside(i, j);
             pt[n][e] = live ? expf(masked(bh, i, j, pt[n][e] * (float)$SCALE) - Ls[c]) : 0.0f;
             dst[n][e] = pt[n][e] * (dst[n][e] - Deltas[c]) * (float)$SCALE;
           }
@@ -415,6 +420,35 @@ namespace {
 
 using Values = std::vector<std::pair<std::string, std::string>>;
 
+/// Device code for `keySpan(q0, first, last)`, the keys [first, last) that
+/// some query row of the tile at q0 may attend to, and `querySpan(k0,
+/// first, last)`, the query rows that may attend to some key of the tile at
+/// k0: what causal masking and the window leave of every tile.
+template <typename OpTy> std::string spans(OpTy op) {
+  int64_t left = -1, right = op.getCausal() ? 0 : -1;
+  if (std::optional<ArrayRef<int64_t>> window = op.getWindow()) {
+    left = (*window)[0];
+    if (!op.getCausal())
+      right = (*window)[1];
+  }
+  auto atLeastZero = [](const std::string &x) {
+    return "(" + x + " > 0 ? " + x + " : 0)";
+  };
+  auto atMost = [](const std::string &x, const char *bound) {
+    return "(" + x + " < " + bound + " ? " + x + " : " + bound + ")";
+  };
+  std::string l = std::to_string(left) + "ll", r = std::to_string(right) + "ll";
+  std::string keyFirst = left < 0 ? "0" : atLeastZero("q0 - " + l);
+  std::string keyLast = right < 0 ? "$TK" : atMost("q0 + $BQ + " + r, "$TK");
+  std::string queryFirst = right < 0 ? "0" : atLeastZero("k0 - " + r);
+  std::string queryLast = left < 0 ? "$TQ" : atMost("k0 + $BK + " + l, "$TQ");
+  return "  auto keySpan = [&](i64 q0, i64 &first, i64 &last) { first = " +
+         keyFirst + "; last = " + keyLast +
+         "; };\n  auto querySpan = [&](i64 k0, i64 &first, i64 &last) { "
+         "first = " +
+         queryFirst + "; last = " + queryLast + "; };\n";
+}
+
 /// Rows of the streamed side's tiles, which keep shared memory within
 /// 32 KiB for head dimension `d`.
 int64_t streamedRows(int64_t d) { return d <= 64 ? 64 : 32; }
@@ -465,7 +499,8 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
                 {"FROM16", qt.isBF16() ? "bf16_to_f32" : "f16_to_f32"},
                 {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
                 {"SCALE", literal(op.getScale().convertToDouble())},
-                {"CAUSAL", op.getCausal() ? "true" : "false"},
+                {"OUTSIDE", outsideKeys(op)},
+                {"SPANS", spans(op)},
                 {"TQ", count(qs[2])},
                 {"TK", count(ks[2])},
                 {"H", count(qs[1])},

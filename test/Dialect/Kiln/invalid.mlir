@@ -492,6 +492,30 @@ func.func @attention_mask_shape(%q: tensor<1x2x4x8xf32>, %m: tensor<3x4xf32>) {
 
 // -----
 
+func.func @attention_window(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{window must be [left, right]}}
+  %o, %l = kiln.attention %q, %q, %q {scale = 1.0 : f64, window = array<i64: 3>} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_mask_gradient(%q: tensor<1x2x4x8xf32>, %m: tensor<4x4xi1>, %lse: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{mask_grad needs a float mask}}
+  %dq, %dk, %dv, %dm = kiln.attention_grad %q, %q, %q mask %m output %q, %lse, %q {scale = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xi1>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_mask_gradient_type(%q: tensor<1x2x4x8xf32>, %m: tensor<4x4xf32>, %lse: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{mask_grad must have the mask's type}}
+  %dq, %dk, %dv, %dm = kiln.attention_grad %q, %q, %q mask %m output %q, %lse, %q {scale = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x4x4xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_dropout(%q: tensor<1x2x4x8xf32>) {
   // expected-error @+1 {{dropout_ratio 1.000000e+00 is outside [0, 1)}}
   %o, %l = kiln.attention %q, %q, %q {scale = 1.0 : f64, dropout_ratio = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)

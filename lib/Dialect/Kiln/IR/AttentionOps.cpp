@@ -8,6 +8,19 @@
 using namespace mlir;
 using namespace kiln;
 
+std::pair<int64_t, int64_t>
+kiln::attentionKeyRange(bool causal, std::optional<ArrayRef<int64_t>> window,
+                        int64_t i, int64_t keys) {
+  int64_t first = 0, last = keys;
+  if (causal)
+    last = std::min(last, i + 1);
+  if (window && (*window)[0] >= 0)
+    first = std::max<int64_t>(first, i - (*window)[0]);
+  if (window && (*window)[1] >= 0)
+    last = std::min(last, i + (*window)[1] + 1);
+  return {first, std::max(first, last)};
+}
+
 /// Checks the operands and attributes that the forward and the gradient
 /// share; on success, `output` and `logsumexp` are the shapes of the
 /// forward's results.
@@ -45,6 +58,9 @@ verifyAttentionOperands(OpTy op, SmallVectorImpl<int64_t> &output,
                               << "] does not broadcast to the scores ["
                               << ArrayRef(scores) << "]";
   }
+  if (std::optional<ArrayRef<int64_t>> window = op.getWindow();
+      window && window->size() != 2)
+    return op.emitOpError("window must be [left, right]");
   double ratio = op.getDropoutRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
     return op.emitOpError()

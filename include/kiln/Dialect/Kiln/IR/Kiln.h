@@ -18,6 +18,15 @@
 #include "kiln/Dialect/Kiln/IR/KilnOpsDialect.h.inc"
 #include "kiln/Dialect/Kiln/IR/KilnEnums.h.inc"
 
+namespace kiln {
+/// The keys `[first, last)` of `keys` that query row `i` of attention may
+/// attend to, before its mask: all, at most `i` when `causal`, within
+/// `window` = [left, right] of `i` (a negative bound is none).
+std::pair<int64_t, int64_t>
+attentionKeyRange(bool causal, std::optional<llvm::ArrayRef<int64_t>> window,
+                  int64_t i, int64_t keys);
+} // namespace kiln
+
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Kiln/IR/KilnOps.h.inc"
 

@@ -13,9 +13,17 @@ class Kiln_AttentionFamilyOp<string mnemonic> : Kiln_Op<mnemonic,
     [Pure, AttrSizedOperandSegments]> {
   // Shared by the forward and the gradient: what the probabilities are.
   dag attentionAttributes = (ins F64Attr:$scale, UnitAttr:$causal,
+      OptionalAttr<DenseI64ArrayAttr>:$window,
       DefaultValuedAttr<F64Attr, "0.0">:$dropout_ratio,
       DefaultValuedAttr<I64Attr, "0">:$seed);
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The keys query row `i` may attend to, `[first, last)` of `keys`,
+    /// before the mask: `causal` and `window` (possibly empty).
+    std::pair<int64_t, int64_t> keyRange(int64_t i, int64_t keys) {
+      return attentionKeyRange(getCausal(), getWindow(), i, keys);
+    }
+  }];
 }
 
 def Kiln_AttentionOp : Kiln_AttentionFamilyOp<"attention"> {
@@ -33,7 +41,11 @@ def Kiln_AttentionOp : Kiln_AttentionFamilyOp<"attention"> {
     (16-bit operands accumulate in f32), or f64 for f64 operands. A key takes part unless `causal` and
     `j > i` (top-left aligned, as PyTorch's `is_causal`), or a boolean `mask`
     is false there; a float `mask` is added to the scores. `mask` broadcasts
-    to `[B, Hq, Tq, Tk]`. A row in which no key takes part, or whose scores
+    to `[B, Hq, Tq, Tk]`. With `window = [left, right]` a key takes part
+    only if `i - left <= j <= i + right` (a negative bound is none): a
+    sliding window (Mistral's, Gemma's local layers) or a band (ModernBERT's
+    local attention), whose kernels skip the tiles outside it. A row in
+    which no key takes part, or whose scores
     are all -inf, gives 0. Dropout (`dropout_ratio` > 0) draws its mask
     exactly as `kiln.dropout` does over the `[B, Hq, Tq, Tk]` probabilities,
     from `seed` and `offset`. `logsumexp [B, Hq, Tq]` is the log of each
