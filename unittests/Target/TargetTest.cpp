@@ -403,6 +403,17 @@ TEST_P(ModelTargetTest, SelectiveScanStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// A sliding window of 4 keys (Mistral's mask, constant): attention's
+// window, forward and backward.
+TEST_P(ModelTargetTest, SlidingWindowStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/mistral_tiny/model.onnx"),
+              {source("test/Models/mistral_tiny/input_ids.npy"),
+               source("test/Models/mistral_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
