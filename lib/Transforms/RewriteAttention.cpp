@@ -313,7 +313,8 @@ struct ConstantMask {
 } // namespace
 
 /// The keep flags of `mask` if constants alone compute it: a constant
-/// (boolean, or additive with 0 and excluding values), a broadcast of one,
+/// (boolean, or additive with 0 and excluding values), a broadcast or the
+/// logical not of one,
 /// or an additive mask that selects 0 or an excluding value by a boolean
 /// one (GPT-2's triangle, broadcast over the batch, then
 /// `where(keep, 0, finfo.min)`).
@@ -335,6 +336,9 @@ static std::optional<ConstantMask> constantMask(const Literals &literals,
   std::optional<ConstantMask> result;
   if (auto broadcast = dyn_cast_or_null<BroadcastOp>(op)) {
     result = constantMask(literals, broadcast.getInput(), negate);
+  } else if (auto inverse = dyn_cast_or_null<NotOp>(op);
+             inverse && getElementTypeOrSelf(mask).isInteger(1)) {
+    result = constantMask(literals, inverse.getInput(), !negate);
   } else if (auto where = dyn_cast_or_null<WhereOp>(op)) {
     Type element = getElementTypeOrSelf(mask);
     std::optional<double> onTrue = literals.value(where.getOnTrue()),
@@ -579,6 +583,47 @@ static bool isConstantMask(const Literals &literals, Value mask, bool negate,
   return true;
 }
 
+/// A bias that a constant band of keys selects from, the excluded score
+/// elsewhere (ModernBERT's local layers fill their padding mask with the
+/// lowest score outside the band): the band, kept in `band`, and the bias
+/// it selects from, returned; `bias` itself otherwise. The keys outside
+/// the band contribute exactly 0 to a row that the bias keeps some key of
+/// in it; a row whose band keys the bias drops all (padding far from any
+/// token) attends to its band's keys equally, where the exported softmax
+/// weighs every key so.
+static Value peelBandOfBias(const Literals &literals, Value bias,
+                            ArrayRef<int64_t> scores, KeyBand &band,
+                            AttentionMatch &match) {
+  auto where = bias.getDefiningOp<WhereOp>();
+  if (!where)
+    return bias;
+  Type element = getElementTypeOrSelf(bias);
+  std::optional<double> onTrue = literals.value(where.getOnTrue()),
+                        onFalse = literals.value(where.getOnFalse());
+  bool keepsOnTrue = onFalse && excludesScore(*onFalse, element);
+  if (!keepsOnTrue && !(onTrue && excludesScore(*onTrue, element)))
+    return bias;
+  Value inner = keepsOnTrue ? where.getOnTrue() : where.getOnFalse();
+  if (!isa<FloatType>(getElementTypeOrSelf(inner)) ||
+      !broadcastsTo(shapeOf(inner), scores))
+    return bias;
+  std::optional<ConstantMask> constant =
+      constantMask(literals, where.getCondition(), /*negate=*/!keepsOnTrue);
+  if (!constant)
+    return bias;
+  std::optional<KeyBand> kept =
+      keptBand(constant->keep, constant->shape, scores);
+  if (!kept)
+    return bias;
+  band = intersection(band, *kept);
+  match.replaced.insert(where);
+  match.replaced.insert(constant->ops.begin(), constant->ops.end());
+  Value excluded = keepsOnTrue ? where.getOnFalse() : where.getOnTrue();
+  if (Operation *producer = excluded.getDefiningOp())
+    match.replaced.insert(producer);
+  return inner;
+}
+
 /// The masks of `match` as kiln.attention takes them: constant ones gone
 /// (or the causal flag), a boolean mask as it is, a bias and a constant
 /// boolean mask as one additive mask that adds the excluded score where the
@@ -590,6 +635,8 @@ static Value attentionMask(OpBuilder &builder, Location loc,
   if (bias &&
       isConstantMask(literals, bias, false, match.biasScores, band, match))
     bias = nullptr;
+  if (bias)
+    bias = peelBandOfBias(literals, bias, match.biasScores, band, match);
   if (keep && isConstantMask(literals, keep, match.negateKeep, match.keepScores,
                              band, match))
     keep = nullptr;

@@ -332,6 +332,27 @@ func.func @windows(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<
 
 // -----
 
+// A padding mask that a constant band fills with the lowest score outside
+// it (ModernBERT's local layers: masked_fill(~window, finfo.min)) is the
+// window and the padding mask, which stays attention's mask.
+// CHECK-LABEL: func @band_of_padding
+// CHECK-NOT: kiln.where
+// CHECK: kiln.attention %arg0, %arg1, %arg2 mask %arg3 {scale = 1.000000e+00 : f64, window = array<i64: 1, 1>}
+func.func @band_of_padding(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %padding: tensor<2x1x1x4xf32>)
+    -> tensor<2x2x4x8xf32> {
+  %band = kiln.constant dense<[[true, true, false, false], [true, true, true, false], [false, true, true, true], [false, false, true, true]]> : tensor<4x4xi1>
+  %outside = kiln.not %band : tensor<4x4xi1>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %local = kiln.where %outside, %lowest, %padding : (tensor<4x4xi1>, tensor<f32>, tensor<2x1x1x4xf32>) -> tensor<2x1x4x4xf32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %sm = kiln.add %s, %local : (tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<2x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
 // Not rewritten: the probabilities are also returned (output_attentions),
 // so they must be stored anyway.
 // CHECK-LABEL: func @probabilities_returned
