@@ -126,7 +126,7 @@ static LogicalResult attentionGradient(AttentionOp op, ArrayRef<Value> grads,
       trainedMask ? mask.getType() : Type(), op.getQuery(), op.getKey(),
       op.getValue(), mask, op.getOffset(), op.getOutput(), op.getLogsumexp(),
       grads[0], op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
-      op.getDropoutRatioAttr(), op.getSeedAttr());
+      op.getSoftcapAttr(), op.getDropoutRatioAttr(), op.getSeedAttr());
   g.append({grad.getQueryGrad(), grad.getKeyGrad(), grad.getValueGrad()});
   if (mask)
     g.push_back(grad.getMaskGrad());

@@ -35,6 +35,8 @@ public:
         scale(op.getScale().convertToDouble()), causal(op.getCausal()) {
     if (std::optional<ArrayRef<int64_t>> bounds = op.getWindow())
       window.assign(bounds->begin(), bounds->end());
+    if (std::optional<APFloat> cap = op.getSoftcap())
+      softcap = cap->convertToDouble();
     ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape();
     batch = qs[0];
     heads = qs[1];
@@ -73,7 +75,10 @@ public:
   }
 
   /// The scores of query row `row`; -inf where a key does not take part.
-  void scores(int64_t row, MutableArrayRef<double> s) const {
+  /// With `slopes`, also the soft cap's slope at each score, the factor its
+  /// gradient takes (1 without a cap).
+  void scores(int64_t row, MutableArrayRef<double> s,
+              MutableArrayRef<double> slopes = {}) const {
     int64_t i = row % tq;
     int64_t maskBase = 0;
     if (mask) {
@@ -97,6 +102,12 @@ public:
       for (int64_t c = 0; c < d; ++c)
         dot += query[c] * key[c];
       double score = round(round(dot) * scale);
+      if (softcap > 0.0) {
+        double t = round(std::tanh(round(score / softcap)));
+        score = round(t * softcap);
+        if (!slopes.empty())
+          slopes[j] = 1.0 - t * t;
+      }
       if (mask) {
         double m = mask->getAsDouble(maskBase + j * maskStrides[3]);
         if (mask->isFloat())
@@ -115,17 +126,19 @@ public:
     return dropout->keep(row * tk + j) ? dropout->scale() : 0.0;
   }
 
-  /// Calls `visit(j, probability, factor, ds)` for each key `j` with a
-  /// nonzero probability in query row `row`, whose log-sum-exp is `lse`,
-  /// output gradient `dout` and `delta` = dout . output: the probability
-  /// recomputed from the log-sum-exp, its dropout factor and the gradient
-  /// of its masked score, before the scale, rounded as the softmax's
-  /// gradient rounds. `s` is scratch of `tk` scores.
+  /// Calls `visit(j, probability, factor, ds, slope)` for each key `j`
+  /// with a nonzero probability in query row `row`, whose log-sum-exp is
+  /// `lse`, output gradient `dout` and `delta` = dout . output: the
+  /// probability recomputed from the log-sum-exp, its dropout factor, the
+  /// gradient of its masked score (the mask's), rounded as the softmax's
+  /// gradient rounds, and the soft cap's slope there. `s` and `slopes` are
+  /// scratch of `tk` each.
   template <typename Visit>
   void forEachScoreGradient(int64_t row, double lse, const double *dout,
                             double delta, MutableArrayRef<double> s,
-                            Visit visit) const {
-    scores(row, s);
+                            MutableArrayRef<double> slopes, Visit visit) const {
+    std::fill(slopes.begin(), slopes.end(), 1.0);
+    scores(row, s, slopes);
     for (int64_t j = 0; j < tk; ++j) {
       double probability = round(std::exp(s[j] - lse));
       if (probability == 0.0)
@@ -136,7 +149,7 @@ public:
       for (int64_t c = 0; c < dv; ++c)
         dp += dout[c] * value[c];
       visit(j, probability, factor,
-            round(probability * (round(dp) * factor - delta)));
+            round(probability * (round(dp) * factor - delta)), slopes[j]);
     }
   }
 
@@ -149,6 +162,8 @@ public:
   double scale;
   bool causal;
   SmallVector<int64_t, 2> window;
+  /// Gemma 2's soft cap of the scaled scores; 0 for none.
+  double softcap = 0.0;
 
 private:
   /// The key/value head (batch included) that query row `row` reads.
@@ -212,12 +227,12 @@ public:
                const Tensor &logsumexp, const Tensor &outputGrad)
       : p(p), output(output), logsumexp(logsumexp), outputGrad(outputGrad) {}
 
-  /// Calls `visit(j, probability, factor, ds)` as
+  /// Calls `visit(j, probability, factor, ds, slope)` as
   /// AttentionProblem::forEachScoreGradient does, for a row in which some
   /// key took part (nothing flows back through the others).
   template <typename Visit>
   void forEachScoreGradient(int64_t row, MutableArrayRef<double> s,
-                            Visit visit) const {
+                            MutableArrayRef<double> slopes, Visit visit) const {
     double lse = logsumexp.floats()[row];
     if (std::isinf(lse))
       return;
@@ -226,7 +241,7 @@ public:
     double delta = 0.0;
     for (int64_t c = 0; c < p.dv; ++c)
       delta += dout[c] * out[c];
-    p.forEachScoreGradient(row, lse, dout, delta, s, visit);
+    p.forEachScoreGradient(row, lse, dout, delta, s, slopes, visit);
   }
   const double *outputGradRow(int64_t row) const {
     return outputGrad.floats().data() + row * p.dv;
@@ -261,13 +276,13 @@ static Tensor maskGradient(const AttentionProblem &p, const RowGradients &rows,
           last[d] = broadcast ? full[d] : at[d] + 1;
         }
         std::vector<double> acc(shape[3], 0.0);
-        SmallVector<double> s(p.tk);
+        SmallVector<double> s(p.tk), slopes(p.tk);
         for (int64_t b = first[0]; b < last[0]; ++b)
           for (int64_t h = first[1]; h < last[1]; ++h)
             for (int64_t i = first[2]; i < last[2]; ++i)
               rows.forEachScoreGradient(
-                  (b * p.heads + h) * p.tq + i, s,
-                  [&](int64_t j, double, double, double ds) {
+                  (b * p.heads + h) * p.tq + i, s, slopes,
+                  [&](int64_t j, double, double, double ds, double) {
                     acc[shape[3] == 1 ? 0 : j] += ds;
                   });
         for (int64_t j = 0; j < shape[3]; ++j)
@@ -295,7 +310,7 @@ static LogicalResult evaluateAttentionGrad(AttentionGradOp op,
       0, static_cast<size_t>(p.batch * kvHeads), [&](size_t task) {
         int64_t b = task / kvHeads, kvHead = task % kvHeads;
         std::vector<double> dkAcc(p.tk * p.d, 0.0), dvAcc(p.tk * p.dv, 0.0);
-        SmallVector<double> s(p.tk), dqAcc(p.d);
+        SmallVector<double> s(p.tk), slopes(p.tk), dqAcc(p.d);
         for (int64_t h = kvHead * p.groupSize; h < (kvHead + 1) * p.groupSize;
              ++h)
           for (int64_t i = 0; i < p.tq; ++i) {
@@ -304,13 +319,14 @@ static LogicalResult evaluateAttentionGrad(AttentionGradOp op,
             const double *query = p.q.floats().data() + p.queryAt(row);
             std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
             rows.forEachScoreGradient(
-                row, s,
-                [&](int64_t j, double probability, double factor, double ds) {
+                row, s, slopes,
+                [&](int64_t j, double probability, double factor, double ds,
+                    double slope) {
                   double dropped = roundToElementType(
                       p.v.getDType(), p.round(probability * factor));
                   for (int64_t c = 0; c < p.dv; ++c)
                     dvAcc[j * p.dv + c] += dropped * dout[c];
-                  double scaled = p.round(ds * p.scale);
+                  double scaled = p.round(p.round(ds * slope) * p.scale);
                   double dsForQuery =
                       roundToElementType(p.k.getDType(), scaled);
                   double dsForKey = roundToElementType(p.q.getDType(), scaled);

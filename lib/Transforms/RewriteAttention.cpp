@@ -73,6 +73,8 @@ struct AttentionMatch {
   /// CodeGen divide the masked scores): attention adds the bias times it to
   /// the scaled scores.
   double biasScale = 1.0;
+  /// Gemma 2's soft cap of the scaled scores, `tanh(s / c) * c`; 0 for none.
+  double softcap = 0.0;
   DropoutOp dropout;
   MatmulOp output;
   llvm::SetVector<Operation *> replaced;
@@ -126,6 +128,34 @@ static Value peelScale(const Literals &literals, Value value, double &scale,
   return value;
 }
 
+/// Peels Gemma 2's soft cap `tanh(x / c) * c` (either side of the product,
+/// x divided by c or times 1 / c) into `match.softcap`.
+static Value peelSoftcap(const Literals &literals, Value value,
+                         AttentionMatch &match) {
+  auto outer = value.getDefiningOp<MulOp>();
+  if (!outer || !value.hasOneUse())
+    return value;
+  Value capped = outer.getLhs(), factor = outer.getRhs();
+  if (!capped.getDefiningOp<TanhOp>())
+    std::swap(capped, factor);
+  auto tanh = capped.getDefiningOp<TanhOp>();
+  std::optional<double> cap = literals.value(factor);
+  if (!tanh || !cap || !(*cap > 0.0) || !capped.hasOneUse() ||
+      capped.getType() != value.getType())
+    return value;
+  double inverse = 1.0;
+  llvm::SetVector<Operation *> divided;
+  Value x = peelScale(literals, tanh.getInput(), inverse, divided);
+  if (x == tanh.getInput() || std::fabs(inverse * *cap - 1.0) > 1e-6)
+    return value;
+  match.softcap = *cap;
+  match.replaced.insert(divided.begin(), divided.end());
+  match.replaced.insert(tanh);
+  match.replaced.insert(outer);
+  match.replaced.insert(factor.getDefiningOp());
+  return x;
+}
+
 /// Records the [B, H] split that `shape` (rank 4) shows; false if it
 /// contradicts one recorded before.
 static bool recordHeads(ArrayRef<int64_t> shape, AttentionMatch &match) {
@@ -162,12 +192,14 @@ static Value peelHeadReshapeForward(Value value, AttentionMatch &match) {
   return reshape && isHeadReshape(reshape, match) ? reshape.getResult() : value;
 }
 
-/// Whether `scores` is a product, after scales and head reshapes.
+/// Whether `scores` is a product, after scales, soft caps and head
+/// reshapes.
 static bool comesFromProduct(const Literals &literals, Value scores) {
   AttentionMatch scratch;
   for (Value previous; previous != scores;) {
     previous = scores;
     double ignored = 1.0;
+    scores = peelSoftcap(literals, scores, scratch);
     scores = peelScale(literals, scores, ignored, scratch.replaced);
     scores = peelHeadReshape(scores, scratch);
   }
@@ -421,10 +453,17 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
     bool hadBias = bool(match.bias);
     Value unmasked = peelMask(literals, scores, match);
     if (unmasked == scores) {
-      scores = peelScale(literals, scores, match.scale, match.replaced);
+      // A soft cap applies to the scaled scores, before any mask.
+      Value uncapped =
+          match.softcap ? scores : peelSoftcap(literals, scores, match);
+      if (uncapped != scores && match.scale != 1.0)
+        return std::nullopt;
+      scores = uncapped != scores
+                   ? uncapped
+                   : peelScale(literals, scores, match.scale, match.replaced);
       continue;
     }
-    if (match.scale <= 0.0)
+    if (match.scale <= 0.0 || match.softcap)
       return std::nullopt;
     if (match.bias && !hadBias)
       match.biasScale = match.scale;
@@ -694,6 +733,7 @@ static void rewrite(const Literals &literals, AttentionMatch &match) {
       dropout ? dropout.getOffset() : Value(), builder.getF64FloatAttr(scale),
       band.causal ? builder.getUnitAttr() : nullptr,
       band.window.empty() ? nullptr : builder.getDenseI64ArrayAttr(band.window),
+      match.softcap ? builder.getF64FloatAttr(match.softcap) : nullptr,
       builder.getF64FloatAttr(dropout ? dropout.getRatio().convertToDouble()
                                       : 0.0),
       builder.getI64IntegerAttr(dropout ? dropout.getSeed() : 0));

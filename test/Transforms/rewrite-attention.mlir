@@ -353,6 +353,47 @@ func.func @band_of_padding(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v:
 
 // -----
 
+// Gemma 2's soft cap of the scaled scores, tanh(s / c) * c before the mask,
+// is attention's softcap. A mask inside the cap, or a scale of the capped
+// scores, is no attention kiln.attention computes.
+// CHECK-LABEL: func @softcap
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {causal, scale = 2.500000e-01 : f64, softcap = 5.000000e+01 : f64}
+// CHECK-COUNT-2: kiln.softmax
+func.func @softcap(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %triangle = kiln.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %mask = kiln.where %triangle, %zero, %lowest : (tensor<4x4xi1>, tensor<f32>, tensor<f32>) -> tensor<4x4xf32>
+  %scale = kiln.constant dense<0.25> : tensor<f32>
+  %cap = kiln.constant dense<50.0> : tensor<f32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %ss = kiln.mul %s, %scale : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %d = kiln.div %ss, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %t = kiln.tanh %d : tensor<1x2x4x4xf32>
+  %c = kiln.mul %t, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %m = kiln.add %c, %mask : (tensor<1x2x4x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = kiln.softmax %m {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %s2 = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %m2 = kiln.add %s2, %mask : (tensor<1x2x4x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4x4xf32>
+  %d2 = kiln.div %m2, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %t2 = kiln.tanh %d2 : tensor<1x2x4x4xf32>
+  %c2 = kiln.mul %t2, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p2 = kiln.softmax %c2 {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o2 = kiln.matmul %p2, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %s3 = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
+  %d3 = kiln.div %s3, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %t3 = kiln.tanh %d3 : tensor<1x2x4x4xf32>
+  %c3 = kiln.mul %t3, %cap : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %sc3 = kiln.mul %c3, %scale : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p3 = kiln.softmax %sc3 {axis = 3 : i64} : tensor<1x2x4x4xf32>
+  %o3 = kiln.matmul %p3, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o, %o2, %o3 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}
+
+// -----
+
 // Not rewritten: the probabilities are also returned (output_attentions),
 // so they must be stored anyway.
 // CHECK-LABEL: func @probabilities_returned

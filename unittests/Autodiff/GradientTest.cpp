@@ -273,6 +273,8 @@ std::vector<GradientCase> cases() {
             "scale = 0.9 : f64, causal, window = array<i64: 1, -1>", true);
   attention("attention_band", "4x3x4",
             "scale = 0.7 : f64, window = array<i64: 1, 1>", false);
+  attention("attention_softcap", "4x3x4",
+            "scale = 1.3 : f64, causal, softcap = 0.8 : f64", true);
   all.push_back({"layer_norm",
                  {{"x", "2x3x4"}, {"g", "4"}, {"b", "4"}},
                  "  %y, %m, %r = kiln.layer_norm %x scale %g bias %b {axis = 2 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x3x4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x3x4xf64>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)",

@@ -1209,6 +1209,42 @@ func.func @main(%q: tensor<1x2x200x32xbf16>, %k: tensor<1x2x200x32xbf16>, %v: te
      {},
      false,
      /*resultTolerances=*/{{5, 1e-4}}},
+    // Gemma 2's soft cap of the scaled scores (cap * tanh(s / cap)), causal
+    // with grouped heads and a trained bias added after the cap: exact
+    // kernels, then on tensor cores (the gradient from an exact forward
+    // pass), at the bounds above.
+    {"AttentionSoftcap", R"(
+func.func @main(%q: tensor<1x4x20x16xf32>, %k: tensor<1x2x20x16xf32>, %v: tensor<1x2x20x16xf32>, %g: tensor<1x4x20x16xf32>,
+                %b: tensor<4x20x20xf32>)
+    -> (tensor<1x4x20x16xf32>, tensor<1x4x20xf32>, tensor<1x4x20x16xf32>, tensor<1x2x20x16xf32>, tensor<1x2x20x16xf32>, tensor<4x20x20xf32>) {
+  %o, %l = kiln.attention %q, %k, %v mask %b {causal, softcap = 1.5 : f64, scale = 0.6 : f64}
+      : (tensor<1x4x20x16xf32>, tensor<1x2x20x16xf32>, tensor<1x2x20x16xf32>, tensor<4x20x20xf32>) -> (tensor<1x4x20x16xf32>, tensor<1x4x20xf32>)
+  %dq, %dk, %dv, %db = kiln.attention_grad %q, %k, %v mask %b output %o, %l, %g {causal, softcap = 1.5 : f64, scale = 0.6 : f64}
+      : (tensor<1x4x20x16xf32>, tensor<1x2x20x16xf32>, tensor<1x2x20x16xf32>, tensor<4x20x20xf32>, tensor<1x4x20x16xf32>, tensor<1x4x20xf32>, tensor<1x4x20x16xf32>)
+      -> (tensor<1x4x20x16xf32>, tensor<1x2x20x16xf32>, tensor<1x2x20x16xf32>, tensor<4x20x20xf32>)
+  return %o, %l, %dq, %dk, %dv, %db : tensor<1x4x20x16xf32>, tensor<1x4x20xf32>, tensor<1x4x20x16xf32>,
+      tensor<1x2x20x16xf32>, tensor<1x2x20x16xf32>, tensor<4x20x20xf32>
+}
+)"},
+    {"TensorCoreAttentionSoftcap", R"(
+func.func @main(%q: tensor<1x4x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tensor<1x2x80x32xbf16>, %g: tensor<1x4x80x32xbf16>)
+    -> (tensor<1x4x80x32xbf16>, tensor<1x4x80xf32>, tensor<1x4x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>) {
+  %o, %l = kiln.attention %q, %k, %v {causal, softcap = 1.5 : f64, scale = 0.3 : f64}
+      : (tensor<1x4x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>) -> (tensor<1x4x80x32xbf16>, tensor<1x4x80xf32>)
+  %q32 = kiln.cast %q : tensor<1x4x80x32xbf16> to tensor<1x4x80x32xf32>
+  %k32 = kiln.cast %k : tensor<1x2x80x32xbf16> to tensor<1x2x80x32xf32>
+  %v32 = kiln.cast %v : tensor<1x2x80x32xbf16> to tensor<1x2x80x32xf32>
+  %o2, %l2 = kiln.attention %q32, %k32, %v32 {causal, softcap = 1.5 : f64, scale = 0.3 : f64}
+      : (tensor<1x4x80x32xf32>, tensor<1x2x80x32xf32>, tensor<1x2x80x32xf32>) -> (tensor<1x4x80x32xf32>, tensor<1x4x80xf32>)
+  %o16 = kiln.cast %o2 : tensor<1x4x80x32xf32> to tensor<1x4x80x32xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o16, %l2, %g {causal, softcap = 1.5 : f64, scale = 0.3 : f64}
+      : (tensor<1x4x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x4x80x32xbf16>, tensor<1x4x80xf32>, tensor<1x4x80x32xbf16>)
+      -> (tensor<1x4x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>)
+  return %o, %l, %dq, %dk, %dv : tensor<1x4x80x32xbf16>, tensor<1x4x80xf32>, tensor<1x4x80x32xbf16>,
+      tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>
+}
+)",
+     false, false, 0x1p-7},
     // Attention's gradients written where the fusion that assembles them
     // puts them (the packed gradient of the q/k/v projection, whose heads
     // attention read in place): the fusion computes nothing of it, and its

@@ -414,6 +414,17 @@ TEST_P(ModelTargetTest, SlidingWindowStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// Gemma 2's soft-capped attention logits, a sliding window and a global
+// layer, and soft-capped final logits.
+TEST_P(ModelTargetTest, SoftcapStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/gemma2_tiny/model.onnx"),
+              {source("test/Models/gemma2_tiny/input_ids.npy"),
+               source("test/Models/gemma2_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 

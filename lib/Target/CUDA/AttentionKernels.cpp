@@ -87,16 +87,19 @@ std::string attentionAddressing(Operation *op, StridesOf stridesOf) {
 }
 
 /// The score of query i against key j of head `bh`, from their rows in
-/// shared memory: `round(round(q . k) * scale)`, then the mask; -inf where
-/// the key takes no part. And the dropout factor of that probability.
+/// shared memory: `round(round(q . k) * scale)`, soft-capped, then the
+/// mask; -inf where the key takes no part (with `slope`, also the cap's
+/// slope there). And the dropout factor of that probability.
 static const char *kScore = R"cuda(
   $OUTSIDE
-  auto score = [&](i64 bh, i64 i, i64 j, const $TT *qv, const $TT *kv) -> double {
+  auto score = [&](i64 bh, i64 i, i64 j, const $TT *qv, const $TT *kv,
+                   double *slope = nullptr) -> double {
     if (outside(i, j)) return -1.0 / 0.0;
     const i64 row = bh * $TQ + i;
     double dot = 0.0;
     for (i64 c = 0; c < $D; ++c) dot += (double)qv[c] * (double)kv[c];
     double s = $ROUND($ROUND(dot) * $SCALE);
+    $CAP
     $MASK
     return s;
   };
@@ -223,20 +226,21 @@ static const char *kGradientTiles = R"cuda(
     load(Vs, v + vAt(kv, k0), vStep, keys, $DV, $LOADV);
   };
   // ds of query row r of the query tile at q0 and key row j of the key
-  // tile at k0 (the softmax's gradient, then scaled), and the dropped
-  // probability; false where the probability is 0.
+  // tile at k0 (the softmax's gradient, through the cap, then scaled), and
+  // the dropped probability; false where the probability is 0.
   auto gradients = [&](i64 bh, i64 q0, i64 r, i64 k0, i64 j, double &ds,
                        double &dropped) -> bool {
     const double l = lses[r];
     if (l == -1.0 / 0.0) return false;
-    const double s = score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D);
+    double slope = 1.0;
+    const double s = score(bh, q0 + r, k0 + j, Qs + r * $D, Ks + j * $D, &slope);
     const double p = $ROUND(exp(s - l));
     if (p == 0.0) return false;
     const double f = factor(bh, q0 + r, k0 + j);
     dropped = $ROUNDV($ROUND(p * f));
     double dp = 0.0;
     for (i64 c = 0; c < $DV; ++c) dp += (double)DOs[r * $DV + c] * (double)Vs[j * $DV + c];
-    ds = $ROUND($ROUND(p * ($ROUND(dp) * f - deltas[r])) * $SCALE);
+    ds = $ROUND($ROUND($ROUND(p * ($ROUND(dp) * f - deltas[r])) * slope) * $SCALE);
     return true;
   };
 )cuda";
@@ -372,6 +376,17 @@ std::string tileLoader(Type t, bool wide) {
          std::string(wide ? "double" : "float") + ")" + loaded(t, "x") + "; }";
 }
 
+/// Device code soft-capping score `s` as the interpreter rounds it, and
+/// setting `*slope` (if given) to the cap's slope; nothing without a cap.
+template <typename OpTy> std::string softcapped(OpTy op) {
+  std::optional<APFloat> cap = op.getSoftcap();
+  if (!cap)
+    return "(void)slope;";
+  std::string c = literal(cap->convertToDouble());
+  return "{ const double t = $ROUND(tanh($ROUND(s / " + c +
+         "))); s = $ROUND(t * " + c + "); if (slope) *slope = 1.0 - t * t; }";
+}
+
 /// The substitutions shared by the kernels of one attention op.
 template <typename OpTy>
 Values attentionValues(OpTy op, KernelPlan &plan, StridesOf stridesOf) {
@@ -428,6 +443,7 @@ Values attentionValues(OpTy op, KernelPlan &plan, StridesOf stridesOf) {
           {"SCALE", literal(op.getScale().convertToDouble())},
           {"RATIO", literal(op.getDropoutRatio().convertToDouble())},
           {"OUTSIDE", outsideKeys(op)},
+          {"CAP", softcapped(op)},
           {"TQ", count(qs[2])},
           {"TK", count(ks[2])},
           {"H", count(heads)},

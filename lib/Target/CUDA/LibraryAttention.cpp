@@ -36,6 +36,8 @@ static std::optional<std::string> unsupportedMeaning(AttentionOpTy op) {
     return "a mask other than the causal one";
   if (op.getWindow())
     return "a sliding window";
+  if (op.getSoftcap())
+    return "a soft cap";
   if (!op.getDropoutRatio().isZero())
     return "dropout";
   if (shapeOf(op.getQuery())[1] != shapeOf(op.getKey())[1])

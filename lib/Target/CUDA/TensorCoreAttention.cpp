@@ -43,10 +43,16 @@ static const char *kPrologue = R"cuda(
   $ADDRESSING
   $OUTSIDE
   $SPANS
-  // Score x of query i against key j of head bh, after the mask.
+  // The soft cap of a scaled score x, and its slope there (the factor its
+  // gradient takes): x and 1 without a cap.
+  auto capped = [&](float x) -> float { return $CAPPED; };
+  auto slope = [&](float x) -> float { return $SLOPE; };
+  // Score x (scaled) of query i against key j of head bh, capped, after the
+  // mask.
   auto masked = [&](i64 bh, i64 i, i64 j, float x) -> float {
     const i64 row = bh * $TQ + i;
     (void)row;
+    x = capped(x);
     $MASK
     return x;
   };
@@ -225,15 +231,16 @@ static const char *kGradientPrologue = R"cuda(
   const float *lse = (const float *)args[$A + 1];
   const u16 *dout = (const u16 *)args[$A + 2];
   float *deltaScratch = (float *)args[$SCRATCH_ARG];
-  // ds = P (dP - delta), the gradient of the masked scores (before the
-  // scale), of query rows `row` of head bh (their fragments of Q and dO,
+  // ds = P (dP - delta), the gradient of the masked scores (the mask's),
+  // of query rows `row` of head bh (their fragments of Q and dO,
   // log-sum-exps and deltas) against the key tile at k0 (its keys and
   // values row-major in shared memory): S and dP again on tensor cores,
-  // P = exp(S - L), 0 where a key takes no part.
+  // P = exp(S - L), 0 where a key takes no part; with `slopes`, also the
+  // soft cap's slope at each score.
   auto scoreGradients = [&](float (*ds)[4], i64 bh, const i64 *row,
                             u32 (*qa)[4], u32 (*da)[4], const float *logsumexp,
                             const float *deltas, i64 k0, const u16 *keys,
-                            const u16 *values) {
+                            const u16 *values, float (*slopes)[4]) {
     float dp[$BK / 8][4];
     againstRows(ds, $BK / 8, qa, keys);
     againstRows(dp, $BK / 8, da, values);
@@ -242,9 +249,11 @@ static const char *kGradientPrologue = R"cuda(
         const i64 j = k0 + n * 8 + 2 * t + (e & 1);
         const int r = e / 2;
         const bool live = j < $TK && logsumexp[r] != -inf && !outside(row[r], j);
-        const float p =
-            live ? expf(masked(bh, row[r], j, ds[n][e] * (float)$SCALE) - logsumexp[r]) : 0.0f;
+        const float x = ds[n][e] * (float)$SCALE;
+        const float p = live ? expf(masked(bh, row[r], j, x) - logsumexp[r]) : 0.0f;
         ds[n][e] = p * (dp[n][e] - deltas[r]);
+        if (slopes)
+          slopes[n][e] = slope(x);
       }
   };
 )cuda";
@@ -288,12 +297,12 @@ static const char *kTensorCoreQueryGradient = R"cuda(
       stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, Kt);
       stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
       __syncthreads();
-      // dS = P (dP - delta) scale.
-      float ds[$BK / 8][4];
-      scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs);
+      // dS = P (dP - delta) through the cap, scaled.
+      float ds[$BK / 8][4], slopes[$BK / 8][4];
+      scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs, slopes);
       for (int n = 0; n < $BK / 8; ++n)
         for (int e = 0; e < 4; ++e)
-          ds[n][e] *= (float)$SCALE;
+          ds[n][e] *= slopes[n][e] * (float)$SCALE;
       for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 sa[4];
         asA(ds, kk, sa);
@@ -341,7 +350,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
           Deltas[r] = inside ? deltaScratch[bh * $TQ + q0 + r] : 0.0f;
         }
         __syncthreads();
-        // P^T, and dS^T = P^T (dP^T - delta) scale in place of dP^T.
+        // P^T, and dS^T = P^T (dP^T - delta) through the cap, scaled, in
+        // place of dP^T.
         float pt[$BQ / 8][4], dst[$BQ / 8][4];
         againstRows(pt, $BQ / 8, ka, Qs);
         againstRows(dst, $BQ / 8, va, Gs);
@@ -350,8 +360,9 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
             const int c = n * 8 + 2 * t + (e & 1);
             const i64 i = q0 + c, j = key[e / 2];
             const bool live = i < $TQ && j < $TK && Ls[c] != -inf && !outside(i, j);
-            pt[n][e] = live ? expf(masked(bh, i, j, pt[n][e] * (float)$SCALE) - Ls[c]) : 0.0f;
-            dst[n][e] = pt[n][e] * (dst[n][e] - Deltas[c]) * (float)$SCALE;
+            const float x = pt[n][e] * (float)$SCALE;
+            pt[n][e] = live ? expf(masked(bh, i, j, x) - Ls[c]) : 0.0f;
+            dst[n][e] = pt[n][e] * (dst[n][e] - Deltas[c]) * slope(x) * (float)$SCALE;
           }
         for (int kk = 0; kk < $BQ / 16; ++kk) {
           u32 pa[4], sa[4];
@@ -402,7 +413,7 @@ static const char *kTensorCoreMaskGradient = R"cuda(
         stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
         __syncthreads();
         float ds[$BK / 8][4];
-        scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs);
+        scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs, nullptr);
         for (int n = 0; n < $BK / 8; ++n)
           for (int e = 0; e < 4; ++e)
             acc[n][e] += ds[n][e];
@@ -484,6 +495,12 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
     mask = isa<FloatType>(mt) ? "x = (float)(x + " + element + ");"
                               : "if (!" + element + ") return -inf;";
   }
+  std::string capped = "x", slope = "1.0f";
+  if (std::optional<APFloat> softcap = op.getSoftcap()) {
+    std::string c = "(float)" + literal(softcap->convertToDouble());
+    capped = c + " * tanhf(x / " + c + ")";
+    slope = "1.0f - tanhf(x / " + c + ") * tanhf(x / " + c + ")";
+  }
   // Tiles of 64 rows (four warps of 16) on the side a block owns; the
   // streamed side's tiles keep shared memory within 32 KiB.
   return Values{{"PROLOGUE", kPrologue},
@@ -501,6 +518,8 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
                 {"SCALE", literal(op.getScale().convertToDouble())},
                 {"OUTSIDE", outsideKeys(op)},
                 {"SPANS", spans(op)},
+                {"CAPPED", capped},
+                {"SLOPE", slope},
                 {"TQ", count(qs[2])},
                 {"TK", count(ks[2])},
                 {"H", count(qs[1])},

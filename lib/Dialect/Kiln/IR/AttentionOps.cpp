@@ -61,6 +61,9 @@ verifyAttentionOperands(OpTy op, SmallVectorImpl<int64_t> &output,
   if (std::optional<ArrayRef<int64_t>> window = op.getWindow();
       window && window->size() != 2)
     return op.emitOpError("window must be [left, right]");
+  if (std::optional<APFloat> cap = op.getSoftcap();
+      cap && !(cap->convertToDouble() > 0.0))
+    return op.emitOpError("softcap must be positive");
   double ratio = op.getDropoutRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
     return op.emitOpError()

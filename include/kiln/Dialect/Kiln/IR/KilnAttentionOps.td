@@ -14,6 +14,7 @@ class Kiln_AttentionFamilyOp<string mnemonic> : Kiln_Op<mnemonic,
   // Shared by the forward and the gradient: what the probabilities are.
   dag attentionAttributes = (ins F64Attr:$scale, UnitAttr:$causal,
       OptionalAttr<DenseI64ArrayAttr>:$window,
+      OptionalAttr<F64Attr>:$softcap,
       DefaultValuedAttr<F64Attr, "0.0">:$dropout_ratio,
       DefaultValuedAttr<I64Attr, "0">:$seed);
   let hasVerifier = 1;
@@ -33,9 +34,12 @@ def Kiln_AttentionOp : Kiln_AttentionFamilyOp<"attention"> {
     `[B, Hkv, Tk, Dv]` (grouped-query heads: query head `h` reads key/value
     head `h / (Hq / Hkv)`), computes per query row `i`
 
-      `s_j = round32(round32(q_i . k_j) * scale) + mask_ij`,
+      `s_j = cap(round32(round32(q_i . k_j) * scale)) + mask_ij`,
       `p = softmax(s)` over the keys `j` that take part,
       `output_i = sum_j dropout(p)_j v_j`.
+
+    where `cap(x) = x` or, with `softcap = c` (Gemma 2's logit soft-capping),
+    `round32(round32(tanh(round32(x / c))) * c)`.
 
     Scores, probabilities and `logsumexp` are f32 whatever the operand type
     (16-bit operands accumulate in f32), or f64 for f64 operands. A key takes part unless `causal` and
@@ -79,10 +83,11 @@ def Kiln_AttentionGradOp : Kiln_AttentionFamilyOp<"attention_grad"> {
     (key and value gradients summed over the query heads that share them).
     With `p` recomputed as `exp(s - logsumexp)` and `d` the dropout factor:
     `dv_j = sum_i p_ij d_ij do_i`, `ds_ij = p_ij (d_ij do_i . v_j - do_i . o_i)`,
-    `dq_i = scale sum_j ds_ij k_j`, `dk_j = scale sum_i ds_ij q_i`, with
-    `ds_ij` rounded to the score type before and after the scale (as the
-    softmax's and the scale's gradients round in the ops attention
-    replaces). With `mask_grad` (a float mask that is trained, such as T5's
+    `dq_i = scale sum_j ds_ij c_ij k_j`, `dk_j = scale sum_i ds_ij c_ij q_i`,
+    with `c_ij` the soft cap's slope `1 - tanh^2` (1 without one) and the
+    products rounded to the score type before the scale and after it (as the
+    softmax's, the cap's and the scale's gradients round in the ops
+    attention replaces). With `mask_grad` (a float mask that is trained, such as T5's
     learned position bias), it is the gradient of the additive mask: `ds`
     before the scale, summed over the positions the mask broadcasts to, in
     the mask's shape and type. Without it the mask gets no gradient.
