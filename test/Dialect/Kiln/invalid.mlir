@@ -500,6 +500,14 @@ func.func @attention_window(%q: tensor<1x2x4x8xf32>) {
 
 // -----
 
+func.func @attention_softcap(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{softcap must be positive}}
+  %o, %l = kiln.attention %q, %q, %q {scale = 1.0 : f64, softcap = 0.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_mask_gradient(%q: tensor<1x2x4x8xf32>, %m: tensor<4x4xi1>, %lse: tensor<1x2x4xf32>) {
   // expected-error @+1 {{mask_grad needs a float mask}}
   %dq, %dk, %dv, %dm = kiln.attention_grad %q, %q, %q mask %m output %q, %lse, %q {scale = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xi1>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xf32>)
