@@ -4,8 +4,10 @@
 // exporters emit:
 //
 //   scores = matmul(q [* c1], k^T [* c2])
-//   scores = scores [* c | / c] [+ bias] [masked: where(keep, scores, x)
-//            or where(drop, x, scores), x <= -1e4], in any order
+//   scores = scores [* c | / c] [tanh(scores / cap) * cap] (Gemma 2)
+//   scores = scores [+ bias] [masked: where(keep, scores, x)
+//            or where(drop, x, scores), x <= -1e4], in any order (with
+//            the scales too where there is no cap)
 //   p = softmax(scores) [then where(is_nan(p), 0, p)] [then dropout(p)]
 //   output = matmul(p, v)
 //
@@ -18,10 +20,12 @@
 // depend on a trained parameter; a bias may (T5's and Swin's learned
 // position biases: attention_grad computes its gradient). A constant mask (or
 // one an exporter folded into a parameter that is not trained) that is all
-// "keep" disappears, and one that is exactly causal becomes the causal flag:
-// both are exact, since an excluded score contributes exactly 0 where a row
-// keeps some key (see excludesScore), and a constant causal mask keeps one
-// in every row. A bias and a constant boolean mask become one additive
+// "keep" disappears, and one that keeps a band of keys around the diagonal
+// becomes the causal flag and/or a window (a sliding window, ModernBERT's
+// band; also the band a constant mask selects a bias within): exact, since
+// an excluded score contributes exactly 0 where a row keeps some key (see
+// excludesScore), and such a band keeps one in every row (the diagonal).
+// A bias and a constant boolean mask become one additive
 // mask; a bias the scale multiplies is multiplied by it (rounded once more
 // than in the exported (s + bias) * c). A row that
 // drops every key (possible only with masks that inputs decide) gives 0,
@@ -310,7 +314,8 @@ static std::optional<KeyBand> keptBand(ArrayRef<bool> keep,
     }
   for (size_t at = 0; at < keep.size(); ++at) {
     int64_t j = at % tk, i = (at / tk) % tq;
-    if (keep[at] != (i - left <= j && j <= i + right) || i >= tk)
+    // A row past the band's last key would keep none.
+    if (keep[at] != (i - left <= j && j <= i + right) || i - left >= tk)
       return std::nullopt;
   }
   KeyBand band;

@@ -332,6 +332,22 @@ func.func @windows(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<
 
 // -----
 
+// A constant mask that keeps every key disappears with more queries than
+// keys too (cross-attention).
+// CHECK-LABEL: func @keeps_all_of_fewer_keys
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {scale = 1.000000e+00 : f64}
+func.func @keeps_all_of_fewer_keys(%q: tensor<1x2x6x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x6x8xf32> {
+  %all = kiln.constant dense<true> : tensor<6x4xi1>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x6x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x6x4xf32>
+  %m = kiln.where %all, %s, %lowest : (tensor<6x4xi1>, tensor<1x2x6x4xf32>, tensor<f32>) -> tensor<1x2x6x4xf32>
+  %p = kiln.softmax %m {axis = 3 : i64} : tensor<1x2x6x4xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x6x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x6x8xf32>
+  return %o : tensor<1x2x6x8xf32>
+}
+
+// -----
+
 // A padding mask that a constant band fills with the lowest score outside
 // it (ModernBERT's local layers: masked_fill(~window, finfo.min)) is the
 // window and the padding mask, which stays attention's mask.
