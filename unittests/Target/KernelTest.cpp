@@ -1245,6 +1245,28 @@ func.func @main(%q: tensor<1x4x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tens
 }
 )",
      false, false, 0x1p-7},
+    // Head dimension 256 (Gemma's) on tensor cores: streamed tiles of 16
+    // rows; grouped heads, causal, forward and the gradient from an exact
+    // forward pass, at the bounds above.
+    {"TensorCoreAttentionHeadDim256", R"(
+func.func @main(%q: tensor<1x2x40x256xbf16>, %k: tensor<1x1x40x256xbf16>, %v: tensor<1x1x40x256xbf16>, %g: tensor<1x2x40x256xbf16>)
+    -> (tensor<1x2x40x256xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x256xbf16>, tensor<1x1x40x256xbf16>, tensor<1x1x40x256xbf16>) {
+  %o, %l = kiln.attention %q, %k, %v {causal, scale = 0.0625 : f64}
+      : (tensor<1x2x40x256xbf16>, tensor<1x1x40x256xbf16>, tensor<1x1x40x256xbf16>) -> (tensor<1x2x40x256xbf16>, tensor<1x2x40xf32>)
+  %q32 = kiln.cast %q : tensor<1x2x40x256xbf16> to tensor<1x2x40x256xf32>
+  %k32 = kiln.cast %k : tensor<1x1x40x256xbf16> to tensor<1x1x40x256xf32>
+  %v32 = kiln.cast %v : tensor<1x1x40x256xbf16> to tensor<1x1x40x256xf32>
+  %o2, %l2 = kiln.attention %q32, %k32, %v32 {causal, scale = 0.0625 : f64}
+      : (tensor<1x2x40x256xf32>, tensor<1x1x40x256xf32>, tensor<1x1x40x256xf32>) -> (tensor<1x2x40x256xf32>, tensor<1x2x40xf32>)
+  %o16 = kiln.cast %o2 : tensor<1x2x40x256xf32> to tensor<1x2x40x256xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o16, %l2, %g {causal, scale = 0.0625 : f64}
+      : (tensor<1x2x40x256xbf16>, tensor<1x1x40x256xbf16>, tensor<1x1x40x256xbf16>, tensor<1x2x40x256xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x256xbf16>)
+      -> (tensor<1x2x40x256xbf16>, tensor<1x1x40x256xbf16>, tensor<1x1x40x256xbf16>)
+  return %o, %l, %dq, %dk, %dv : tensor<1x2x40x256xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x256xbf16>,
+      tensor<1x1x40x256xbf16>, tensor<1x1x40x256xbf16>
+}
+)",
+     false, false, 0x1p-7},
     // Attention's gradients written where the fusion that assembles them
     // puts them (the packed gradient of the q/k/v projection, whose heads
     // attention read in place): the fusion computes nothing of it, and its

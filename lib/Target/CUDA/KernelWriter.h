@@ -375,7 +375,7 @@ llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
 /// the tiled and the tensor-core gradients launch.
 KernelPlan attentionMaskGradient(AttentionGradOp op, StridesOf stridesOf);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
-/// operands, head dimensions that are multiples of 16 up to 128 and no
+/// operands, head dimensions that are multiples of 16 up to 256 and no
 /// dropout; none otherwise.
 std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
                                                      StridesOf stridesOf);

@@ -461,12 +461,12 @@ template <typename OpTy> std::string spans(OpTy op) {
 }
 
 /// Rows of the streamed side's tiles, which keep shared memory within
-/// 32 KiB for head dimension `d`.
-int64_t streamedRows(int64_t d) { return d <= 64 ? 64 : 32; }
+/// 32 KiB for head dimension `d` (16 rows for Gemma's 256).
+int64_t streamedRows(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 32 : 16; }
 
 /// The substitutions both passes share, if `op` is one the tensor-core
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
-/// a multiple of 16 up to 128, no dropout, an f32 log-sum-exp.
+/// a multiple of 16 up to 256, no dropout, an f32 log-sum-exp.
 template <typename OpTy>
 std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
   Type qt = elementTypeOf(op.getQuery());
@@ -474,7 +474,7 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
   int64_t d = qs[3];
   if ((!qt.isBF16() && !qt.isF16()) || elementTypeOf(op.getKey()) != qt ||
       elementTypeOf(op.getValue()) != qt || shapeOf(op.getValue())[3] != d ||
-      d % 16 != 0 || d > 128 || op.getOffset() ||
+      d % 16 != 0 || d > 256 || op.getOffset() ||
       !op.getDropoutRatio().isZero() ||
       !elementTypeOf(op.getLogsumexp()).isF32())
     return std::nullopt;
