@@ -391,11 +391,16 @@ static const char *kTensorCoreMaskGradient = R"cuda(
     const i64 slice = work / (rowTiles * keyTiles), q0 = work / keyTiles % rowTiles * $BQ,
               k0 = work % keyTiles * $BK;
     const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-    const i64 firstB = $MB == 1 ? 0 : slice / $MH, lastB = $MB == 1 ? $B : firstB + 1;
+    const i64 firstB = $MB == 1 ? 0 : slice / $MH, lastBatch = $MB == 1 ? $B : firstB + 1;
     const i64 firstH = $MH == 1 ? 0 : slice % $MH, lastH = $MH == 1 ? $H : firstH + 1;
     float acc[$BK / 8][4];
     for (int n = 0; n < $BK / 8; ++n)
       acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    // A key tile no query row of the tile may attend to (causal, window)
+    // has a zero gradient, computed from nothing.
+    i64 firstKey, keys;
+    keySpan(q0, firstKey, keys);
+    const i64 lastB = k0 + $BK > firstKey && k0 < keys ? lastBatch : firstB;
     for (i64 b = firstB; b < lastB; ++b)
       for (i64 h = firstH; h < lastH; ++h) {
         const i64 bh = b * $H + h, kv = b * $HKV + h / $GROUP;
