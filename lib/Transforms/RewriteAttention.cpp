@@ -435,9 +435,21 @@ static bool isMaskOf(const Literals &literals, Value mask,
                    broadcastsTo(shapeOf(mask), scores));
 }
 
-/// Matches the pattern around `softmax`.
-static std::optional<AttentionMatch> matchAttention(const Literals &literals,
-                                                    SoftmaxOp softmax) {
+/// Whether `value` is read by a matrix product, directly or through a
+/// reshape or dropout: what a softmax's probabilities in attention are.
+static bool feedsProduct(Value value) {
+  return llvm::any_of(value.getUsers(), [](Operation *user) {
+    if (isa<MatmulOp>(user))
+      return true;
+    return isa<ReshapeOp, DropoutOp>(user) && feedsProduct(user->getResult(0));
+  });
+}
+
+/// Matches the pattern around `softmax`. Where it is attention that
+/// kiln.attention cannot stand for, `whyNot` says why (a literal; left
+/// empty where `softmax` is no attention at all).
+static std::optional<AttentionMatch>
+matchAttention(const Literals &literals, SoftmaxOp softmax, StringRef &whyNot) {
   auto type = cast<RankedTensorType>(softmax.getType());
   if (type.getRank() < 3 || type.getRank() > 4 ||
       softmax.getAxis() != static_cast<uint64_t>(type.getRank() - 1))
@@ -461,22 +473,36 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
       // A soft cap applies to the scaled scores, before any mask.
       Value uncapped =
           match.softcap ? scores : peelSoftcap(literals, scores, match);
-      if (uncapped != scores && match.scale != 1.0)
+      if (uncapped != scores && match.scale != 1.0) {
+        whyNot = "a scale of the soft-capped scores";
         return std::nullopt;
+      }
       scores = uncapped != scores
                    ? uncapped
                    : peelScale(literals, scores, match.scale, match.replaced);
       continue;
     }
-    if (match.scale <= 0.0 || match.softcap)
+    if (match.scale <= 0.0 || match.softcap) {
+      whyNot = match.softcap ? "a mask inside the soft cap"
+                             : "masked scores scaled by a factor that is "
+                               "not positive";
       return std::nullopt;
+    }
     if (match.bias && !hadBias)
       match.biasScale = match.scale;
     scores = unmasked;
   }
   auto product = scores.getDefiningOp<MatmulOp>();
-  if (!product || !scores.hasOneUse())
+  if (!product) {
+    if (feedsProduct(softmax.getResult()))
+      whyNot = "its scores pass through ops the rewrite does not look "
+               "through";
     return std::nullopt;
+  }
+  if (!scores.hasOneUse()) {
+    whyNot = "its scores are also read elsewhere";
+    return std::nullopt;
+  }
   size_t rank = shapeOf(scores).size();
   if (rank < 3 || shapeOf(product.getLhs()).size() != rank ||
       shapeOf(product.getRhs()).size() != rank)
@@ -489,23 +515,40 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
       peelScale(literals, product.getRhs(), match.scale, match.replaced);
   match.keyTransposed = !product.getTransposeRhs();
   if (!isMaskOf(literals, match.bias, match.biasScores, /*mayTrain=*/true) ||
-      !isMaskOf(literals, match.keep, match.keepScores, /*mayTrain=*/false))
+      !isMaskOf(literals, match.keep, match.keepScores, /*mayTrain=*/true)) {
+    whyNot = "a mask that does not broadcast to the scores";
     return std::nullopt;
+  }
+  if (!isMaskOf(literals, match.keep, match.keepScores, /*mayTrain=*/false)) {
+    whyNot = "a boolean mask that a trained parameter decides";
+    return std::nullopt;
+  }
   // A bias with a boolean mask that inputs decide (BLOOM's ALiBi with the
   // causal and padding mask) stays as exported: a left-padded row that
   // drops every key is a row of equal weights there, which the loss reads
   // (the last padding position predicts the first token), and 0 in
   // kiln.attention.
   if (match.bias && match.keep &&
-      !constantMask(literals, match.keep, match.negateKeep))
+      !constantMask(literals, match.keep, match.negateKeep)) {
+    whyNot = "a bias with a boolean mask that inputs decide (a row that "
+             "drops every key would differ)";
     return std::nullopt;
+  }
 
   // Forwards: the NaN guard of SDPA exports, dropout, the product with v.
   Value probabilities = peelHeadReshapeForward(softmax.getResult(), match);
+  // Probabilities that a product with the values reads besides others
+  // (returned attention weights) must be stored anyway.
+  auto readElsewhere = [&] {
+    if (llvm::any_of(probabilities.getUsers(), llvm::IsaPred<MatmulOp>))
+      whyNot = "its probabilities are also read elsewhere (returned "
+               "attention weights)";
+    return std::nullopt;
+  };
   if (!probabilities.hasOneUse()) {
     auto users = llvm::to_vector(probabilities.getUsers());
     if (users.size() != 2)
-      return std::nullopt;
+      return readElsewhere();
     auto isNan = dyn_cast<IsNanOp>(users[0]);
     auto where = dyn_cast<WhereOp>(users[1]);
     if (!isNan) {
@@ -517,7 +560,7 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
     if (!isNan || !where || where.getCondition() != isNan.getResult() ||
         !isNan.getResult().hasOneUse() || where.getOnFalse() != probabilities ||
         zero != 0.0 || where.getType() != probabilities.getType())
-      return std::nullopt;
+      return readElsewhere();
     match.replaced.insert(isNan);
     match.replaced.insert(where);
     match.replaced.insert(where.getOnTrue().getDefiningOp());
@@ -525,8 +568,10 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
   }
   probabilities = peelHeadReshapeForward(probabilities, match);
   if (auto dropout = dyn_cast_if_present<DropoutOp>(onlyUser(probabilities))) {
-    if (!dropout.getMask().use_empty())
+    if (!dropout.getMask().use_empty()) {
+      whyNot = "its dropout mask is also read elsewhere";
       return std::nullopt;
+    }
     match.dropout = dropout;
     match.replaced.insert(dropout);
     probabilities = peelHeadReshapeForward(dropout.getOutput(), match);
@@ -541,8 +586,11 @@ static std::optional<AttentionMatch> matchAttention(const Literals &literals,
   match.valueTransposed = output.getTransposeRhs();
   if (match.heads.empty()) // 3-D throughout: each batch entry one head
     match.heads = {shapeOf(match.query)[0], 1};
-  if (!hasAttentionShapes(match))
+  if (!hasAttentionShapes(match)) {
+    whyNot = "query, key and value heads of shapes kiln.attention does not "
+             "take";
     return std::nullopt;
+  }
   return match;
 }
 
@@ -750,6 +798,27 @@ static void rewrite(const Literals &literals, AttentionMatch &match) {
   eraseReplaced(match.replaced.getArrayRef());
 }
 
+/// One remark per reason that attention stays as exported ops, on the
+/// first softmax it keeps, with how many it keeps: what a user needs to
+/// know why a model's step stores its probabilities.
+static void remarkOnKeptAttention(const Literals &literals,
+                                  func::FuncOp function) {
+  llvm::MapVector<StringRef, SmallVector<SoftmaxOp>> kept;
+  function.walk([&](SoftmaxOp softmax) {
+    StringRef whyNot;
+    if (!matchAttention(literals, softmax, whyNot) && !whyNot.empty())
+      kept[whyNot].push_back(softmax);
+  });
+  for (auto &[whyNot, softmaxes] : kept) {
+    InFlightDiagnostic remark = softmaxes.front().emitRemark()
+                                << "attention kept as exported ops";
+    if (size_t more = softmaxes.size() - 1)
+      remark << " here and in " << more << " more place"
+             << (more > 1 ? "s" : "");
+    remark << ": " << whyNot;
+  }
+}
+
 FailureOr<int> rewriteAttention(func::FuncOp function,
                                 const AutodiffOptions &training) {
   FailureOr<Literals> literals = Literals::of(function, training);
@@ -764,14 +833,16 @@ FailureOr<int> rewriteAttention(func::FuncOp function,
   while (rewritten < softmaxes) {
     std::optional<AttentionMatch> match;
     function.walk([&](SoftmaxOp softmax) {
-      match = matchAttention(*literals, softmax);
+      StringRef ignored;
+      match = matchAttention(*literals, softmax, ignored);
       return match ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (!match)
-      return rewritten;
+      break;
     rewrite(*literals, *match);
     ++rewritten;
   }
+  remarkOnKeptAttention(*literals, function);
   return rewritten;
 }
 

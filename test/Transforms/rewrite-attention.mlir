@@ -1,4 +1,9 @@
 // RUN: kiln-opt %s -split-input-file --kiln-rewrite-attention | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-rewrite-attention -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=WHY --implicit-check-not=remark:
+//
+// Each attention left as exported ops says why in a remark (WHY); a softmax
+// that is no attention says nothing.
 //
 // Every function here also runs before and after the rewrite on random
 // inputs in unittests/Transforms/PatternRewriteTest.cpp.
@@ -213,6 +218,7 @@ func.func @bias_then_scaled(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v
 // into the largest.
 // CHECK-LABEL: func @masked_then_negated
 // CHECK-NOT: kiln.attention
+// WHY: remark: attention kept as exported ops: masked scores scaled by a factor that is not positive
 func.func @masked_then_negated(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %keep: tensor<1x1x4x4xi1>) -> tensor<1x2x4x8xf32> {
   %min = kiln.constant dense<-1.0E+9> : tensor<f32>
   %c = kiln.constant dense<-1.0> : tensor<f32>
@@ -375,6 +381,8 @@ func.func @band_of_padding(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v:
 // CHECK-LABEL: func @softcap
 // CHECK: kiln.attention %arg0, %arg1, %arg2 {causal, scale = 2.500000e-01 : f64, softcap = 5.000000e+01 : f64}
 // CHECK-COUNT-2: kiln.softmax
+// WHY: remark: attention kept as exported ops: a mask inside the soft cap
+// WHY: remark: attention kept as exported ops: a scale of the soft-capped scores
 func.func @softcap(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>)
     -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
   %triangle = kiln.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
@@ -415,6 +423,7 @@ func.func @softcap(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<
 // CHECK-LABEL: func @probabilities_returned
 // CHECK-NOT: kiln.attention
 // CHECK: kiln.softmax
+// WHY: remark: attention kept as exported ops: its probabilities are also read elsewhere (returned attention weights)
 func.func @probabilities_returned(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>) {
   %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
   %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x2x4x4xf32>
@@ -445,6 +454,7 @@ func.func @learned_bias(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: te
 // gate) is left to the ops that spell it out.
 // CHECK-LABEL: func @learned_keep
 // CHECK-NOT: kiln.attention
+// WHY: remark: attention kept as exported ops: a boolean mask that a trained parameter decides
 func.func @learned_keep(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   %gate = kiln.parameter "gate" = dense<0.5> : tensor<4x4xf32> : tensor<4x4xf32>
   %zero = kiln.constant dense<0.0> : tensor<f32>
@@ -478,6 +488,7 @@ func.func @not_attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: t
 // Not rewritten: the scale is a tensor, not one number.
 // CHECK-LABEL: func @tensor_scale
 // CHECK-NOT: kiln.attention
+// WHY: remark: attention kept as exported ops: its scores pass through ops the rewrite does not look through
 func.func @tensor_scale(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   %c = kiln.constant dense<[[[[1.0]], [[0.5]]]]> : tensor<1x2x1x1xf32>
   %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32>
@@ -558,6 +569,7 @@ func.func @alibi_causal(%q: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tenso
 // CHECK-LABEL: func @alibi_padding
 // CHECK-NOT: kiln.attention
 // CHECK: kiln.softmax
+// WHY: remark: attention kept as exported ops: a bias with a boolean mask that inputs decide (a row that drops every key would differ)
 func.func @alibi_padding(%q: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tensor<4x4x8xf32>, %alibi: tensor<4x1x4xf32>, %drop: tensor<2x1x4x4xi1>) -> tensor<4x4x8xf32> {
   %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
   %s = kiln.matmul %q, %kt : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
