@@ -1267,6 +1267,30 @@ func.func @main(%q: tensor<1x2x40x256xbf16>, %k: tensor<1x1x40x256xbf16>, %v: te
 }
 )",
      false, false, 0x1p-7},
+    // Attention dropout on tensor cores (BERT's and GPT-2's attn_pdrop),
+    // drawn from the step's offset as kiln.dropout draws it: forward, and
+    // the gradient from an exact forward pass, at the bounds above (a
+    // different draw moves results by whole probabilities).
+    {"TensorCoreAttentionDropout", R"(
+func.func @main(%q: tensor<1x4x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tensor<1x2x80x32xbf16>, %g: tensor<1x4x80x32xbf16>,
+                %off: tensor<i64>)
+    -> (tensor<1x4x80x32xbf16>, tensor<1x4x80xf32>, tensor<1x4x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>) {
+  %o, %l = kiln.attention %q, %k, %v offset %off {causal, scale = 0.3 : f64, dropout_ratio = 0.2 : f64, seed = 9 : i64}
+      : (tensor<1x4x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<i64>) -> (tensor<1x4x80x32xbf16>, tensor<1x4x80xf32>)
+  %q32 = kiln.cast %q : tensor<1x4x80x32xbf16> to tensor<1x4x80x32xf32>
+  %k32 = kiln.cast %k : tensor<1x2x80x32xbf16> to tensor<1x2x80x32xf32>
+  %v32 = kiln.cast %v : tensor<1x2x80x32xbf16> to tensor<1x2x80x32xf32>
+  %o2, %l2 = kiln.attention %q32, %k32, %v32 offset %off {causal, scale = 0.3 : f64, dropout_ratio = 0.2 : f64, seed = 9 : i64}
+      : (tensor<1x4x80x32xf32>, tensor<1x2x80x32xf32>, tensor<1x2x80x32xf32>, tensor<i64>) -> (tensor<1x4x80x32xf32>, tensor<1x4x80xf32>)
+  %o16 = kiln.cast %o2 : tensor<1x4x80x32xf32> to tensor<1x4x80x32xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v offset %off output %o16, %l2, %g {causal, scale = 0.3 : f64, dropout_ratio = 0.2 : f64, seed = 9 : i64}
+      : (tensor<1x4x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<i64>, tensor<1x4x80x32xbf16>, tensor<1x4x80xf32>, tensor<1x4x80x32xbf16>)
+      -> (tensor<1x4x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>)
+  return %o, %l, %dq, %dk, %dv : tensor<1x4x80x32xbf16>, tensor<1x4x80xf32>, tensor<1x4x80x32xbf16>,
+      tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>
+}
+)",
+     false, false, 0x1p-7},
     // Attention's gradients written where the fusion that assembles them
     // puts them (the packed gradient of the q/k/v projection, whose heads
     // attention read in place): the fusion computes nothing of it, and its

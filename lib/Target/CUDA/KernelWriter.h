@@ -375,8 +375,8 @@ llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
 /// the tiled and the tensor-core gradients launch.
 KernelPlan attentionMaskGradient(AttentionGradOp op, StridesOf stridesOf);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
-/// operands, head dimensions that are multiples of 16 up to 256 and no
-/// dropout; none otherwise.
+/// operands and head dimensions that are multiples of 16 up to 256; none
+/// otherwise.
 std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
                                                      StridesOf stridesOf);
 /// The gradient on tensor cores, for what the forward pass takes and a

@@ -43,6 +43,10 @@ static const char *kPrologue = R"cuda(
   $ADDRESSING
   $OUTSIDE
   $SPANS
+  $OFFSET_ARG
+  // The dropout factor of probability (i, j) of head bh, 0 or 1 / (1 -
+  // ratio), drawn as kiln.dropout draws it (1 without dropout).
+  auto factor = [&](i64 bh, i64 i, i64 j) -> float { $FACTOR };
   // The soft cap of a scaled score x, and its slope there (the factor its
   // gradient takes): x and 1 without a cap.
   auto capped = [&](float x) -> float { return $CAPPED; };
@@ -203,6 +207,11 @@ static const char *kTensorCoreForward = R"cuda(
         o[n][2] *= scale[1];
         o[n][3] *= scale[1];
       }
+      // Dropout weighs V by the dropped probabilities; the sums above are
+      // of the kept ones.
+      for (int n = 0; $DROPOUT && n < $BK / 8; ++n)
+        for (int e = 0; e < 4; ++e)
+          s[n][e] *= factor(bh, row[e / 2], k0 + n * 8 + 2 * t + (e & 1));
       // o += P V, 16 keys at a time.
       for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 pa[4];
@@ -251,7 +260,7 @@ static const char *kGradientPrologue = R"cuda(
         const bool live = j < $TK && logsumexp[r] != -inf && !outside(row[r], j);
         const float x = ds[n][e] * (float)$SCALE;
         const float p = live ? expf(masked(bh, row[r], j, x) - logsumexp[r]) : 0.0f;
-        ds[n][e] = p * (dp[n][e] - deltas[r]);
+        ds[n][e] = p * (dp[n][e] * factor(bh, row[r], j) - deltas[r]);
         if (slopes)
           slopes[n][e] = slope(x);
       }
@@ -362,7 +371,9 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
             const bool live = i < $TQ && j < $TK && Ls[c] != -inf && !outside(i, j);
             const float x = pt[n][e] * (float)$SCALE;
             pt[n][e] = live ? expf(masked(bh, i, j, x) - Ls[c]) : 0.0f;
-            dst[n][e] = pt[n][e] * (dst[n][e] - Deltas[c]) * slope(x) * (float)$SCALE;
+            const float f = factor(bh, i, j);
+            dst[n][e] = pt[n][e] * (dst[n][e] * f - Deltas[c]) * slope(x) * (float)$SCALE;
+            pt[n][e] *= f; // dV = (dropped P)^T dO
           }
         for (int kk = 0; kk < $BQ / 16; ++kk) {
           u32 pa[4], sa[4];
@@ -471,7 +482,7 @@ int64_t streamedRows(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 32 : 16; }
 
 /// The substitutions both passes share, if `op` is one the tensor-core
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
-/// a multiple of 16 up to 256, no dropout, an f32 log-sum-exp.
+/// a multiple of 16 up to 256, an f32 log-sum-exp.
 template <typename OpTy>
 std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
   Type qt = elementTypeOf(op.getQuery());
@@ -479,9 +490,7 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
   int64_t d = qs[3];
   if ((!qt.isBF16() && !qt.isF16()) || elementTypeOf(op.getKey()) != qt ||
       elementTypeOf(op.getValue()) != qt || shapeOf(op.getValue())[3] != d ||
-      d % 16 != 0 || d > 256 || op.getOffset() ||
-      !op.getDropoutRatio().isZero() ||
-      !elementTypeOf(op.getLogsumexp()).isF32())
+      d % 16 != 0 || d > 256 || !elementTypeOf(op.getLogsumexp()).isF32())
     return std::nullopt;
   auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
   Type ot = elementTypeOf(op.getOutput());
@@ -500,6 +509,21 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
     mask = isa<FloatType>(mt) ? "x = (float)(x + " + element + ");"
                               : "if (!" + element + ") return -inf;";
   }
+  // Dropout's offset (the step's draw) follows the mask.
+  double ratio = op.getDropoutRatio().convertToDouble();
+  std::string offsetArg,
+      key = "random_key(" + std::to_string(op.getSeed()) + "ll)";
+  if (op.getOffset()) {
+    offsetArg = "const i64 *offset = (const i64 *)args[" +
+                std::to_string(3 + bool(op.getMask())) + "];";
+    key = "random_key(" + std::to_string(op.getSeed()) + "ll, *offset)";
+  }
+  std::string factor = ratio > 0.0
+                           ? "return dropout_keep(" + key +
+                                 ", (bh * $TQ + i) * $TK + j, " +
+                                 literal(ratio) + ") ? (float)" +
+                                 literal(1.0 / (1.0 - ratio)) + " : 0.0f;"
+                           : "return 1.0f;";
   std::string capped = "x", slope = "1.0f";
   if (std::optional<APFloat> softcap = op.getSoftcap()) {
     std::string c = "(float)" + literal(softcap->convertToDouble());
@@ -508,32 +532,36 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
   }
   // Tiles of 64 rows (four warps of 16) on the side a block owns; the
   // streamed side's tiles keep shared memory within 32 KiB.
-  return Values{{"PROLOGUE", kPrologue},
-                {"ADDRESSING", attentionAddressing(op, stridesOf)},
-                {"MASK_ARG", maskArg},
-                {"MASK", mask},
-                {"A", op.getMask() ? "4" : "3"},
-                {"OT", storageType(ot)},
-                {"LOADO", "[](" + storageType(ot) + " x) { return " +
-                              loaded(ot, "x") + "; }"},
-                {"STOREO", "[](double x) { return " + stored(ot, "x") + "; }"},
-                {"TO16", qt.isBF16() ? "f32_to_bf16" : "f32_to_f16"},
-                {"FROM16", qt.isBF16() ? "bf16_to_f32" : "f16_to_f32"},
-                {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
-                {"SCALE", literal(op.getScale().convertToDouble())},
-                {"OUTSIDE", outsideKeys(op)},
-                {"SPANS", spans(op)},
-                {"CAPPED", capped},
-                {"SLOPE", slope},
-                {"TQ", count(qs[2])},
-                {"TK", count(ks[2])},
-                {"H", count(qs[1])},
-                {"HKV", count(ks[1])},
-                {"GROUP", count(qs[1] / ks[1])},
-                {"HEADS", count(qs[0] * qs[1])},
-                {"KVHEADS", count(ks[0] * ks[1])},
-                {"D", count(d)},
-                {"STREAMED", count(streamedRows(d))}};
+  return Values{
+      {"PROLOGUE", kPrologue},
+      {"ADDRESSING", attentionAddressing(op, stridesOf)},
+      {"MASK_ARG", maskArg},
+      {"MASK", mask},
+      {"A", std::to_string(3 + bool(op.getMask()) + bool(op.getOffset()))},
+      {"OFFSET_ARG", offsetArg},
+      {"FACTOR", factor},
+      {"DROPOUT", ratio > 0.0 ? "true" : "false"},
+      {"OT", storageType(ot)},
+      {"LOADO",
+       "[](" + storageType(ot) + " x) { return " + loaded(ot, "x") + "; }"},
+      {"STOREO", "[](double x) { return " + stored(ot, "x") + "; }"},
+      {"TO16", qt.isBF16() ? "f32_to_bf16" : "f32_to_f16"},
+      {"FROM16", qt.isBF16() ? "bf16_to_f32" : "f16_to_f32"},
+      {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
+      {"SCALE", literal(op.getScale().convertToDouble())},
+      {"OUTSIDE", outsideKeys(op)},
+      {"SPANS", spans(op)},
+      {"CAPPED", capped},
+      {"SLOPE", slope},
+      {"TQ", count(qs[2])},
+      {"TK", count(ks[2])},
+      {"H", count(qs[1])},
+      {"HKV", count(ks[1])},
+      {"GROUP", count(qs[1] / ks[1])},
+      {"HEADS", count(qs[0] * qs[1])},
+      {"KVHEADS", count(ks[0] * ks[1])},
+      {"D", count(d)},
+      {"STREAMED", count(streamedRows(d))}};
 }
 
 std::pair<std::string, std::string> storer(const char *name, Value value) {
@@ -561,6 +589,8 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
   plan.operands = {op.getQuery(), op.getKey(), op.getValue()};
   if (Value mask = op.getMask())
     plan.operands.push_back(mask);
+  if (Value offset = op.getOffset())
+    plan.operands.push_back(offset);
   plan.results = {op.getOutput(), op.getLogsumexp()};
   plan.body =
       substitute(std::string("$PROLOGUE") + kTensorCoreForward, *values);
@@ -621,6 +651,8 @@ tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
   query.operands = {op.getQuery(), op.getKey(), op.getValue()};
   if (Value mask = op.getMask())
     query.operands.push_back(mask);
+  if (Value offset = op.getOffset())
+    query.operands.push_back(offset);
   query.operands.append(
       {op.getOutput(), op.getLogsumexp(), op.getOutputGrad()});
   query.results = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
