@@ -373,6 +373,12 @@ static int compileForCuda(PlannedStep &planned) {
     return 1;
   for (const std::string &kept : targetReport.keptAttention)
     outs() << "attention on kiln's kernels, not cuDNN: " << kept << "\n";
+  for (const auto &[reason, ops] : targetReport.exactAttention)
+    outs() << "attention on the exact kernels (CUDA cores, slow), not tensor "
+              "cores, for "
+           << ops.size() << " op" << (ops.size() > 1 ? "s" : "") << " ("
+           << ops.front() << (ops.size() > 1 ? ", ..." : "") << "): " << reason
+           << "\n";
   (*artifact)->vocabulary = planned.vocabulary;
   if (printCuda)
     outs() << (*artifact)->source;

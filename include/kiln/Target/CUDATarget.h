@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,9 +48,13 @@ struct TargetOptions {
 };
 
 /// What compileFunction reports beside the artifact: the attention ops that
-/// `--attention=cudnn` left to kiln's kernels, each with the reason.
+/// `--attention=cudnn` left to kiln's kernels, and those that run on the
+/// exact kernels rather than on tensor cores (unless asked for), each with
+/// the reason.
 struct TargetReport {
   std::vector<std::string> keptAttention;
+  /// Each reason, with the ops it keeps off tensor cores.
+  std::map<std::string, std::vector<std::string>> exactAttention;
 };
 
 /// Lowers `function`, a single-block function whose values the memory plan

@@ -374,6 +374,9 @@ llvm::SmallVector<KernelPlan> attentionGradient(AttentionGradOp op,
 /// The kernel of the gradient of a trained mask (`mask_grad`), which both
 /// the tiled and the tensor-core gradients launch.
 KernelPlan attentionMaskGradient(AttentionGradOp op, StridesOf stridesOf);
+/// Why the tensor-core kernels do not compute attention or its gradient
+/// `op` (it then runs on the exact kernels); none where they do.
+std::optional<std::string> tensorCoreAttentionUnsupported(mlir::Operation *op);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
 /// operands and head dimensions that are multiples of 16 up to 256; none
 /// otherwise.

@@ -546,6 +546,11 @@ LogicalResult Lowering::lowerOp(Operation &op) {
     return success();
   }
   if (isa<AttentionOp, AttentionGradOp, GatherGradOp, ScatterElementsOp>(op)) {
+    if (isa<AttentionOp, AttentionGradOp>(op) && report &&
+        !options.exactAttention)
+      if (std::optional<std::string> reason =
+              tensorCoreAttentionUnsupported(&op))
+        report->exactAttention[*reason].push_back(describe(&op));
     FailureOr<SmallVector<KernelPlan>> kernels =
         planTemplateKernels(&op, options.exactAttention,
                             [&](Value value) { return stridesOf(value); });

@@ -480,18 +480,46 @@ template <typename OpTy> std::string spans(OpTy op) {
 /// 32 KiB for head dimension `d` (16 rows for Gemma's 256).
 int64_t streamedRows(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 32 : 16; }
 
+} // namespace
+
+std::optional<std::string> tensorCoreAttentionUnsupported(Operation *op) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  auto gradient = dyn_cast<AttentionGradOp>(op);
+  Value query = attention ? attention.getQuery() : gradient.getQuery();
+  Value key = attention ? attention.getKey() : gradient.getKey();
+  Value value = attention ? attention.getValue() : gradient.getValue();
+  Value logsumexp =
+      attention ? attention.getLogsumexp() : gradient.getLogsumexp();
+  Type qt = elementTypeOf(query);
+  int64_t d = shapeOf(query)[3];
+  if (!qt.isBF16() && !qt.isF16())
+    return std::string("operands that are not bf16 or fp16");
+  if (elementTypeOf(key) != qt || elementTypeOf(value) != qt)
+    return std::string("query, key and value of different types");
+  if (shapeOf(value)[3] != d)
+    return std::string("a value head dimension other than the query's");
+  if (d % 16 != 0 || d > 256)
+    return "head dimension " + std::to_string(d) +
+           " (tensor cores take multiples of 16 up to 256)";
+  if (!elementTypeOf(logsumexp).isF32())
+    return std::string("a log-sum-exp that is not f32");
+  if (gradient && elementTypeOf(gradient.getOutputGrad()) != qt)
+    return std::string("an output gradient of another type than the operands");
+  return std::nullopt;
+}
+
+namespace {
+
 /// The substitutions both passes share, if `op` is one the tensor-core
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
 /// a multiple of 16 up to 256, an f32 log-sum-exp.
 template <typename OpTy>
 std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
+  if (tensorCoreAttentionUnsupported(op))
+    return std::nullopt;
   Type qt = elementTypeOf(op.getQuery());
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   int64_t d = qs[3];
-  if ((!qt.isBF16() && !qt.isF16()) || elementTypeOf(op.getKey()) != qt ||
-      elementTypeOf(op.getValue()) != qt || shapeOf(op.getValue())[3] != d ||
-      d % 16 != 0 || d > 256 || !elementTypeOf(op.getLogsumexp()).isF32())
-    return std::nullopt;
   auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
   Type ot = elementTypeOf(op.getOutput());
   // An additive or boolean mask, broadcast to batch x heads x TQ x TK, is
@@ -638,8 +666,7 @@ static std::optional<KernelPlan> tensorCoreMaskGradient(AttentionGradOp op,
 std::optional<SmallVector<KernelPlan>>
 tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
   std::optional<Values> values = tensorCoreValues(op, stridesOf);
-  if (!values ||
-      elementTypeOf(op.getOutputGrad()) != elementTypeOf(op.getQuery()))
+  if (!values)
     return std::nullopt;
   values->push_back({"DQT", storageType(elementTypeOf(op.getQueryGrad()))});
   values->push_back({"DKT", storageType(elementTypeOf(op.getKeyGrad()))});
