@@ -35,14 +35,15 @@ static StringRef leafName(StringRef name) {
 /// embeddings' `inv_freq` and `cos_cached`/`sin_cached`, normalizations'
 /// `running_mean` and `running_var`, attention masks (`attn_mask`, a
 /// shifted window's; not `mask_token`, a weight), the value masked
-/// scores take (GPT-J's `masked_bias`) and the zero logit bias of BART,
+/// scores take (GPT-J's `masked_bias`; not wav2vec2's `masked_spec_embed`,
+/// a weight) and the zero logit bias of BART,
 /// mBART, Pegasus and Marian (`final_logits_bias`).
 static bool isBufferName(StringRef name) {
   StringRef leaf = leafName(name);
   return leaf == "inv_freq" || leaf == "running_mean" ||
          leaf == "running_var" || leaf == "final_logits_bias" ||
-         leaf.ends_with("_cached") || leaf.ends_with("mask") ||
-         leaf.starts_with("masked_");
+         leaf == "masked_bias" || leaf.ends_with("_cached") ||
+         leaf.ends_with("mask");
 }
 
 /// Whether one of `count` values of type T at `bytes` is infinite or of a
