@@ -503,13 +503,23 @@ int runTrainingLoop(StepRunner &runner, StringRef modelPath,
       return fail("cannot write " + logFile + ": " + error.message());
   }
   bool terminal = sys::Process::StandardOutIsDisplayed();
-  // The elements of the first input (tokens of a language model) per step.
-  int64_t tokensPerStep = 0;
+  // Throughput counts what the first input holds per step: tokens when it
+  // holds integers (a language model's ids), samples (its batch dimension)
+  // when it holds floats (images, audio), whose elements are no tokens.
+  int64_t unitsPerStep = 0;
+  bool countsTokens = true;
   if (!runner.inputs().empty()) {
-    tokensPerStep = 1;
-    for (int64_t size : runner.inputs()[0].shape)
-      tokensPerStep *= size;
+    const InputSpec &first = runner.inputs()[0];
+    countsTokens = !isFloat(first.type);
+    unitsPerStep = 1;
+    if (countsTokens)
+      for (int64_t size : first.shape)
+        unitsPerStep *= size;
+    else if (!first.shape.empty())
+      unitsPerStep = first.shape[0];
   }
+  StringRef unit = countsTokens ? "tok/s" : "samples/s";
+  StringRef unitKey = countsTokens ? "tokens_per_s" : "samples_per_s";
   auto start = std::chrono::steady_clock::now();
   int64_t first = runner.completedSteps() + 1;
   int64_t lastCheckpoint = runner.completedSteps();
@@ -540,12 +550,12 @@ int runTrainingLoop(StepRunner &runner, StringRef modelPath,
                            std::chrono::steady_clock::now() - start)
                            .count();
       int64_t done = step - first + 1;
-      double tokensPerSecond = tokensPerStep * done / std::max(elapsed, 1e-9);
+      double unitsPerSecond = unitsPerStep * done / std::max(elapsed, 1e-9);
       double eta = elapsed / done * (steps - step);
       std::string speed =
-          tokensPerStep
-              ? formatv(tokensPerSecond >= 100 ? "  {0:f0} tok/s" : "  {0:f2} tok/s",
-                        tokensPerSecond)
+          unitsPerStep
+              ? formatv(unitsPerSecond >= 100 ? "  {0:f0} {1}" : "  {0:f2} {1}",
+                        unitsPerSecond, unit)
                     .str()
               : std::string();
       // fp16's loss scaler skips a step whose gradients overflow.
@@ -568,7 +578,7 @@ int runTrainingLoop(StepRunner &runner, StringRef modelPath,
         json::Object entry{{"step", step},
                            {"loss", r.loss},
                            {"lr", r.lr},
-                           {"tokens_per_s", tokensPerSecond},
+                           {unitKey, unitsPerSecond},
                            {"elapsed_s", elapsed}};
         // A skipped step's norm is not finite, which JSON cannot hold.
         entry["grad_norm"] =
