@@ -10,10 +10,6 @@ using namespace mlir;
 
 namespace kiln {
 
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
 bool excludesScore(double x, Type elementType) {
   return isa<FloatType>(elementType) && x <= kExcludedScore;
 }

@@ -12,6 +12,7 @@
 #include "kiln/Interpreter/Tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <optional>
@@ -44,6 +45,16 @@ private:
       : trained(std::move(trained)) {}
   llvm::DenseSet<mlir::Operation *> trained;
 };
+
+/// The shape of a ranked tensor `value`.
+inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value value) {
+  return llvm::cast<mlir::RankedTensorType>(value.getType()).getShape();
+}
+
+/// `value`'s only user, if it has exactly one.
+inline mlir::Operation *onlyUser(mlir::Value value) {
+  return value.hasOneUse() ? *value.getUsers().begin() : nullptr;
+}
 
 /// Erases the ops of `replaced` (duplicates allowed) as they lose their last
 /// user, so that users go before their producers; kiln.parameter ops stay,

@@ -13,37 +13,35 @@
 //
 // on [B, H, T, D] operands, or with the heads flattened into the batch of
 // 3-D products ([B * H, T, D], as BLOOM, OPT and BART export their bmm),
-// reshaped to [B, H, ...] and back anywhere between the products; key and
-// value optionally repeated for grouped-query heads (reshape -> broadcast
-// -> reshape). Every intermediate must have no other use (else its
-// [B, H, Tq, Tk] value is needed anyway), and a boolean mask must not
-// depend on a trained parameter; a bias may (T5's and Swin's learned
-// position biases: attention_grad computes its gradient). A constant mask (or
-// one an exporter folded into a parameter that is not trained) that is all
-// "keep" disappears, and one that keeps a band of keys around the diagonal
-// becomes the causal flag and/or a window (a sliding window, ModernBERT's
-// band; also the band a constant mask selects a bias within): exact, since
-// an excluded score contributes exactly 0 where a row keeps some key (see
-// excludesScore), and such a band keeps one in every row (the diagonal).
-// A bias and a constant boolean mask become one additive
-// mask; a bias the scale multiplies is multiplied by it (rounded once more
-// than in the exported (s + bias) * c). A row that
-// drops every key (possible only with masks that inputs decide) gives 0,
-// where the exported softmax gives equal weights or NaN. Anything else is
-// left alone.
+// reshaped to [B, H, ...] and back anywhere between the products, or with
+// the heads in the query rows of 3-D products with one key and value head
+// ([B, Tq * H, D] queries, scores viewed as [B, Tq, H, Tk]: GPTBigCode's
+// multi-query attention); key and value optionally repeated for
+// grouped-query heads (reshape -> broadcast -> reshape). Every intermediate
+// must have no other use (else its [B, H, Tq, Tk] value is needed anyway), and
+// a boolean mask must not depend on a trained parameter; a bias may (T5's and
+// Swin's learned position biases: attention_grad computes its gradient). A
+// constant mask (or one an exporter folded into a parameter that is not
+// trained) that is all "keep" disappears, and one that keeps a band of keys
+// around the diagonal becomes the causal flag and/or a window (a sliding
+// window, ModernBERT's band; also the band a constant mask selects a bias
+// within): exact, since an excluded score contributes exactly 0 where a row
+// keeps some key (see excludesScore), and such a band keeps one in every row
+// (the diagonal). A bias and a constant boolean mask become one additive mask;
+// a bias the scale multiplies is multiplied by it (rounded once more than in
+// the exported (s + bias) * c). A row that drops every key (possible only with
+// masks that inputs decide) gives 0, where the exported softmax gives equal
+// weights or NaN. Anything else is left alone.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Transforms/RewriteAttention.h"
 
-#include "AttentionMasks.h"
+#include "AttentionMatch.h"
 #include "PatternSupport.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Transforms/Passes.h"
-
-#include "mlir/IR/Builders.h"
-#include "llvm/ADT/SetVector.h"
 
 #include <cmath>
 
@@ -55,45 +53,6 @@ namespace kiln {
 using namespace mlir;
 
 namespace kiln {
-
-namespace {
-/// What a match found, before anything is rewritten.
-struct AttentionMatch {
-  Value query, key, value; // key may still be transposed: see keyTransposed
-  bool keyTransposed = false, valueTransposed = false, queryTransposed = false;
-  double scale = 1.0;
-  /// [B, H] of the scores: the products' leading dimensions, or, where
-  /// they are 3-D, the split that a reshape between them shows ([B * H, 1]
-  /// where none does).
-  SmallVector<int64_t> heads;
-  /// An additive mask (float), and a boolean one: true where a key is kept,
-  /// or, with `negateKeep`, where it is dropped. Each with the shape of the
-  /// scores it applies to (3-D where the heads are flattened).
-  Value bias, keep;
-  SmallVector<int64_t> biasScores, keepScores;
-  bool negateKeep = false;
-  /// The score the boolean mask gives a dropped key (see excludesScore).
-  Value excluded;
-  /// The product of the scales applied after the bias is added (GPT-J and
-  /// CodeGen divide the masked scores): attention adds the bias times it to
-  /// the scaled scores.
-  double biasScale = 1.0;
-  /// Gemma 2's soft cap of the scaled scores, `tanh(s / c) * c`; 0 for none.
-  double softcap = 0.0;
-  DropoutOp dropout;
-  MatmulOp output;
-  llvm::SetVector<Operation *> replaced;
-};
-} // namespace
-
-static ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-
-/// `value`'s only user, if it has exactly one.
-static Operation *onlyUser(Value value) {
-  return value.hasOneUse() ? *value.getUsers().begin() : nullptr;
-}
 
 /// Peels `x * c` (or `c * x`, or `x / c`) with `c` a splat constant that
 /// does not change `x`'s shape, multiplying the factor into `scale`.
@@ -146,42 +105,6 @@ static Value peelSoftcap(const Literals &literals, Value value,
   match.replaced.insert(outer);
   match.replaced.insert(factor.getDefiningOp());
   return x;
-}
-
-/// Records the [B, H] split that `shape` (rank 4) shows; false if it
-/// contradicts one recorded before.
-static bool recordHeads(ArrayRef<int64_t> shape, AttentionMatch &match) {
-  SmallVector<int64_t> heads(shape.take_front(2));
-  if (!match.heads.empty() && match.heads != heads)
-    return false;
-  match.heads = heads;
-  return true;
-}
-
-/// Whether `reshape` splits [B * H, x, y] into [B, H, x, y] or merges them
-/// back; records the split.
-static bool isHeadReshape(ReshapeOp reshape, AttentionMatch &match) {
-  ArrayRef<int64_t> from = shapeOf(reshape.getInput()),
-                    to = shapeOf(reshape.getResult());
-  if (from.size() + to.size() != 7 || from.take_back(2) != to.take_back(2) ||
-      !recordHeads(from.size() == 4 ? from : to, match))
-    return false;
-  match.replaced.insert(reshape);
-  return true;
-}
-
-/// Peels a head reshape (isHeadReshape) off `value`.
-static Value peelHeadReshape(Value value, AttentionMatch &match) {
-  auto reshape = value.getDefiningOp<ReshapeOp>();
-  return reshape && value.hasOneUse() && isHeadReshape(reshape, match)
-             ? reshape.getInput()
-             : value;
-}
-
-/// Follows `value`'s only user if it is a head reshape.
-static Value peelHeadReshapeForward(Value value, AttentionMatch &match) {
-  auto reshape = dyn_cast_if_present<ReshapeOp>(onlyUser(value));
-  return reshape && isHeadReshape(reshape, match) ? reshape.getResult() : value;
 }
 
 /// Whether `scores` is a product, after scales, soft caps and head
@@ -240,65 +163,6 @@ static Value peelMask(const Literals &literals, Value scores,
   return keeps ? where.getOnTrue() : where.getOnFalse();
 }
 
-/// Undoes the repetition of key/value heads for grouped-query attention:
-/// reshape [B, Hkv, T, D] -> [B, Hkv, 1, T, D], broadcast to
-/// [B, Hkv, n, T, D], reshape to [B, Hkv * n, T, D].
-static Value peelRepeatedHeads(Value value,
-                               llvm::SetVector<Operation *> &replaced) {
-  auto merge = value.getDefiningOp<ReshapeOp>();
-  if (!merge)
-    return value;
-  auto repeat = merge.getInput().getDefiningOp<BroadcastOp>();
-  if (!repeat)
-    return value;
-  auto split = repeat.getInput().getDefiningOp<ReshapeOp>();
-  if (!split)
-    return value;
-  Value heads = split.getInput();
-  ArrayRef<int64_t> kv = shapeOf(heads), out = shapeOf(value),
-                    expanded = shapeOf(repeat.getResult()),
-                    unit = shapeOf(split.getResult());
-  if (kv.size() != 4 || expanded.size() != 5 || unit.size() != 5 ||
-      ArrayRef<int64_t>{kv[0], kv[1], 1, kv[2], kv[3]} != unit ||
-      expanded[0] != kv[0] || expanded[1] != kv[1] || expanded[3] != kv[2] ||
-      expanded[4] != kv[3] ||
-      ArrayRef<int64_t>{kv[0], kv[1] * expanded[2], kv[2], kv[3]} != out)
-    return value;
-  replaced.insert(merge);
-  replaced.insert(repeat);
-  replaced.insert(split);
-  return heads;
-}
-
-/// `shape` with its heads split from the batch: [B, H, x, y] for
-/// [B * H, x, y]; empty where they do not multiply out.
-static SmallVector<int64_t> withHeads(ArrayRef<int64_t> shape,
-                                      ArrayRef<int64_t> heads) {
-  if (shape.size() == 4)
-    return SmallVector<int64_t>(shape);
-  if (shape.size() != 3 || shape[0] != heads[0] * heads[1])
-    return {};
-  return {heads[0], heads[1], shape[1], shape[2]};
-}
-
-/// Whether q, k, v and the output are [B, H, x, y] with the match's B and
-/// H, or k and v [B, 1, x, y] that the products broadcast over the heads
-/// (multi-query attention, Falcon's: one key/value head for all).
-static bool hasAttentionShapes(AttentionMatch &match) {
-  Value output = match.output.getResult();
-  for (Value operand : {match.query, match.key, match.value, output}) {
-    SmallVector<int64_t> shape = withHeads(shapeOf(operand), match.heads);
-    if (shape.empty())
-      return false;
-    bool sharedHead = (operand == match.key || operand == match.value) &&
-                      shapeOf(operand).size() == 4 && shape[1] == 1;
-    if (shape[0] != match.heads[0] ||
-        (shape[1] != match.heads[1] && !sharedHead))
-      return false;
-  }
-  return true;
-}
-
 /// Whether `mask` can stand for what it did in `scores`: it broadcasts to
 /// them without changing them. A bias may be trained (its gradient is
 /// attention_grad's `mask_grad`); a boolean mask that a trained parameter
@@ -307,6 +171,14 @@ static bool isMaskOf(const Literals &literals, Value mask,
                      ArrayRef<int64_t> scores, bool mayTrain) {
   return !mask || ((mayTrain || literals.dependsOnNoTrainedParameter(mask)) &&
                    broadcastsTo(shapeOf(mask), scores));
+}
+
+/// Whether constants alone make `mask` an additive mask of zeros.
+static bool keepsEveryScore(const Literals &literals, Value mask) {
+  std::optional<ConstantMask> constant =
+      constantMask(literals, mask, /*negate=*/false);
+  return constant &&
+         llvm::all_of(constant->keep, [](bool kept) { return kept; });
 }
 
 /// Whether `value` is read by a matrix product, directly or through a
@@ -401,8 +273,8 @@ matchAttention(const Literals &literals, SoftmaxOp softmax, StringRef &whyNot) {
   // causal and padding mask) stays as exported: a left-padded row that
   // drops every key is a row of equal weights there, which the loss reads
   // (the last padding position predicts the first token), and 0 in
-  // kiln.attention.
-  if (match.bias && match.keep &&
+  // kiln.attention. A bias of zeros (baddbmm's beta * empty) is none.
+  if (match.bias && match.keep && !keepsEveryScore(literals, match.bias) &&
       !constantMask(literals, match.keep, match.negateKeep)) {
     whyNot = "a bias with a boolean mask that inputs decide (a row that "
              "drops every key would differ)";
@@ -468,51 +340,6 @@ matchAttention(const Literals &literals, SoftmaxOp softmax, StringRef &whyNot) {
   return match;
 }
 
-/// `value` with its last two dimensions swapped; a transpose that swaps
-/// them back is looked through.
-static Value swapLastTwo(OpBuilder &builder, Location loc, Value value,
-                         llvm::SetVector<Operation *> &replaced) {
-  SmallVector<int64_t> swap = {0, 1, 3, 2};
-  if (auto transpose = value.getDefiningOp<TransposeOp>())
-    if (transpose.getPermutation() == ArrayRef<int64_t>(swap)) {
-      replaced.insert(transpose);
-      return transpose.getInput();
-    }
-  return builder.create<TransposeOp>(loc, value, swap);
-}
-
-/// `value` as [B, H, x, y]: as it is, as the 4-D value a head reshape
-/// merged (looked through), or split by a new reshape.
-static Value toHeads(OpBuilder &builder, Location loc, Value value,
-                     AttentionMatch &match) {
-  if (shapeOf(value).size() == 4)
-    return value;
-  if (auto reshape = value.getDefiningOp<ReshapeOp>())
-    if (value.hasOneUse() && shapeOf(reshape.getInput()).size() == 4 &&
-        isHeadReshape(reshape, match))
-      return reshape.getInput();
-  auto type = cast<RankedTensorType>(value.getType());
-  return builder.create<ReshapeOp>(
-      loc, type.clone(withHeads(type.getShape(), match.heads)), value);
-}
-
-/// A mask of 3-D scores [B * H, Tq, Tk] as one of [B, H, Tq, Tk]: a mask
-/// over all of B * H split as the scores, any other with unit B and H.
-static Value maskToHeads(OpBuilder &builder, Location loc, Value mask,
-                         ArrayRef<int64_t> scores, AttentionMatch &match) {
-  if (scores.size() == 4)
-    return mask;
-  auto type = cast<RankedTensorType>(mask.getType());
-  ArrayRef<int64_t> shape = type.getShape();
-  SmallVector<int64_t> split =
-      shape.size() == 3 && shape[0] != 1
-          ? SmallVector<int64_t>{match.heads[0], match.heads[1], shape[1],
-                                 shape[2]}
-          : SmallVector<int64_t>{1, 1, shape.size() > 1 ? shape.end()[-2] : 1,
-                                 shape.empty() ? 1 : shape.back()};
-  return builder.create<ReshapeOp>(loc, type.clone(split), mask);
-}
-
 /// Whether constants alone make `mask` keep a band of keys (all of them,
 /// the causal ones, a sliding window: setting `band`); its ops are then
 /// replaced. Two constant masks keep the keys both keep.
@@ -522,8 +349,7 @@ static bool isConstantMask(const Literals &literals, Value mask, bool negate,
   std::optional<ConstantMask> constant = constantMask(literals, mask, negate);
   if (!constant)
     return false;
-  std::optional<KeyBand> kept =
-      keptBand(constant->keep, constant->shape, scores);
+  std::optional<KeyBand> kept = bandOf(*constant, scores, match);
   if (!kept)
     return false;
   band = intersection(band, *kept);
@@ -559,8 +385,7 @@ static Value peelBandOfBias(const Literals &literals, Value bias,
       constantMask(literals, where.getCondition(), /*negate=*/!keepsOnTrue);
   if (!constant)
     return bias;
-  std::optional<KeyBand> kept =
-      keptBand(constant->keep, constant->shape, scores);
+  std::optional<KeyBand> kept = bandOf(*constant, scores, match);
   if (!kept)
     return bias;
   band = intersection(band, *kept);
@@ -611,16 +436,8 @@ static Value attentionMask(OpBuilder &builder, Location loc,
 static void rewrite(const Literals &literals, AttentionMatch &match) {
   OpBuilder builder(match.output);
   Location loc = match.output.getLoc();
-  auto oriented = [&](Value value, bool transposed) {
-    value = toHeads(builder, loc, value, match);
-    return transposed ? swapLastTwo(builder, loc, value, match.replaced)
-                      : value;
-  };
-  Value query = oriented(match.query, match.queryTransposed);
-  Value key = oriented(match.key, match.keyTransposed);
-  Value value = oriented(match.value, match.valueTransposed);
-  key = peelRepeatedHeads(key, match.replaced);
-  value = peelRepeatedHeads(value, match.replaced);
+  HeadOperands heads = operandsAsHeads(builder, loc, match);
+  Value query = heads.query;
 
   KeyBand band;
   Value mask = attentionMask(builder, loc, literals, match, band);
@@ -634,22 +451,19 @@ static void rewrite(const Literals &literals, AttentionMatch &match) {
                      : static_cast<double>(static_cast<float>(match.scale));
   ArrayRef<int64_t> q = shapeOf(query);
   auto logsumexpType = RankedTensorType::get({q[0], q[1], q[2]}, scoreType);
-  auto outputType = cast<RankedTensorType>(match.output.getType());
   DropoutOp dropout = match.dropout;
   auto attention = builder.create<AttentionOp>(
-      loc, outputType.clone(withHeads(outputType.getShape(), match.heads)),
-      logsumexpType, query, key, value, mask,
-      dropout ? dropout.getOffset() : Value(), builder.getF64FloatAttr(scale),
+      loc, headsOutputType(match, heads), logsumexpType, query, heads.key,
+      heads.value, mask, dropout ? dropout.getOffset() : Value(),
+      builder.getF64FloatAttr(scale),
       band.causal ? builder.getUnitAttr() : nullptr,
       band.window.empty() ? nullptr : builder.getDenseI64ArrayAttr(band.window),
       match.softcap ? builder.getF64FloatAttr(match.softcap) : nullptr,
       builder.getF64FloatAttr(dropout ? dropout.getRatio().convertToDouble()
                                       : 0.0),
       builder.getI64IntegerAttr(dropout ? dropout.getSeed() : 0));
-  Value output = attention.getOutput();
-  if (output.getType() != outputType)
-    output = builder.create<ReshapeOp>(loc, outputType, output);
-  match.output.getResult().replaceAllUsesWith(output);
+  match.output.getResult().replaceAllUsesWith(
+      outputFromHeads(builder, loc, attention.getOutput(), match));
   // Erase what nothing reads any more, users before their producers.
   eraseReplaced(match.replaced.getArrayRef());
 }

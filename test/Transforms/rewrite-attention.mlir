@@ -581,3 +581,76 @@ func.func @alibi_padding(%q: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tens
   %o = kiln.matmul %p3, %v : (tensor<4x4x4xf32>, tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   return %o : tensor<4x4x8xf32>
 }
+
+// -----
+
+// GPTBigCode's multi-query attention: the queries of a position's heads
+// are rows of one 3-D product with the single key head ([B, Tq * H, D] x
+// [B, D, Tk], baddbmm adding beta * empty, zeros), viewed as [B, Tq, H, Tk]
+// for the padding mask and the softmax, and back for the product with the
+// single value head. Queries become [B, H, Tq, D], the key and value heads
+// [B, 1, T, D] (the key's transpose looked through), the mask heads first;
+// the output goes back to its rows.
+// CHECK-LABEL: func @rows_multi_query
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x8x8xf32>, %[[K:.*]]: tensor<2x4x8xf32>, %[[V:.*]]: tensor<2x4x8xf32>, %[[KEEP:.*]]: tensor<2x4x1x4xi1>)
+// CHECK-NOT: kiln.softmax
+// CHECK-DAG: %[[QS:.*]] = kiln.reshape %[[Q]] : tensor<2x8x8xf32> to tensor<2x4x2x8xf32>
+// CHECK-DAG: %[[QH:.*]] = kiln.transpose %[[QS]] {permutation = array<i64: 0, 2, 1, 3>}
+// CHECK-DAG: %[[KH:.*]] = kiln.reshape %[[K]] : tensor<2x4x8xf32> to tensor<2x1x4x8xf32>
+// CHECK-DAG: %[[VH:.*]] = kiln.reshape %[[V]] : tensor<2x4x8xf32> to tensor<2x1x4x8xf32>
+// CHECK-DAG: %[[MH:.*]] = kiln.transpose %[[KEEP]] {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x1x4xi1>) -> tensor<2x1x4x4xi1>
+// CHECK: %[[O:.*]], %{{.*}} = kiln.attention %[[QH]], %[[KH]], %[[VH]] mask %[[MH]] {scale = 2.500000e-01 : f64} : (tensor<2x2x4x8xf32>, tensor<2x1x4x8xf32>, tensor<2x1x4x8xf32>, tensor<2x1x4x4xi1>)
+// CHECK: %[[OT:.*]] = kiln.transpose %[[O]] {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x2x4x8xf32>) -> tensor<2x4x2x8xf32>
+// CHECK: kiln.reshape %[[OT]] : tensor<2x4x2x8xf32> to tensor<2x8x8xf32>
+func.func @rows_multi_query(%q: tensor<2x8x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %keep: tensor<2x4x1x4xi1>) -> tensor<2x8x8xf32> {
+  %alpha = kiln.constant dense<0.25> : tensor<f32>
+  %zeros = kiln.constant dense<0.0> : tensor<2x8x4xf32>
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %s = kiln.matmul %q, %kt : (tensor<2x8x8xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %ss = kiln.mul %s, %alpha : (tensor<2x8x4xf32>, tensor<f32>) -> tensor<2x8x4xf32>
+  %sb = kiln.add %ss, %zeros : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %s4 = kiln.reshape %sb : tensor<2x8x4xf32> to tensor<2x4x2x4xf32>
+  %sm = kiln.where %keep, %s4, %lowest : (tensor<2x4x1x4xi1>, tensor<2x4x2x4xf32>, tensor<f32>) -> tensor<2x4x2x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<2x4x2x4xf32>
+  %p3 = kiln.reshape %p : tensor<2x4x2x4xf32> to tensor<2x8x4xf32>
+  %o = kiln.matmul %p3, %v : (tensor<2x8x4xf32>, tensor<2x4x8xf32>) -> tensor<2x8x8xf32>
+  return %o : tensor<2x8x8xf32>
+}
+
+// -----
+
+// The same layout with GPTBigCode's constant causal buffer over [B, Tq, H,
+// Tk] ([1, Tq, 1, Tk]): read heads first, it keeps the causal band.
+// CHECK-LABEL: func @rows_causal
+// CHECK-NOT: kiln.softmax
+// CHECK: kiln.attention {{.*}} {causal, scale = 1.000000e+00 : f64} : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>)
+func.func @rows_causal(%q: tensor<1x8x8xf32>, %k: tensor<1x4x8xf32>, %v: tensor<1x4x8xf32>) -> tensor<1x8x8xf32> {
+  %lowest = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %keep = kiln.constant dense<[[[[true, false, false, false]], [[true, true, false, false]], [[true, true, true, false]], [[true, true, true, true]]]]> : tensor<1x4x1x4xi1>
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x8x8xf32>, tensor<1x4x8xf32>) -> tensor<1x8x4xf32>
+  %s4 = kiln.reshape %s : tensor<1x8x4xf32> to tensor<1x4x2x4xf32>
+  %sm = kiln.where %keep, %s4, %lowest : (tensor<1x4x1x4xi1>, tensor<1x4x2x4xf32>, tensor<f32>) -> tensor<1x4x2x4xf32>
+  %p = kiln.softmax %sm {axis = 3 : i64} : tensor<1x4x2x4xf32>
+  %p3 = kiln.reshape %p : tensor<1x4x2x4xf32> to tensor<1x8x4xf32>
+  %o = kiln.matmul %p3, %v : (tensor<1x8x4xf32>, tensor<1x4x8xf32>) -> tensor<1x8x8xf32>
+  return %o : tensor<1x8x8xf32>
+}
+
+// -----
+
+// A bias over all of the 3-D rows ([1, Tq * H, Tk]) with the softmax on
+// the 4-D view: split like the rows, then heads first.
+// CHECK-LABEL: func @rows_bias
+// CHECK: %[[B4:.*]] = kiln.reshape %arg3 : tensor<1x8x4xf32> to tensor<1x4x2x4xf32>
+// CHECK: %[[BH:.*]] = kiln.transpose %[[B4]] {permutation = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x4xf32>) -> tensor<1x2x4x4xf32>
+// CHECK: kiln.attention {{.*}} mask %[[BH]] {scale = 1.000000e+00 : f64} : (tensor<2x2x4x8xf32>, tensor<2x1x4x8xf32>, tensor<2x1x4x8xf32>, tensor<1x2x4x4xf32>)
+func.func @rows_bias(%q: tensor<2x8x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %bias: tensor<1x8x4xf32>) -> tensor<2x8x8xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<2x8x8xf32>, tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+  %sb = kiln.add %s, %bias : (tensor<2x8x4xf32>, tensor<1x8x4xf32>) -> tensor<2x8x4xf32>
+  %s4 = kiln.reshape %sb : tensor<2x8x4xf32> to tensor<2x4x2x4xf32>
+  %p = kiln.softmax %s4 {axis = 3 : i64} : tensor<2x4x2x4xf32>
+  %p3 = kiln.reshape %p : tensor<2x4x2x4xf32> to tensor<2x8x4xf32>
+  %o = kiln.matmul %p3, %v : (tensor<2x8x4xf32>, tensor<2x4x8xf32>) -> tensor<2x8x8xf32>
+  return %o : tensor<2x8x8xf32>
+}
