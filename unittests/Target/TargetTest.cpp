@@ -425,6 +425,60 @@ TEST_P(ModelTargetTest, SoftcapStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// GPTBigCode's multi-query attention from its row layout: queries split
+// from the rows of the 3-D products and moved heads first, one key and
+// value head for four query heads, a padding mask moved heads first, the
+// output moved back to its rows; the head-dimension-16 tensor-core kernels.
+TEST_P(ModelTargetTest, MultiQueryRowsStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/bigcode_tiny/model.onnx"),
+              {source("test/Models/bigcode_tiny/input_ids.npy"),
+               source("test/Models/bigcode_tiny/attention_mask.npy"),
+               source("test/Models/bigcode_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
+// Speech from the raw waveform: strided 1-D convolutions, GroupNorm's
+// normalization over each channel's frames, a weight-normed grouped
+// convolution, a trained vector selected by Where.
+TEST_P(ModelTargetTest, WaveformStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/wav2vec2_tiny/model.onnx"),
+              {source("test/Models/wav2vec2_tiny/samples.npy"),
+               source("test/Models/wav2vec2_tiny/frame_mask.npy"),
+               source("test/Models/wav2vec2_tiny/time_mask.npy"),
+               source("test/Models/wav2vec2_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
+// Segmentation: overlapping strided 2-D convolutions, keys reduced by a
+// convolution, bilinear upsampling and its gradient, BatchNorm in training
+// mode, a per-pixel loss ignoring a label.
+TEST_P(ModelTargetTest, SegmentationStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/segformer_tiny/model.onnx"),
+              {source("test/Models/segformer_tiny/pixel_values.npy"),
+               source("test/Models/segformer_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
+// An encoder-decoder whose decoder inputs the step shifts from the labels
+// (integer slices, scatters and selections on the device) and whose
+// label-smoothed loss is spelled out: log-softmax, a gather of the labels,
+// sums over the kept tokens.
+TEST_P(ModelTargetTest, LabelSmoothedSeq2SeqStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/bart_tiny/model.onnx"),
+              {source("test/Models/bart_tiny/input_ids.npy"),
+               source("test/Models/bart_tiny/attention_mask.npy"),
+               source("test/Models/bart_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
