@@ -479,6 +479,20 @@ TEST_P(ModelTargetTest, LabelSmoothedSeq2SeqStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// Position ids the step computes from the padding (an integer cumsum), an
+// MLM head and a binary cross-entropy with logits over the kept tokens.
+TEST_P(ModelTargetTest, PaddingPositionsStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/roberta_tiny/model.onnx"),
+              {source("test/Models/roberta_tiny/input_ids.npy"),
+               source("test/Models/roberta_tiny/token_type_ids.npy"),
+               source("test/Models/roberta_tiny/attention_mask.npy"),
+               source("test/Models/roberta_tiny/labels.npy"),
+               source("test/Models/roberta_tiny/replaced.npy")},
+              GetParam(), 2e-6, import);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
