@@ -75,11 +75,13 @@ static bool holdsMaskValues(ParameterOp op) {
 }
 
 /// Whether a parameter's stored f32 or f64 value is a sinusoidal position
-/// table [..., positions, D]: row 0 is sin 0 = 0 in one half of the
-/// columns and cos 0 = 1 in the other (interleaved, as the PyTorch tutorial
-/// builds it, or sines then cosines, as Marian and fairseq do), and every
-/// row satisfies sin^2 + cos^2 = 1 for those pairs (or is zero: fairseq's
-/// padding row). No trained or freshly initialized weight does.
+/// table [..., positions, D]: the row of position 0, first (or last, where
+/// positions descend, as Transformer-XL's relative ones do), is sin 0 = 0
+/// in one half of the columns and cos 0 = 1 in the other (interleaved, as
+/// the PyTorch tutorial builds it, or sines then cosines, as Marian and
+/// fairseq do), and every row satisfies sin^2 + cos^2 = 1 for those pairs
+/// (or is zero: fairseq's padding row). No trained or freshly initialized
+/// weight does.
 static bool holdsPositionTable(ParameterOp op) {
   std::optional<ElementsAttr> value = op.getInitialValue();
   RankedTensorType type = op.getType();
@@ -109,8 +111,10 @@ static bool holdsPositionTable(ParameterOp op) {
   for (bool interleaved : {true, false}) {
     auto sine = [&](int64_t i) { return interleaved ? 2 * i : i; };
     auto cosine = [&](int64_t i) { return interleaved ? 2 * i + 1 : i + half; };
-    auto firstRow = [&](int64_t i) {
-      return at(0, sine(i)) == 0.0 && at(0, cosine(i)) == 1.0;
+    auto zeroAngles = [&](int64_t row) {
+      return llvm::all_of(llvm::seq<int64_t>(0, half), [&](int64_t i) {
+        return at(row, sine(i)) == 0.0 && at(row, cosine(i)) == 1.0;
+      });
     };
     auto unitPairs = [&](int64_t row) {
       auto unit = [&](int64_t i) {
@@ -121,8 +125,8 @@ static bool holdsPositionTable(ParameterOp op) {
       return llvm::all_of(llvm::seq<int64_t>(0, half), unit) ||
              llvm::all_of(llvm::seq<int64_t>(0, width), zero);
     };
-    if (llvm::all_of(llvm::seq<int64_t>(0, half), firstRow) &&
-        llvm::all_of(llvm::seq<int64_t>(1, rows), unitPairs))
+    if ((zeroAngles(0) || zeroAngles(rows - 1)) &&
+        llvm::all_of(llvm::seq<int64_t>(0, rows), unitPairs))
       return true;
   }
   return false;

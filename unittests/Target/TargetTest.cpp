@@ -493,6 +493,18 @@ TEST_P(ModelTargetTest, PaddingPositionsStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// Relative positional attention spelled out: Einsum products in time-first
+// layouts, the relative shift's concatenation, view and slice, a softmax
+// over a middle axis.
+TEST_P(ModelTargetTest, RelativeShiftStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/transfoxl_tiny/model.onnx"),
+              {source("test/Models/transfoxl_tiny/input_ids.npy"),
+               source("test/Models/transfoxl_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelTargetTest,
                          ::testing::Values(Precision::FP32, Precision::BF16));
 
