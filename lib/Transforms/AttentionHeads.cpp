@@ -273,10 +273,10 @@ HeadOperands operandsAsHeads(OpBuilder &builder, Location loc,
     return transposed ? swapLastTwo(builder, loc, value, match.replaced)
                       : value;
   };
+  Value query = oriented(match.query, match.queryTransposed, true);
   Value key = oriented(match.key, match.keyTransposed, false);
   Value value = oriented(match.value, match.valueTransposed, false);
-  return {oriented(match.query, match.queryTransposed, true),
-          peelRepeatedHeads(key, match.replaced),
+  return {query, peelRepeatedHeads(key, match.replaced),
           peelRepeatedHeads(value, match.replaced)};
 }
 

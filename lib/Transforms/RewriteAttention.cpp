@@ -337,6 +337,12 @@ matchAttention(const Literals &literals, SoftmaxOp softmax, StringRef &whyNot) {
              "take";
     return std::nullopt;
   }
+  // kiln.attention draws dropout in its [B, H, Tq, Tk] order, the same
+  // draws as the exported dropout only where that is its order too.
+  if (match.dropout && !match.rows.empty()) {
+    whyNot = "dropout of probabilities with the heads in the query rows";
+    return std::nullopt;
+  }
   return match;
 }
 

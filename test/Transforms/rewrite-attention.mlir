@@ -654,3 +654,21 @@ func.func @rows_bias(%q: tensor<2x8x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x
   %o = kiln.matmul %p3, %v : (tensor<2x8x4xf32>, tensor<2x4x8xf32>) -> tensor<2x8x8xf32>
   return %o : tensor<2x8x8xf32>
 }
+
+// -----
+
+// Dropout of the row layout's probabilities draws in [B, Tq, H, Tk] order,
+// kiln.attention's in [B, H, Tq, Tk]: it stays as exported.
+// CHECK-LABEL: func @rows_dropout
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+// WHY: remark: attention kept as exported ops: dropout of probabilities with the heads in the query rows
+func.func @rows_dropout(%q: tensor<1x8x8xf32>, %k: tensor<1x4x8xf32>, %v: tensor<1x4x8xf32>) -> tensor<1x8x8xf32> {
+  %s = kiln.matmul %q, %k {transpose_rhs} : (tensor<1x8x8xf32>, tensor<1x4x8xf32>) -> tensor<1x8x4xf32>
+  %s4 = kiln.reshape %s : tensor<1x8x4xf32> to tensor<1x4x2x4xf32>
+  %p = kiln.softmax %s4 {axis = 3 : i64} : tensor<1x4x2x4xf32>
+  %pd, %dropped = kiln.dropout %p {ratio = 0.1 : f64, seed = 7 : i64} : tensor<1x4x2x4xf32>
+  %p3 = kiln.reshape %pd : tensor<1x4x2x4xf32> to tensor<1x8x4xf32>
+  %o = kiln.matmul %p3, %v : (tensor<1x8x4xf32>, tensor<1x4x8xf32>) -> tensor<1x8x8xf32>
+  return %o : tensor<1x8x8xf32>
+}
