@@ -39,7 +39,12 @@ parts=("$@")
 
 gpt2="$shared/fixtures/graphs/gpt2_124m.onnx"
 bert="$shared/fixtures/graphs/bert_base_cls.onnx"
-kiln() { "$root/bench/kiln_train.sh" "$@" | tee -a "$results"; }
+# A row that fails is reported and skipped: the rows after it still run.
+failures=0
+kiln() {
+  "$root/bench/kiln_train.sh" "$@" | tee -a "$results" ||
+    { echo "bench/run.sh: row '$1' failed" >&2; failures=$((failures + 1)); }
+}
 gpt2_row() { kiln "$1" "$gpt2" 16 1024 50257 tokens --weight-decay 0.1 "${@:2}"; }
 bert_row() { kiln "$1" "$bert" 64 256 30522 2 "${@:2}"; }
 
@@ -83,3 +88,4 @@ for part in "${parts[@]}"; do
   esac
 done
 "$python" "$root/bench/ratios.py" "$results" | tee "$out/ratios.md"
+[ $failures -eq 0 ]

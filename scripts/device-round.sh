@@ -9,49 +9,63 @@
 #   bash scripts/device-round.sh ablation   # bench: the ablation and eager/AMP
 #   bash scripts/device-round.sh bert       # bench: BERT-base, kiln and PyTorch
 #
-# Each check's outcome and the end of its log go to $OUT/summary.txt,
-# printed last (the reply carries the end of the output); full logs beside.
+# Each check runs under a time limit (a hang costs that check, not the
+# call). Its outcome and the end of its log go to $OUT/summary.txt, printed
+# last (the reply carries the end of the output); the full logs, benchmark
+# lines and profiles go to $OUT/logs.tar.gz, rewritten after every check
+# (the device tool brings back only a few files, and what a call left when
+# its limit struck).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-device-results}"
-mkdir -p "$out"
+logs="$out.logs"
+mkdir -p "$out" "$logs"
 bin=build-device/bin
 # cuDNN (artifacts compiled with --attention=cudnn) is PyTorch's there.
 cudnn="$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)"
 export LD_LIBRARY_PATH="$PWD/build-device/lib-extra:$cudnn:${LD_LIBRARY_PATH:-}"
-export KILN_BIN="$bin" OUT="$out" KILN_SHARED="$PWD/shared"
+export KILN_BIN="$bin" OUT="$logs" KILN_SHARED="$PWD/shared"
 summary="$out/summary.txt"
 nvidia-smi -L >> "$summary" 2>&1
-status=0
-run() { # name, command...
-  local name="$1"
-  shift
+status=0 child=
+pack() { tar -czf "$out/logs.tar.gz" -C "$logs" .; }
+trap '[ -n "$child" ] && kill $child; echo "   stopped: out of time" >> "$summary"
+  pack; cat "$summary"; exit 124' TERM
+run() { # name, time limit in seconds, command...
+  local name="$1" limit="$2"
+  shift 2
   echo "== $name" >> "$summary"
-  "$@" > "$out/$name.log" 2>&1
+  # In the background, so that a TERM (the call's own limit) is handled at
+  # once: the logs so far still come back.
+  timeout --kill-after=10 "$limit" "$@" > "$logs/$name.log" 2>&1 &
+  child=$!
+  wait $child
   local code=$?
   if [ $code -eq 0 ]; then
     echo "   passed" >> "$summary"
   else
     status=1
-    echo "   FAILED (exit $code; $out/$name.log)" >> "$summary"
+    echo "   FAILED (exit $code; $name.log)" >> "$summary"
   fi
-  tail -n 5 "$out/$name.log" | sed 's/^/   /' >> "$summary"
+  grep -v '^PASS  ' "$logs/$name.log" | tail -n 30 | sed 's/^/   /' >> "$summary"
+  pack
 }
 for part in "$@"; do
   case "$part" in
   tests)
-    run gpu-tests env KILN_SOURCE_DIR="$PWD" \
+    run gpu-tests 330 env KILN_SOURCE_DIR="$PWD" \
       KILN_FIXTURES_DIR="$KILN_SHARED/fixtures" \
-      "$bin/kiln-gpu-tests" --gtest_output="xml:$out/gpu-tests.xml"
-    run cudnn-graphs "$bin/kiln-runtime-tests"
-    run loss-curve bash test/GPU/loss-curve.sh "$bin" ;;
+      bash test/GPU/each-test.sh "$bin/kiln-gpu-tests" 120
+    run cudnn-graphs 60 "$bin/kiln-runtime-tests"
+    run loss-curve 150 bash test/GPU/loss-curve.sh "$bin" ;;
   gpt2)
-    run bench-gpt2 env KILN_BENCH_PROFILE=20 bash bench/run.sh gpt2-kiln \
+    run bench-gpt2 540 env KILN_BENCH_PROFILE=20 bash bench/run.sh gpt2-kiln \
       gpt2-torch-compile ;;
-  ablation) run bench-ablation bash bench/run.sh gpt2-ablation gpt2-torch-eager ;;
-  bert) run bench-bert env KILN_BENCH_PROFILE=20 bash bench/run.sh bert-kiln bert-torch ;;
+  ablation) run bench-ablation 540 bash bench/run.sh gpt2-ablation gpt2-torch-eager ;;
+  bert) run bench-bert 540 env KILN_BENCH_PROFILE=20 bash bench/run.sh bert-kiln bert-torch ;;
   *) echo "device-round.sh: unknown part '$part'" >&2; exit 1 ;;
   esac
 done
+[ -f "$logs/ratios.md" ] && cat "$logs/ratios.md" >> "$summary"
 cat "$summary"
 exit $status

@@ -88,6 +88,12 @@ int64_t elementCount(const flatbuffers::Vector<int64_t> *shape) {
   return count;
 }
 
+std::vector<int64_t> dimensions(const flatbuffers::Vector<int64_t> *shape) {
+  if (!shape)
+    return {};
+  return std::vector<int64_t>(shape->begin(), shape->end());
+}
+
 namespace {
 /// Semantic checks after the structural ones of the FlatBuffers verifier.
 class Checker {

@@ -121,6 +121,19 @@ static bool setEpilogue(cublasLtMatmulDesc_t operation,
          CUBLAS_STATUS_SUCCESS;
 }
 
+static bool setBias(cublasLtMatmulDesc_t operation, const void *bias) {
+  return cublasLtMatmulDescSetAttribute(
+             operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+             sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
+}
+
+/// A bias gradient GEMM as a plain one (kernels sum the bias gradient):
+/// cuBLASLt refuses a bias pointer without its epilogue.
+static bool dropBiasGradient(cublasLtMatmulDesc_t operation) {
+  return setEpilogue(operation, CUBLASLT_EPILOGUE_DEFAULT) &&
+         setBias(operation, nullptr);
+}
+
 /// The algorithms cuBLASLt proposes for `plan`, at most `count`, best
 /// first.
 static std::vector<cublasLtMatmulAlgo_t>
@@ -317,13 +330,11 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
         !plan.withoutEpilogue)
       ok = setEpilogue(plan.operation, cublasEpilogue(g->epilogue()));
     // Bias, bias gradient and aux have D's type, cuBLASLt's default; aux is
-    // laid out as D.
-    if (ok && (artifact::readsBias(g->epilogue()) || biasGradient)) {
-      const void *bias = s.arena + g->bias();
-      ok = cublasLtMatmulDescSetAttribute(
-               plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-               sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
-    }
+    // laid out as D. A GEMM whose kernels sum the bias gradient has no bias
+    // pointer (cuBLASLt refuses one without its epilogue).
+    if (ok && (artifact::readsBias(g->epilogue()) || biasGradient) &&
+        !plan.withoutEpilogue)
+      ok = setBias(plan.operation, s.arena + g->bias());
     if (ok && artifact::usesAux(g->epilogue())) {
       const void *aux = s.arena + g->aux();
       int64_t leading = g->n(), stride = g->stride_d();
@@ -345,7 +356,7 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
     if (ok && biasGradient && plan.candidates.empty() &&
         !plan.withoutEpilogue) {
       plan.withoutEpilogue = true;
-      ok = setEpilogue(plan.operation, CUBLASLT_EPILOGUE_DEFAULT);
+      ok = dropBiasGradient(plan.operation);
       if (ok)
         plan.candidates = proposeAlgorithms(s.blas, plan, count);
     }
@@ -404,7 +415,7 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
         return false;
       }
       // Padding (rows and columns beyond the logical shape) stays 0.
-      std::vector<int64_t> logical(t->shape()->begin(), t->shape()->end());
+      std::vector<int64_t> logical = artifact::dimensions(t->shape());
       if (t->logical_shape() && t->logical_shape()->size())
         logical.assign(t->logical_shape()->begin(), t->logical_shape()->end());
       std::normal_distribution<double> normal(0.0, 0.02);
@@ -585,7 +596,7 @@ bool Session::tuneGemms(std::string &error) {
     GemmPlan plain = plan;
     cublasLtMatmulAlgo_t plainAlgorithm{};
     float plainBest = -1.0f;
-    if (setEpilogue(plan.operation, CUBLASLT_EPILOGUE_DEFAULT)) {
+    if (dropBiasGradient(plan.operation)) {
       plain.candidates = proposeAlgorithms(s.blas, plan, kTunedCandidates);
       plainBest = fastest(plain, fallbacks, plainAlgorithm);
     }
@@ -594,7 +605,8 @@ bool Session::tuneGemms(std::string &error) {
       plan.algorithm = plainAlgorithm;
       plan.withoutEpilogue = true;
     } else if (!setEpilogue(plan.operation,
-                            cublasEpilogue(plan.gemm->epilogue()))) {
+                            cublasEpilogue(plan.gemm->epilogue())) ||
+               !setBias(plan.operation, s.arena + plan.gemm->bias())) {
       error = "cannot restore the bias gradient epilogue of " +
               model->operations()->Get(plan.index)->origin()->str();
       restored = false;

@@ -87,8 +87,7 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs,
                   "' is missing; give it with --input " + t->name()->str() +
                   "=FILE");
     if (it->second.getDType() != dtypeOf(t->element_type()) ||
-        it->second.getShape() !=
-            ArrayRef<int64_t>(t->shape()->data(), t->shape()->size()))
+        it->second.getShape() != ArrayRef(artifact::dimensions(t->shape())))
       return fail("input '" + t->name()->str() +
                   "' has another type or shape "
                   "than the artifact's");

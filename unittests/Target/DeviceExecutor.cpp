@@ -53,8 +53,8 @@ public:
     std::string error;
     if (!session->read(name, bytes.data(), bytes.size(), error))
       llvm::report_fatal_error(llvm::Twine(error));
-    std::vector<int64_t> shape(t->shape()->begin(), t->shape()->end());
-    return decodeTensor(bytes.data(), t->element_type(), shape);
+    return decodeTensor(bytes.data(), t->element_type(),
+                        artifact::dimensions(t->shape()));
   }
   void run() override {
     std::string error;

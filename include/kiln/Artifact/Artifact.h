@@ -26,6 +26,9 @@ constexpr uint32_t kFormatVersion = 4;
 int64_t elementBytes(ElementType type);
 /// Elements of a shape.
 int64_t elementCount(const flatbuffers::Vector<int64_t> *shape);
+/// The sizes of a shape; a scalar's, which FlatBuffers leaves out (null),
+/// has none.
+std::vector<int64_t> dimensions(const flatbuffers::Vector<int64_t> *shape);
 /// Whether a GEMM with `epilogue` reads its bias vector, and whether it
 /// reads or writes its aux matrix.
 bool readsBias(Epilogue epilogue);

@@ -30,9 +30,13 @@ static constexpr int64_t kColumnPartRows = 128;
 /// A block per row adds up sums over its rows in registers (column sums for
 /// rows up to kRowColumns long), over kRowBlocks blocks (two of 256 threads
 /// per SM of a large GPU; every block stores a partial per column and sum,
-/// 6 MB for GPT-2's norm gradients), which a second kernel combines.
+/// 6 MB for GPT-2's norm gradients), which a second kernel combines. Sums
+/// of a term per row (a loss) store one partial per block, so they take
+/// kRowTermBlocks (eight per SM): a loss's rows are long and their
+/// statistics' latency wants every warp the GPU holds.
 static constexpr int64_t kRowColumns = 4096;
 static constexpr int64_t kRowBlocks = 256;
+static constexpr int64_t kRowTermBlocks = 1024;
 
 FailureOr<SmallVector<KernelPlan>>
 planElementKernels(ArrayRef<Value> results,
@@ -178,7 +182,7 @@ planElementKernels(ArrayRef<Value> results,
   auto rowsWithSums = [&](const Group &rows, const Group &sums,
                           bool perRow) -> FailureOr<SmallVector<KernelPlan>> {
     int64_t rowCount = rows.count / shapeOf(rows.results.front()).back();
-    int64_t blocks = std::min(rowCount, kRowBlocks);
+    int64_t blocks = std::min(rowCount, perRow ? kRowTermBlocks : kRowBlocks);
     KernelWriter writer(external, materialized, Schedule::BlockPerRow,
                         SplitPhase::Partials, blocks);
     writer.planSharing(rows.results);

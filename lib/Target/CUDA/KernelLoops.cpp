@@ -174,7 +174,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   std::string v = std::to_string(vector);
   auto piece = [&](const std::string &extra) {
     return "    if (aligned) {\n      first = c * " + v + ";\n" + chunks +
-           "    }\n" + buffers + "    for (int v = 0; v < " + v +
+           "    }\n" + buffers +
+           "    #pragma unroll\n    for (int v = 0; v < " + v +
            "; ++v) {\n    const i64 i = c * " + v + " + v;\n" + compute +
            extra + buffered + "    }\n    if (aligned) {\n" + vectorStore +
            "    } else {\n" + elementStore + "    }\n";
@@ -201,13 +202,12 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     std::string len = std::to_string(rowLength) + "ll";
     // Column sums added up on the way: each thread holds those of the
     // columns it takes (its elements, or pieces, of every row), then
-    // stores them as its block's partials.
-    int64_t held =
-        (perRow + plan.block - 1) / plan.block * (vectorized ? vector : 1);
-    std::string slot = "((i - i0) / " + v + " - threadIdx.x) / blockDim.x * " +
-                       v + " + (i - i0) % " + v;
-    if (!vectorized)
-      slot = "(i - i0 - threadIdx.x) / blockDim.x";
+    // stores them as its block's partials. It takes them in `rounds`
+    // unrolled rounds, so that they stay in registers: the index of a
+    // column's sum is a constant, the round (and the element of a piece).
+    int64_t rounds = (perRow + plan.block - 1) / plan.block;
+    int64_t held = rounds * (vectorized ? vector : 1);
+    std::string slot = vectorized ? "round * " + v + " + v" : "round";
     // Sums of a term per row: every thread adds the row's term (the same
     // value, from the row's shared statistics), one stores the partial.
     std::string hold, add, addRows, flush, flushRows;
@@ -237,16 +237,26 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                                ? "(threadIdx.x + h / " + v +
                                      " * blockDim.x) * " + v + " + h % " + v
                                : "threadIdx.x + h * blockDim.x";
-      flush = "  for (i64 h = 0; h < " + std::to_string(held) +
-              "; ++h) {\n    const i64 o = " + column + ";\n    if (o < " +
-              len + ") {\n" + flush + "    }\n  }\n";
+      flush = "  #pragma unroll\n  for (i64 h = 0; h < " +
+              std::to_string(held) + "; ++h) {\n    const i64 o = " + column +
+              ";\n    if (o < " + len + ") {\n" + flush + "    }\n  }\n";
     }
     loop = alignment + hold + "  for (i64 row = blockIdx.x; row < " +
            std::to_string(rows) +
            "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
       loop += "    (void)" + name + "(" + start + ");\n";
-    if (vectorized)
+    std::string block = std::to_string(plan.block) + "ll";
+    if (!add.empty())
+      loop +=
+          "    #pragma unroll\n    for (int round = 0; round < " +
+          std::to_string(rounds) + "; ++round) {\n      const i64 " +
+          (vectorized ? "c = i0 / " + v : "i = i0") +
+          " + threadIdx.x + round * " + block + ";\n      if (" +
+          (vectorized ? "c >= (i0 + " + len + ") / " + v : "i >= i0 + " + len) +
+          ")\n        break;\n" +
+          (vectorized ? piece(add) : compute + add + store) + "    }\n";
+    else if (vectorized)
       loop += "    for (i64 c = i0 / " + v + " + threadIdx.x; c < (i0 + " +
               len + ") / " + v + "; c += blockDim.x) {\n" + piece(add) +
               "    }\n";

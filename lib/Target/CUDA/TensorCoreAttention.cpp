@@ -65,22 +65,24 @@ static const char *kPrologue = R"cuda(
     return (u32)$TO16(lo) | ((u32)$TO16(hi) << 16);
   };
   // The B fragment of columns [8 n, 8 n + 8) and rows [16 kk, 16 kk + 16)
-  // of a tile stored column by column, `stride` apart (a row-major tile of
-  // the transposed operand).
+  // of a shared tile stored column by column, `stride` apart (a row-major
+  // tile of the transposed operand). Strides are 8 more than a multiple of
+  // 64: the eight columns g of a fragment start in different banks.
   auto columnB = [&](const u16 *tile, i64 stride, int n, int kk, u32 b[2]) {
-    const u16 *column = tile + (n * 8 + g) * stride + kk * 16 + 2 * t;
-    b[0] = pair(column);
-    b[1] = pair(column + 8);
+    const u32 *column = (const u32 *)(tile + (n * 8 + g) * stride + kk * 16 + 2 * t);
+    b[0] = column[0];
+    b[1] = column[4];
   };
   // c (16 x 8 `blocks`) = a (16 x D) times the transpose of the first
-  // 8 `blocks` rows of a row-major tile D wide: scores against its rows.
+  // 8 `blocks` rows of a row-major shared tile (rows D + 8 apart): scores
+  // against its rows.
   auto againstRows = [&](float (*c)[4], int blocks, u32 (*a)[4],
                          const u16 *tile) {
-    for (int n = 0; n < blocks; ++n) {
+    _Pragma("unroll") for (int n = 0; n < blocks; ++n) {
       c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
-      for (int kk = 0; kk < $D / 16; ++kk) {
+      _Pragma("unroll") for (int kk = 0; kk < $D / 16; ++kk) {
         u32 b[2];
-        columnB(tile, $D, n, kk, b);
+        columnB(tile, $D + 8, n, kk, b);
         $MMA(c[n], a[kk], b);
       }
     }
@@ -89,7 +91,7 @@ static const char *kPrologue = R"cuda(
   // rows of the tile.
   auto accumulate = [&](float (*acc)[4], const u32 a[4], const u16 *tile,
                         i64 stride, int kk) {
-    for (int n = 0; n < $D / 8; ++n) {
+    _Pragma("unroll") for (int n = 0; n < $D / 8; ++n) {
       u32 b[2];
       columnB(tile, stride, n, kk, b);
       $MMA(acc[n], a, b);
@@ -98,7 +100,7 @@ static const char *kPrologue = R"cuda(
   // The A fragment of columns [16 kk, 16 kk + 16) of accumulators c (C
   // fragments of 8 columns each), rounded to 16 bits.
   auto asA = [&](float (*c)[4], int kk, u32 a[4]) {
-    for (int half = 0; half < 2; ++half) {
+    _Pragma("unroll") for (int half = 0; half < 2; ++half) {
       a[2 * half] = pack(c[2 * kk + half][0], c[2 * kk + half][1]);
       a[2 * half + 1] = pack(c[2 * kk + half][2], c[2 * kk + half][3]);
     }
@@ -107,35 +109,48 @@ static const char *kPrologue = R"cuda(
   // `base`, rows `step` apart, each element through `store`.
   auto storeRows = [&](auto *base, i64 step, const i64 *rows, i64 limit,
                        float (*acc)[4], auto store) {
-    for (int r = 0; r < 2; ++r)
-      for (int n = 0; rows[r] < limit && n < $D / 8; ++n)
-        for (int c = 0; c < 2; ++c)
+    _Pragma("unroll") for (int r = 0; r < 2; ++r)
+      _Pragma("unroll") for (int n = 0; rows[r] < limit && n < $D / 8; ++n)
+        _Pragma("unroll") for (int c = 0; c < 2; ++c)
           base[rows[r] * step + n * 8 + 2 * t + c] = store(acc[n][2 * r + c]);
   };
   // Copies `rows` rows of D elements, `step` apart from `from` (zero from
-  // row `valid` on), to a row-major tile and to its transpose, either of
-  // which may be null.
-  auto stage = [&](const u16 *from, i64 step, i64 rows, i64 valid,
+  // row `valid` on), to a row-major tile (rows D + 8 apart) and to its
+  // transpose (rows `rows` + 8 apart), either of which may be null; 16
+  // bytes a thread where the rows are 16-byte aligned. For the transpose,
+  // neighbouring threads take neighbouring rows, so that their stores of
+  // one column fall in different banks.
+  auto stage = [&](const u16 *from, i64 step, int rows, i64 valid,
                    u16 *rowMajor, u16 *transposed) {
-    for (i64 e = threadIdx.x; e < rows * $D; e += blockDim.x) {
-      const u16 x = e / $D < valid ? from[e / $D * step + e % $D] : (u16)0;
+    const bool wide = ((u64)from & 15) == 0 && step % 8 == 0;
+    for (int e = threadIdx.x; e < rows * ($D / 8); e += blockDim.x) {
+      const int r = transposed ? e % rows : e / ($D / 8);
+      const int c = (transposed ? e / rows : e % ($D / 8)) * 8;
+      alignas(16) u16 x[8];
+      const u16 *source = from + r * step + c;
+      if (r >= valid)
+        _Pragma("unroll") for (int i = 0; i < 8; ++i) x[i] = 0;
+      else if (wide)
+        copy16(x, source, 1);
+      else
+        _Pragma("unroll") for (int i = 0; i < 8; ++i) x[i] = source[i];
       if (rowMajor)
-        rowMajor[e] = x;
+        copy16(rowMajor + r * ($D + 8) + c, x, 1);
       if (transposed)
-        transposed[e % $D * rows + e / $D] = x;
+        _Pragma("unroll") for (int i = 0; i < 8; ++i) transposed[(c + i) * (rows + 8) + r] = x[i];
     }
   };
   auto zero = [](float (*acc)[4]) {
-    for (int n = 0; n < $D / 8; ++n)
+    _Pragma("unroll") for (int n = 0; n < $D / 8; ++n)
       acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
   };
   // The A fragments of the warp's rows `rows` (g, g + 8) of a matrix at
   // `base` with rows `step` apart, zero past row `limit`.
   auto rowFragments = [&](u32 (*a)[4], const u16 *base, i64 step,
                           const i64 *rows, i64 limit) {
-    for (int kk = 0; kk < $D / 16; ++kk)
-      for (int r = 0; r < 2; ++r)
-        for (int half = 0; half < 2; ++half)
+    _Pragma("unroll") for (int kk = 0; kk < $D / 16; ++kk)
+      _Pragma("unroll") for (int r = 0; r < 2; ++r)
+        _Pragma("unroll") for (int half = 0; half < 2; ++half)
           a[kk][r + 2 * half] =
               rows[r] < limit ? pair(base + rows[r] * step + kk * 16 + 8 * half + 2 * t) : 0u;
   };
@@ -146,7 +161,7 @@ static const char *kTensorCoreForward = R"cuda(
   $LT *lse = ($LT *)args[$A + 1];
   // Key and value tiles; values transposed, so that a B fragment of V is
   // two neighbouring keys of one column.
-  __shared__ u16 Ks[$BK * $D], Vt[$D * $BK];
+  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vt[$D * ($BK + 8)];
   const i64 tiles = ($TQ + $BQ - 1) / $BQ;
   for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
     const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
@@ -171,8 +186,8 @@ static const char *kTensorCoreForward = R"cuda(
       float s[$BK / 8][4];
       float tileMax[2] = {-inf, -inf};
       againstRows(s, $BK / 8, qa, Ks);
-      for (int n = 0; n < $BK / 8; ++n) {
-        for (int e = 0; e < 4; ++e) {
+      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n) {
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) {
           const i64 j = k0 + n * 8 + 2 * t + (e & 1);
           const i64 i = row[e / 2];
           float x = s[n][e] * (float)$SCALE;
@@ -183,25 +198,25 @@ static const char *kTensorCoreForward = R"cuda(
       }
       // The four lanes of a group hold a row's columns between them.
       float scale[2], tileSum[2] = {0.0f, 0.0f};
-      for (int r = 0; r < 2; ++r) {
+      _Pragma("unroll") for (int r = 0; r < 2; ++r) {
         tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(0xffffffffu, tileMax[r], 1));
         tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(0xffffffffu, tileMax[r], 2));
         const float next = fmaxf(maximum[r], tileMax[r]);
         scale[r] = next == -inf ? 1.0f : expf(maximum[r] - next);
         maximum[r] = next;
       }
-      for (int n = 0; n < $BK / 8; ++n)
-        for (int e = 0; e < 4; ++e) {
+      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) {
           const float m = maximum[e / 2];
           s[n][e] = m == -inf ? 0.0f : expf(s[n][e] - m);
           tileSum[e / 2] += s[n][e];
         }
-      for (int r = 0; r < 2; ++r) {
+      _Pragma("unroll") for (int r = 0; r < 2; ++r) {
         tileSum[r] += __shfl_xor_sync(0xffffffffu, tileSum[r], 1);
         tileSum[r] += __shfl_xor_sync(0xffffffffu, tileSum[r], 2);
         sum[r] = sum[r] * scale[r] + tileSum[r];
       }
-      for (int n = 0; n < $D / 8; ++n) {
+      _Pragma("unroll") for (int n = 0; n < $D / 8; ++n) {
         o[n][0] *= scale[0];
         o[n][1] *= scale[0];
         o[n][2] *= scale[1];
@@ -209,19 +224,19 @@ static const char *kTensorCoreForward = R"cuda(
       }
       // Dropout weighs V by the dropped probabilities; the sums above are
       // of the kept ones.
-      for (int n = 0; $DROPOUT && n < $BK / 8; ++n)
-        for (int e = 0; e < 4; ++e)
+      _Pragma("unroll") for (int n = 0; $DROPOUT && n < $BK / 8; ++n)
+        _Pragma("unroll") for (int e = 0; e < 4; ++e)
           s[n][e] *= factor(bh, row[e / 2], k0 + n * 8 + 2 * t + (e & 1));
       // o += P V, 16 keys at a time.
-      for (int kk = 0; kk < $BK / 16; ++kk) {
+      _Pragma("unroll") for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 pa[4];
         asA(s, kk, pa);
-        accumulate(o, pa, Vt, $BK, kk);
+        accumulate(o, pa, Vt, $BK + 8, kk);
       }
     }
-    for (int r = 0; r < 2; ++r) {
-      for (int n = 0; n < $D / 8; ++n)
-        for (int c = 0; c < 2; ++c)
+    _Pragma("unroll") for (int r = 0; r < 2; ++r) {
+      _Pragma("unroll") for (int n = 0; n < $D / 8; ++n)
+        _Pragma("unroll") for (int c = 0; c < 2; ++c)
           o[n][2 * r + c] = sum[r] == 0.0f ? 0.0f : o[n][2 * r + c] / sum[r];
       if (t == 0 && row[r] < $TQ)
         lse[bh * $TQ + row[r]] = ($LT)(sum[r] == 0.0f ? -inf : maximum[r] + logf(sum[r]));
@@ -253,8 +268,8 @@ static const char *kGradientPrologue = R"cuda(
     float dp[$BK / 8][4];
     againstRows(ds, $BK / 8, qa, keys);
     againstRows(dp, $BK / 8, da, values);
-    for (int n = 0; n < $BK / 8; ++n)
-      for (int e = 0; e < 4; ++e) {
+    _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) {
         const i64 j = k0 + n * 8 + 2 * t + (e & 1);
         const int r = e / 2;
         const bool live = j < $TK && logsumexp[r] != -inf && !outside(row[r], j);
@@ -273,7 +288,7 @@ static const char *kGradientPrologue = R"cuda(
 static const char *kTensorCoreQueryGradient = R"cuda(
   $DQT *dq = ($DQT *)args[$A + 3];
   // Keys row-major (for S) and transposed (for dS K), values row-major.
-  __shared__ u16 Ks[$BK * $D], Kt[$D * $BK], Vs[$BK * $D];
+  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Kt[$D * ($BK + 8)], Vs[$BK * ($D + 8)];
   const i64 tiles = ($TQ + $BQ - 1) / $BQ;
   for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
     const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
@@ -284,12 +299,12 @@ static const char *kTensorCoreQueryGradient = R"cuda(
     rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
     // The four lanes of a group sum a quarter of the row's delta each.
     float logsumexp[2], deltas[2], acc[$D / 8][4];
-    for (int r = 0; r < 2; ++r) {
+    _Pragma("unroll") for (int r = 0; r < 2; ++r) {
       const bool inside = row[r] < $TQ;
       const u16 *dRow = dout + doutAt(bh, row[r]);
       const $OT *oRow = o + oAt(bh, row[r]);
       float d = 0.0f;
-      for (int c = t * ($D / 4); inside && c < (t + 1) * ($D / 4); ++c)
+      _Pragma("unroll") for (int c = t * ($D / 4); inside && c < (t + 1) * ($D / 4); ++c)
         d += (float)$FROM16(dRow[c]) * (float)$LOADO(oRow[c]);
       d += __shfl_xor_sync(0xffffffffu, d, 1);
       d += __shfl_xor_sync(0xffffffffu, d, 2);
@@ -309,13 +324,13 @@ static const char *kTensorCoreQueryGradient = R"cuda(
       // dS = P (dP - delta) through the cap, scaled.
       float ds[$BK / 8][4], slopes[$BK / 8][4];
       scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs, slopes);
-      for (int n = 0; n < $BK / 8; ++n)
-        for (int e = 0; e < 4; ++e)
+      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
+        _Pragma("unroll") for (int e = 0; e < 4; ++e)
           ds[n][e] *= slopes[n][e] * (float)$SCALE;
-      for (int kk = 0; kk < $BK / 16; ++kk) {
+      _Pragma("unroll") for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 sa[4];
         asA(ds, kk, sa);
-        accumulate(acc, sa, Kt, $BK, kk);
+        accumulate(acc, sa, Kt, $BK + 8, kk);
       }
     }
     storeRows(dq + dqAt(bh, 0), dqStep, row, $TQ, acc, $STOREDQ);
@@ -332,7 +347,7 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
   // Queries and output gradients, row-major (for S^T, dP^T) and transposed
   // (for dS^T Q, P^T dO); each query row's log-sum-exp and delta (which the
   // query kernel, launched first, stored).
-  __shared__ u16 Qs[$BQ * $D], Qt[$D * $BQ], Gs[$BQ * $D], Gt[$D * $BQ];
+  alignas(16) __shared__ u16 Qs[$BQ * ($D + 8)], Qt[$D * ($BQ + 8)], Gs[$BQ * ($D + 8)], Gt[$D * ($BQ + 8)];
   __shared__ float Ls[$BQ], Deltas[$BQ];
   const i64 tiles = ($TK + $BK - 1) / $BK;
   for (i64 work = blockIdx.x; work < $KVHEADS * tiles; work += gridDim.x) {
@@ -364,8 +379,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
         float pt[$BQ / 8][4], dst[$BQ / 8][4];
         againstRows(pt, $BQ / 8, ka, Qs);
         againstRows(dst, $BQ / 8, va, Gs);
-        for (int n = 0; n < $BQ / 8; ++n)
-          for (int e = 0; e < 4; ++e) {
+        _Pragma("unroll") for (int n = 0; n < $BQ / 8; ++n)
+          _Pragma("unroll") for (int e = 0; e < 4; ++e) {
             const int c = n * 8 + 2 * t + (e & 1);
             const i64 i = q0 + c, j = key[e / 2];
             const bool live = i < $TQ && j < $TK && Ls[c] != -inf && !outside(i, j);
@@ -375,12 +390,12 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
             dst[n][e] = pt[n][e] * (dst[n][e] * f - Deltas[c]) * slope(x) * (float)$SCALE;
             pt[n][e] *= f; // dV = (dropped P)^T dO
           }
-        for (int kk = 0; kk < $BQ / 16; ++kk) {
+        _Pragma("unroll") for (int kk = 0; kk < $BQ / 16; ++kk) {
           u32 pa[4], sa[4];
           asA(pt, kk, pa);
           asA(dst, kk, sa);
-          accumulate(dvAcc, pa, Gt, $BQ, kk);
-          accumulate(dkAcc, sa, Qt, $BQ, kk);
+          accumulate(dvAcc, pa, Gt, $BQ + 8, kk);
+          accumulate(dkAcc, sa, Qt, $BQ + 8, kk);
         }
       }
     storeRows(dk + dkAt(kv, 0), dkStep, key, $TK, dkAcc, $STOREDK);
@@ -396,7 +411,7 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
 /// reads; each element of the mask's gradient has one writer.
 static const char *kTensorCoreMaskGradient = R"cuda(
   $MT *dmask = ($MT *)args[$A + 6];
-  __shared__ u16 Ks[$BK * $D], Vs[$BK * $D];
+  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
   const i64 rowTiles = ($TQ + $BQ - 1) / $BQ, keyTiles = ($TK + $BK - 1) / $BK;
   for (i64 work = blockIdx.x; work < $SLICES * rowTiles * keyTiles; work += gridDim.x) {
     const i64 slice = work / (rowTiles * keyTiles), q0 = work / keyTiles % rowTiles * $BQ,
@@ -405,7 +420,7 @@ static const char *kTensorCoreMaskGradient = R"cuda(
     const i64 firstB = $MB == 1 ? 0 : slice / $MH, lastBatch = $MB == 1 ? $B : firstB + 1;
     const i64 firstH = $MH == 1 ? 0 : slice % $MH, lastH = $MH == 1 ? $H : firstH + 1;
     float acc[$BK / 8][4];
-    for (int n = 0; n < $BK / 8; ++n)
+    _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
       acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
     // A key tile no query row of the tile may attend to (causal, window)
     // has a zero gradient, computed from nothing.
@@ -419,7 +434,7 @@ static const char *kTensorCoreMaskGradient = R"cuda(
         rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
         rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
         float logsumexp[2], deltas[2];
-        for (int r = 0; r < 2; ++r) {
+        _Pragma("unroll") for (int r = 0; r < 2; ++r) {
           const bool inside = row[r] < $TQ;
           logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
           deltas[r] = inside ? deltaScratch[bh * $TQ + row[r]] : 0.0f;
@@ -430,12 +445,12 @@ static const char *kTensorCoreMaskGradient = R"cuda(
         __syncthreads();
         float ds[$BK / 8][4];
         scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs, nullptr);
-        for (int n = 0; n < $BK / 8; ++n)
-          for (int e = 0; e < 4; ++e)
+        _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
+          _Pragma("unroll") for (int e = 0; e < 4; ++e)
             acc[n][e] += ds[n][e];
       }
-    for (int n = 0; n < $BK / 8; ++n)
-      for (int e = 0; e < 4; ++e) {
+    _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
+      _Pragma("unroll") for (int e = 0; e < 4; ++e) {
         const i64 j = k0 + n * 8 + 2 * t + (e & 1), i = row[e / 2];
         if (i < $TQ && j < $TK)
           dmask[(slice * $TQ + i) * $TK + j] = $STOREM(acc[n][e]);
@@ -477,7 +492,8 @@ template <typename OpTy> std::string spans(OpTy op) {
 }
 
 /// Rows of the streamed side's tiles, which keep shared memory within
-/// 32 KiB for head dimension `d` (16 rows for Gemma's 256).
+/// 48 KiB (a block's static limit) for head dimension `d`, rows padded
+/// by 8 (16 rows for Gemma's 256).
 int64_t streamedRows(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 32 : 16; }
 
 } // namespace
@@ -559,7 +575,7 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
     slope = "1.0f - tanhf(x / " + c + ") * tanhf(x / " + c + ")";
   }
   // Tiles of 64 rows (four warps of 16) on the side a block owns; the
-  // streamed side's tiles keep shared memory within 32 KiB.
+  // streamed side's tiles keep shared memory within 48 KiB.
   return Values{
       {"PROLOGUE", kPrologue},
       {"ADDRESSING", attentionAddressing(op, stridesOf)},
