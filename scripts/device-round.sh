@@ -6,6 +6,7 @@
 #
 #   bash scripts/device-round.sh tests      # kiln-gpu-tests, cuDNN's graphs, the loss curve
 #   bash scripts/device-round.sh gpt2       # bench: kiln (profiled) and torch.compile
+#   bash scripts/device-round.sh gpt2-row   # bench: kiln's GPT-2 row alone, profiled
 #   bash scripts/device-round.sh ablation   # bench: the ablation and eager/AMP
 #   bash scripts/device-round.sh bert       # bench: BERT-base, kiln and PyTorch
 #
@@ -53,14 +54,18 @@ run() { # name, time limit in seconds, command...
 for part in "$@"; do
   case "$part" in
   tests)
-    run gpu-tests 330 env KILN_SOURCE_DIR="$PWD" \
+    run gpu-tests 260 env KILN_SOURCE_DIR="$PWD" \
       KILN_FIXTURES_DIR="$KILN_SHARED/fixtures" \
-      bash test/GPU/each-test.sh "$bin/kiln-gpu-tests" 120
+      bash test/GPU/each-test.sh "$bin/kiln-gpu-tests" 60
     run cudnn-graphs 60 "$bin/kiln-runtime-tests"
     run loss-curve 150 bash test/GPU/loss-curve.sh "$bin" ;;
   gpt2)
     run bench-gpt2 540 env KILN_BENCH_PROFILE=20 bash bench/run.sh gpt2-kiln \
       gpt2-torch-compile ;;
+  gpt2-row)
+    run bench-gpt2-row 150 env KILN_BENCH_PROFILE=20 bash bench/kiln_train.sh \
+      "kiln bf16, all on" "$KILN_SHARED/fixtures/graphs/gpt2_124m.onnx" 16 1024 \
+      50257 tokens --weight-decay 0.1 --precision bf16 ;;
   ablation) run bench-ablation 540 bash bench/run.sh gpt2-ablation gpt2-torch-eager ;;
   bert) run bench-bert 540 env KILN_BENCH_PROFILE=20 bash bench/run.sh bert-kiln bert-torch ;;
   *) echo "device-round.sh: unknown part '$part'" >&2; exit 1 ;;

@@ -28,15 +28,14 @@ static constexpr int64_t kSplitBlocks = 256;
 static constexpr int64_t kColumnBlocks = 1024;
 static constexpr int64_t kColumnPartRows = 128;
 /// A block per row adds up sums over its rows in registers (column sums for
-/// rows up to kRowColumns long), over kRowBlocks blocks (two of 256 threads
-/// per SM of a large GPU; every block stores a partial per column and sum,
-/// 6 MB for GPT-2's norm gradients), which a second kernel combines. Sums
-/// of a term per row (a loss) store one partial per block, so they take
-/// kRowTermBlocks (eight per SM): a loss's rows are long and their
-/// statistics' latency wants every warp the GPU holds.
+/// rows up to kRowColumns long), over kRowBlocks blocks (eight of 256
+/// threads per SM of a large GPU: a block's rows wait on their statistics'
+/// block reductions, so it takes many blocks to keep the GPU busy; every
+/// block stores a partial per column and sum, 19 MB for GPT-2's norm
+/// gradients, about 10 us of the GPU's bandwidth), which a second kernel
+/// combines.
 static constexpr int64_t kRowColumns = 4096;
-static constexpr int64_t kRowBlocks = 256;
-static constexpr int64_t kRowTermBlocks = 1024;
+static constexpr int64_t kRowBlocks = 1024;
 
 FailureOr<SmallVector<KernelPlan>>
 planElementKernels(ArrayRef<Value> results,
@@ -182,7 +181,7 @@ planElementKernels(ArrayRef<Value> results,
   auto rowsWithSums = [&](const Group &rows, const Group &sums,
                           bool perRow) -> FailureOr<SmallVector<KernelPlan>> {
     int64_t rowCount = rows.count / shapeOf(rows.results.front()).back();
-    int64_t blocks = std::min(rowCount, perRow ? kRowTermBlocks : kRowBlocks);
+    int64_t blocks = std::min(rowCount, kRowBlocks);
     KernelWriter writer(external, materialized, Schedule::BlockPerRow,
                         SplitPhase::Partials, blocks);
     writer.planSharing(rows.results);
