@@ -41,13 +41,13 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
 // CHECK-NEXT:    row_sum1 = Sum()(row_sum1, sum_term1(row, 0));
 // CHECK-NEXT:  }
 // CHECK-NEXT:  if (threadIdx.x == 0)
-// CHECK-NEXT:    partials[(0 * 256ll + blockIdx.x) * 1ll] = row_sum0;
+// CHECK-NEXT:    partials[(0 * 300ll + blockIdx.x) * 1ll] = row_sum0;
 // CHECK-NEXT:  if (threadIdx.x == 0)
-// CHECK-NEXT:    partials[(1 * 256ll + blockIdx.x) * 1ll] = row_sum1;
+// CHECK-NEXT:    partials[(1 * 300ll + blockIdx.x) * 1ll] = row_sum1;
 
 // The combining kernel: the loss's sum over the total weight.
 // CHECK-LABEL: kiln_kernel_1(void *const *args)
-// CHECK:       acc = Sum()(acc, partials[0 * 256ll + b]);
-// CHECK:       acc = Sum()(acc, partials[1 * 256ll + b]);
+// CHECK:       acc = Sum()(acc, partials[0 * 300ll + b]);
+// CHECK:       acc = Sum()(acc, partials[1 * 300ll + b]);
 // CHECK-NEXT:  v{{[0-9]+}}_value = (double)(float)(acc / v{{[0-9]+}}(o));
 // CHECK-NOT:   kiln_kernel_2
