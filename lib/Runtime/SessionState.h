@@ -1,7 +1,7 @@
 //===- SessionState.h - what a Session holds on the GPU ---------*- C++ -*-===//
 //
 // The CUDA and cuBLASLt objects behind runtime::Session, shared by the
-// files that implement it (loading and stepping, profiling).
+// files that implement it (loading and stepping, GEMMs, profiling).
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +58,21 @@ struct GemmPlan {
   /// fallback kernels then run.
   bool withoutEpilogue = false;
 };
+
+/// Runs `plan`'s GEMM with `algorithm` on `stream` (Gemms.cpp).
+cublasStatus_t runGemm(cublasLtHandle_t blas, const GemmPlan &plan,
+                       const cublasLtMatmulAlgo_t &algorithm, char *arena,
+                       void *workspace, cudaStream_t stream);
+
+/// Launches `launch` with the argument table at `table` on `stream`.
+inline cudaError_t launchKernel(cudaKernel_t kernel, void *table,
+                                const artifact::KernelLaunch &launch,
+                                cudaStream_t stream) {
+  void *arguments[] = {&table};
+  return cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
+                          dim3(launch.grid()), dim3(launch.block()), arguments,
+                          0, stream);
+}
 
 struct Session::State {
   int device = 0;

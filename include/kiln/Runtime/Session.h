@@ -98,6 +98,8 @@ private:
   struct State;
   bool initialize(const SessionOptions &options, std::string &error);
   bool enqueueOperations(std::string &error);
+  /// cuBLASLt's descriptors and algorithm for each of the artifact's GEMMs.
+  bool planGemms(const SessionOptions &options, std::string &error);
   bool tuneGemms(std::string &error);
   /// Marks the operations the step skips: the fallbacks of the bias
   /// gradient epilogues that GEMMs compute.
