@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace kiln;
@@ -209,6 +210,97 @@ TEST(IndexCheckTest, OutOfRangeIndicesAreReported) {
   EXPECT_EQ(run({0, 5, -6}, {0, -100, 4}), "");
   EXPECT_NE(run({0, 6, 1}, {0, 1, 2}).find("embedding"), std::string::npos);
   EXPECT_NE(run({0, 1, 2}, {0, 5, 2}).find("loss"), std::string::npos);
+}
+
+// Kernels round after every op, as the interpreter does, in integer
+// arithmetic on the double's bits: exactly the interpreter's rounding for
+// ties, carries into the exponent, overflow, subnormals and non-finite
+// values, and for doubles drawn over every exponent the types reach.
+TEST(RoundingTest, CastsRoundAsTheInterpreterDoes) {
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    func.func @main(%x: tensor<4096xf64>)
+        -> (tensor<4096xbf16>, tensor<4096xf16>, tensor<4096xtf32>) {
+      %b = kiln.cast %x : tensor<4096xf64> to tensor<4096xbf16>
+      %h = kiln.cast %x : tensor<4096xf64> to tensor<4096xf16>
+      %t = kiln.cast %x : tensor<4096xf64> to tensor<4096xtf32>
+      return %b, %h, %t : tensor<4096xbf16>, tensor<4096xf16>, tensor<4096xtf32>
+    })",
+                                                        &context);
+  ASSERT_TRUE(module);
+  auto function = *module->getOps<mlir::func::FuncOp>().begin();
+  Tensor x(DType::F64, {4096});
+  std::vector<double> edges = {0.0,
+                               -0.0,
+                               INFINITY,
+                               -INFINITY,
+                               NAN,
+                               1.0,
+                               1.0 + 0x1p-8, // bf16 tie
+                               1.0 + 3 * 0x1p-8,
+                               2.0 - 0x1p-9,
+                               1.0 + 0x1p-11,
+                               1.0 + 3 * 0x1p-11,
+                               3.3895313892515355e38,
+                               3.3961775292304611e38,
+                               3.4e38,
+                               65504.0,
+                               65520.0,
+                               65519.99,
+                               0x1p-126,
+                               0x1.8p-133,
+                               0x1p-134,
+                               0x1p-149,
+                               0x1p-150,
+                               0x1.0000001p-150,
+                               0x1p-14,
+                               0x1.8p-25,
+                               0x1p-24,
+                               0x1p-25,
+                               0x1.001p-25,
+                               1e-300,
+                               1e300,
+                               4.9e-324};
+  std::mt19937_64 generator(11);
+  for (int64_t e = 0; e < x.getNumElements(); ++e) {
+    double value;
+    if (e < 2 * static_cast<int64_t>(edges.size())) {
+      value = edges[e / 2] * (e % 2 ? -1.0 : 1.0);
+    } else {
+      // Exponents from 2^-160 to 2^140, and low bits that are often ties.
+      uint64_t bits = (uint64_t(863 + generator() % 300) << 52) |
+                      (generator() & ((1ull << 52) - 1));
+      if (e % 3 == 0)
+        bits &= ~((1ull << 40) - 1);
+      std::memcpy(&value, &bits, sizeof value);
+      value *= e % 2 ? -1.0 : 1.0;
+    }
+    x.floats()[e] = value;
+  }
+  auto expected = interpret(function, {x});
+  ASSERT_TRUE(mlir::succeeded(expected));
+  cuda::TargetOptions options;
+  options.archs = kiln::testing::executorArchitectures();
+  auto compiled = cuda::compileFunction(function, options);
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  std::string error;
+  auto executor = kiln::testing::makeExecutor(**compiled, error);
+  ASSERT_TRUE(executor) << error;
+  executor->write("arg0", x);
+  executor->run();
+  for (auto [i, want] : llvm::enumerate(*expected)) {
+    Tensor got = executor->read(resultName(function, i));
+    for (int64_t e = 0; e < want.getNumElements(); ++e) {
+      double a = got.floats()[e], b = want.floats()[e];
+      if (std::isnan(b))
+        ASSERT_TRUE(std::isnan(a)) << "result " << i << " at " << e;
+      else
+        ASSERT_TRUE(a == b && std::signbit(a) == std::signbit(b))
+            << "result " << i << " of " << x.floats()[e] << ": " << a << " vs "
+            << b;
+    }
+  }
 }
 
 // The packed gradient of a q/k/v projection (80 tokens, 2 heads of 64),

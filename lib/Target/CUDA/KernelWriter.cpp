@@ -190,11 +190,23 @@ std::string KernelWriter::constantPointer(Operation *constant) {
 
 std::string KernelWriter::define(Value value, bool nested,
                                  const std::string &body) {
-  std::string name = "v" + std::to_string(counter++);
-  code += "  auto " + name + " = [&](i64 i) -> " +
-          computeType(elementTypeOf(value)) + " {\n" + body + "  };\n";
+  std::string name = lambdaOf("v", computeType(elementTypeOf(value)), body);
   names[{value, nested}] = name;
   return name;
+}
+
+std::string KernelWriter::lambdaOf(const char *prefix, const std::string &type,
+                                   const std::string &body) {
+  // Lambdas are pure functions of the index, so one text is one function:
+  // values defined alike (a cast inside a reduction's term and the same
+  // cast outside it) share it, and so do the reductions over them.
+  auto [known, added] = lambdas.try_emplace(type + "|" + body, "");
+  if (!added)
+    return known->second;
+  known->second = prefix + std::to_string(counter++);
+  code += "  auto " + known->second + " = [&](i64 i) -> " + type + " {\n" +
+          body + "  };\n";
+  return known->second;
 }
 
 std::string KernelWriter::checkedIndex(const std::string &index, int64_t size,
@@ -209,10 +221,7 @@ std::string KernelWriter::checkedIndex(const std::string &index, int64_t size,
 
 std::string KernelWriter::helper(const std::string &type,
                                  const std::string &body) {
-  std::string name = "h" + std::to_string(counter++);
-  code +=
-      "  auto " + name + " = [&](i64 i) -> " + type + " {\n" + body + "  };\n";
-  return name;
+  return lambdaOf("h", type, body);
 }
 
 std::string KernelWriter::defineReduction(Value value, bool nested,

@@ -260,6 +260,10 @@ public:
 
 private:
   mlir::FailureOr<std::string> emit(mlir::Value value, bool nested);
+  /// The lambda `(i64 i) -> type` with `body`: a new one named `prefix`
+  /// and a number, or the one already defined with that text.
+  std::string lambdaOf(const char *prefix, const std::string &type,
+                       const std::string &body);
   /// The stores of the side results in the loop of the column sum `r`, if
   /// it is the one that stores them.
   std::string storeSideResults(const Reduction &r);
@@ -305,7 +309,8 @@ private:
   std::string code;
   llvm::DenseMap<std::pair<mlir::Value, unsigned>, std::string> names;
   llvm::DenseMap<mlir::Value, std::string> pointers;
-  /// Reductions by their text, so that each is computed once.
+  /// Lambdas and reductions by their text, so that each is computed once.
+  llvm::StringMap<std::string> lambdas;
   llvm::StringMap<std::string> reductions;
   struct {
     SplitPhase phase;

@@ -3,9 +3,8 @@
 // Conversions of the 16-bit storage types are written out in integer
 // arithmetic rather than taken from cuda_bf16.h: the same source then
 // compiles under NVRTC without include paths and, for the CPU emulation of
-// the artifact in the tests, as plain C++. Every value is computed in f32
-// (f64 for f64 tensors) and rounded to its type where the IR says so, as the
-// interpreter does.
+// the artifact in the tests, as plain C++. Every float is computed in f64
+// and rounded to its type where the IR says so, as the interpreter does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,18 +53,29 @@ KD u16 f32_to_f16(float f) {
   u32 rounded = abs + 0xfffu + ((abs >> 13) & 1u);
   return (u16)(sign | ((rounded - 0x38000000u) >> 13));
 }
+KD double bits_to_f64(u64 b) { union { u64 u; double f; } c; c.u = b; return c.f; }
+KD u64 f64_to_bits(double f) { union { u64 u; double f; } c; c.f = f; return c.u; }
+
 // `x` rounded once, to nearest even, to a float with `significant` bits,
 // normal exponents down to `lowest` and largest finite value `largest`: the
 // interpreter's rounding to bf16 (8, -126), tf32 (11, -126) and f16 (11,
-// -14). Rounding through f32 first would round twice.
+// -14). Rounding through f32 first would round twice. In the normal range
+// the double's significand is cut in integer arithmetic (a carry moves into
+// the exponent, as it should): every generated kernel rounds after every
+// op, and a double division per rounding would dominate their time.
 KD double round_to(double x, int significant, int lowest, double largest) {
-  if (!isfinite(x) || x == 0.0) return x;
-  int exponent;
-  frexp(x, &exponent);
-  const double ulp = ldexp(1.0, (exponent - 1 > lowest ? exponent - 1 : lowest) -
-                                    (significant - 1));
-  const double r = rint(x / ulp) * ulp;
-  return fabs(r) > largest ? copysign(1.0 / 0.0, x) : r;
+  const u64 bits = f64_to_bits(x);
+  const int exponent = (int)((bits >> 52) & 0x7ffu) - 1023;
+  if (exponent == 1024) return x; // infinity or NaN
+  if (exponent >= lowest) {
+    const int dropped = 53 - significant;
+    const u64 half = (1ull << (dropped - 1)) - 1 + ((bits >> dropped) & 1u);
+    const double r = bits_to_f64((bits + half) & ~((1ull << dropped) - 1));
+    return fabs(r) > largest ? copysign(1.0 / 0.0, x) : r;
+  }
+  // Below the normal range the ulp is fixed; the quotient is exact.
+  const double ulp = ldexp(1.0, lowest - (significant - 1));
+  return rint(x / ulp) * ulp;
 }
 KD double round_bf16(double x) { return round_to(x, 8, -126, 3.3895313892515355e38); }
 KD double round_tf32(double x) { return round_to(x, 11, -126, 3.4011621342146535e38); }
