@@ -9,6 +9,7 @@
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/TensorAttr.h"
+#include "kiln/Support/SplitMix.h"
 
 #include <cmath>
 
@@ -72,22 +73,14 @@ static LogicalResult evaluateRange(RangeOp op, const EvaluationContext &,
   return success();
 }
 
-/// SplitMix64: a stateless hash that turns (seed, index) into 64 random bits.
-static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 RandomDraw::RandomDraw(int64_t seed, std::optional<int64_t> offset)
-    : key(mix(static_cast<uint64_t>(seed))) {
+    : key(splitMix64(static_cast<uint64_t>(seed))) {
   if (offset)
-    key = mix(key ^ static_cast<uint64_t>(*offset));
+    key = splitMix64(key ^ static_cast<uint64_t>(*offset));
 }
 
 double RandomDraw::uniform(int64_t index) const {
-  return (mix(key ^ static_cast<uint64_t>(index)) >> 11) * 0x1.0p-53;
+  return uniformDraw(key, static_cast<uint64_t>(index));
 }
 
 double RandomDraw::normal(int64_t index) const {

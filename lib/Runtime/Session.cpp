@@ -10,10 +10,10 @@
 
 #include "SessionState.h"
 
+#include "kiln/Support/InitialValues.h"
+
 #include <algorithm>
-#include <cctype>
 #include <cstring>
-#include <random>
 
 namespace kiln::runtime {
 
@@ -23,14 +23,6 @@ namespace {
 
 /// Writes up to this size are staged in pinned memory (see Session::write).
 constexpr size_t kStagedBytes = 16u << 20;
-
-bool belongsToNorm(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return name.find("norm") != std::string::npos ||
-         name.find("ln_") != std::string::npos ||
-         name.find(".ln") != std::string::npos;
-}
 
 } // namespace
 
@@ -224,51 +216,37 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
                             cudaMemcpyHostToDevice),
                  "cannot upload constants"))
         return false;
-  std::mt19937_64 generator(options.seed);
   for (const artifact::Tensor *t : *model->tensors()) {
-    int64_t count = artifact::elementCount(t->shape());
-    int64_t width = artifact::elementBytes(t->element_type());
-    std::vector<uint8_t> value(count * width, 0);
-    if (t->role() == artifact::Role::Parameter && t->data() &&
-        t->data()->size()) {
-      std::memcpy(value.data(), t->data()->data(), value.size());
-    } else if (t->role() == artifact::Role::Parameter ||
-               t->role() == artifact::Role::State) {
-      if (t->element_type() != ElementType::F32) {
-        error = "cannot initialize '" + t->name()->str() + "': not f32";
+    bool parameter = t->role() == artifact::Role::Parameter;
+    if (!parameter && t->role() != artifact::Role::State)
+      continue;
+    char *at = s.arena + t->offset();
+    size_t bytes = artifact::elementCount(t->shape()) *
+                   artifact::elementBytes(t->element_type());
+    if (parameter && t->data() && t->data()->size()) {
+      if (!check(
+              cudaMemcpy(at, t->data()->data(), bytes, cudaMemcpyHostToDevice),
+              "cannot upload parameters"))
         return false;
-      }
-      // Padding (rows and columns beyond the logical shape) stays 0.
-      std::vector<int64_t> logical = artifact::dimensions(t->shape());
-      if (t->logical_shape() && t->logical_shape()->size())
-        logical.assign(t->logical_shape()->begin(), t->logical_shape()->end());
-      std::normal_distribution<double> normal(0.0, 0.02);
-      float *values = reinterpret_cast<float *>(value.data());
-      int64_t logicalCount = 1;
-      for (int64_t size : logical)
-        logicalCount *= size;
-      for (int64_t i = 0; i < logicalCount; ++i) {
-        int64_t stored = 0, rest = i;
-        for (int64_t d = static_cast<int64_t>(logical.size()) - 1, stride = 1;
-             d >= 0; --d) {
-          stored += (rest % logical[d]) * stride;
-          rest /= logical[d];
-          stride *= t->shape()->Get(d);
-        }
-        float v = 0.0f;
-        if (t->role() == artifact::Role::State)
-          v = static_cast<float>(t->fill());
-        else if (logical.size() >= 2)
-          v = static_cast<float>(normal(generator));
-        else if (belongsToNorm(t->name()->str()))
-          v = 1.0f;
-        values[stored] = v;
-      }
-    } else {
       continue;
     }
-    if (!check(cudaMemcpy(s.arena + t->offset(), value.data(), value.size(),
-                          cudaMemcpyHostToDevice),
+    if (t->element_type() != ElementType::F32) {
+      error = "cannot initialize '" + t->name()->str() + "': not f32";
+      return false;
+    }
+    if (!parameter && t->fill() == 0.0) {
+      if (!check(cudaMemset(at, 0, bytes), "cannot clear optimizer state"))
+        return false;
+      continue;
+    }
+    std::vector<int64_t> stored = artifact::dimensions(t->shape());
+    std::vector<int64_t> logical = stored;
+    if (t->logical_shape() && t->logical_shape()->size())
+      logical.assign(t->logical_shape()->begin(), t->logical_shape()->end());
+    std::vector<float> values =
+        parameter ? firstValues(t->name()->str(), stored, logical, options.seed)
+                  : filledValues(t->fill(), stored, logical);
+    if (!check(cudaMemcpy(at, values.data(), bytes, cudaMemcpyHostToDevice),
                "cannot upload parameters"))
       return false;
   }

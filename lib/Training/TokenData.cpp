@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Training/TokenData.h"
+#include "kiln/Support/SplitMix.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -47,14 +48,6 @@ Expected<TokenDataset> TokenDataset::open(StringRef path, unsigned bytesPerToken
   return dataset;
 }
 
-/// SplitMix64, a stateless hash.
-static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 void TokenDataset::batch(uint64_t seed, int64_t step, int64_t batch,
                          int64_t seq, bool nextToken, Tensor &inputs,
                          Tensor &labels) const {
@@ -63,7 +56,8 @@ void TokenDataset::batch(uint64_t seed, int64_t step, int64_t batch,
   uint64_t windows = tokens.size() - seq; // offsets leaving room for labels
   for (int64_t b = 0; b < batch; ++b) {
     uint64_t offset =
-        mix(mix(seed) ^ static_cast<uint64_t>(step * batch + b)) % windows;
+        splitMix64(splitMix64(seed) ^ static_cast<uint64_t>(step * batch + b)) %
+        windows;
     for (int64_t t = 0; t < seq; ++t) {
       inputs.ints()[b * seq + t] = tokens[offset + t];
       labels.ints()[b * seq + t] = tokens[offset + t + (nextToken ? 1 : 0)];

@@ -1,10 +1,9 @@
 //===- Trainer.cpp - training on the reference interpreter ----------------===//
 //
 // Parameters start from the model's initializers; parameters declared
-// without values (graph-only exports) are initialized GPT-2 style: matrices
-// from N(0, 0.02), vectors to 1 when their name says they belong to a norm,
-// else to 0. A step whose loss is not finite is refused before it changes
-// anything.
+// without values (graph-only exports) start GPT-2 style, as on the GPU
+// (InitialValues.h). A step whose loss is not finite is refused before it
+// changes anything.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,12 +12,12 @@
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Interpreter/TensorAttr.h"
+#include "kiln/Support/InitialValues.h"
 #include "kiln/Transforms/Pipeline.h"
 
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
-#include <random>
 
 using namespace mlir;
 
@@ -37,32 +36,22 @@ double LearningRateSchedule::at(int64_t step, int64_t totalSteps) const {
   return minLr + (lr - minLr) * factor;
 }
 
-static bool belongsToNorm(StringRef name) {
-  std::string lower = name.lower();
-  StringRef text(lower);
-  return text.contains("norm") || text.contains("ln_") ||
-         text.contains(".ln") || text.contains("layernorm");
-}
-
 /// A value for a parameter declared without one, in its logical shape.
-static Tensor initialValue(ParameterOp op, std::mt19937_64 &generator) {
+static Tensor initialValue(ParameterOp op, uint64_t seed) {
   RankedTensorType type = op.getType();
   if (std::optional<ArrayRef<int64_t>> logical = op.getLogicalShape())
     type = type.clone(*logical);
   Tensor tensor(*dtypeOf(type.getElementType()), type.getShape());
-  if (type.getRank() >= 2) {
-    std::normal_distribution<double> normal(0.0, 0.02);
-    for (int64_t i = 0; i < tensor.getNumElements(); ++i)
-      tensor.setFromDouble(i, normal(generator));
-  } else if (belongsToNorm(op.getName())) {
-    for (int64_t i = 0; i < tensor.getNumElements(); ++i)
-      tensor.setFromDouble(i, 1.0);
-  }
+  ParameterStart start(seed, op.getName(), type.getRank());
+  parallelChunks(tensor.getNumElements(), [&](int64_t begin, int64_t end) {
+    start.fill(begin, end, [&](int64_t i, double value) {
+      tensor.setFromDouble(i, value);
+    });
+  });
   return tensor;
 }
 
 LogicalResult Trainer::initialize(func::FuncOp forward) {
-  std::mt19937_64 generator(trainingSpec.seed);
   WalkResult walk = forward.walk([&](ParameterOp op) {
     std::string name = op.getName().str();
     if (parameterValues.count(name))
@@ -76,7 +65,7 @@ LogicalResult Trainer::initialize(func::FuncOp forward) {
       }
       value = std::move(*decoded);
     } else {
-      value = initialValue(op, generator);
+      value = initialValue(op, trainingSpec.seed);
     }
     if (std::optional<ArrayRef<int64_t>> logical = op.getLogicalShape()) {
       logicalShapes[name].assign(logical->begin(), logical->end());
