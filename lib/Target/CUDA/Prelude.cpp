@@ -73,9 +73,11 @@ KD double round_to(double x, int significant, int lowest, double largest) {
     const double r = bits_to_f64((bits + half) & ~((1ull << dropped) - 1));
     return fabs(r) > largest ? copysign(1.0 / 0.0, x) : r;
   }
-  // Below the normal range the ulp is fixed; the quotient is exact.
-  const double ulp = ldexp(1.0, lowest - (significant - 1));
-  return rint(x / ulp) * ulp;
+  // Below the normal range the ulp is fixed; scaling by powers of two is
+  // exact.
+  const int scale = significant - 1 - lowest;
+  return rint(x * bits_to_f64((u64)(1023 + scale) << 52)) *
+         bits_to_f64((u64)(1023 - scale) << 52);
 }
 KD double round_bf16(double x) { return round_to(x, 8, -126, 3.3895313892515355e38); }
 KD double round_tf32(double x) { return round_to(x, 11, -126, 3.4011621342146535e38); }
