@@ -60,6 +60,14 @@ static const char *kPrologue = R"cuda(
     $MASK
     return x;
   };
+  // Whether every query row of [q0, q0 + rows) may attend to every key of
+  // [k0, k0 + keys), all of them inside the tensors: such a tile's scores
+  // skip the tests of every score (most tiles of a long sequence). Causal
+  // masks and windows bound i - j, extreme at two corners of the tile.
+  auto attendsWhole = [&](i64 q0, int rows, i64 k0, int keys) -> bool {
+    return q0 + rows <= $TQ && k0 + keys <= $TK &&
+           !outside(q0, k0 + keys - 1) && !outside(q0 + rows - 1, k0);
+  };
   auto pair = [](const u16 *p) { return (u32)p[0] | ((u32)p[1] << 16); };
   auto pack = [](float lo, float hi) {
     return (u32)$TO16(lo) | ((u32)$TO16(hi) << 16);
@@ -186,16 +194,23 @@ static const char *kTensorCoreForward = R"cuda(
       float s[$BK / 8][4];
       float tileMax[2] = {-inf, -inf};
       againstRows(s, $BK / 8, qa, Ks);
-      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n) {
-        _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-          const i64 j = k0 + n * 8 + 2 * t + (e & 1);
-          const i64 i = row[e / 2];
-          float x = s[n][e] * (float)$SCALE;
-          x = j >= $TK || i >= $TQ || outside(i, j) ? -inf : masked(bh, i, j, x);
-          s[n][e] = x;
-          tileMax[e / 2] = fmaxf(tileMax[e / 2], x);
+      // Called with a constant, so that a whole tile's copy has no tests.
+      auto scores = [&](bool whole) {
+        _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n) {
+          _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+            const i64 j = k0 + n * 8 + 2 * t + (e & 1);
+            const i64 i = row[e / 2];
+            float x = s[n][e] * (float)$SCALE;
+            x = !whole && (j >= $TK || i >= $TQ || outside(i, j)) ? -inf : masked(bh, i, j, x);
+            s[n][e] = x;
+            tileMax[e / 2] = fmaxf(tileMax[e / 2], x);
+          }
         }
-      }
+      };
+      if (attendsWhole(q0, $BQ, k0, $BK))
+        scores(true);
+      else
+        scores(false);
       // The four lanes of a group hold a row's columns between them.
       float scale[2], tileSum[2] = {0.0f, 0.0f};
       _Pragma("unroll") for (int r = 0; r < 2; ++r) {
@@ -256,29 +271,35 @@ static const char *kGradientPrologue = R"cuda(
   const u16 *dout = (const u16 *)args[$A + 2];
   float *deltaScratch = (float *)args[$SCRATCH_ARG];
   // ds = P (dP - delta), the gradient of the masked scores (the mask's),
-  // of query rows `row` of head bh (their fragments of Q and dO,
+  // of query rows `row` (of the tile at q0) of head bh (their fragments of Q and dO,
   // log-sum-exps and deltas) against the key tile at k0 (its keys and
   // values row-major in shared memory): S and dP again on tensor cores,
   // P = exp(S - L), 0 where a key takes no part; with `slopes`, also the
   // soft cap's slope at each score.
-  auto scoreGradients = [&](float (*ds)[4], i64 bh, const i64 *row,
+  auto scoreGradients = [&](float (*ds)[4], i64 bh, i64 q0, const i64 *row,
                             u32 (*qa)[4], u32 (*da)[4], const float *logsumexp,
                             const float *deltas, i64 k0, const u16 *keys,
                             const u16 *values, float (*slopes)[4]) {
     float dp[$BK / 8][4];
     againstRows(ds, $BK / 8, qa, keys);
     againstRows(dp, $BK / 8, da, values);
-    _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
-      _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-        const i64 j = k0 + n * 8 + 2 * t + (e & 1);
-        const int r = e / 2;
-        const bool live = j < $TK && logsumexp[r] != -inf && !outside(row[r], j);
-        const float x = ds[n][e] * (float)$SCALE;
-        const float p = live ? expf(masked(bh, row[r], j, x) - logsumexp[r]) : 0.0f;
-        ds[n][e] = p * (dp[n][e] * factor(bh, row[r], j) - deltas[r]);
-        if (slopes)
-          slopes[n][e] = slope(x);
-      }
+    auto gradients = [&](bool whole) {
+      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
+        _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+          const i64 j = k0 + n * 8 + 2 * t + (e & 1);
+          const int r = e / 2;
+          const bool live = logsumexp[r] != -inf && (whole || (j < $TK && !outside(row[r], j)));
+          const float x = ds[n][e] * (float)$SCALE;
+          const float p = live ? expf(masked(bh, row[r], j, x) - logsumexp[r]) : 0.0f;
+          ds[n][e] = p * (dp[n][e] * factor(bh, row[r], j) - deltas[r]);
+          if (slopes)
+            slopes[n][e] = slope(x);
+        }
+    };
+    if (attendsWhole(q0, $BQ, k0, $BK))
+      gradients(true);
+    else
+      gradients(false);
   };
 )cuda";
 
@@ -323,7 +344,7 @@ static const char *kTensorCoreQueryGradient = R"cuda(
       __syncthreads();
       // dS = P (dP - delta) through the cap, scaled.
       float ds[$BK / 8][4], slopes[$BK / 8][4];
-      scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs, slopes);
+      scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks, Vs, slopes);
       _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e)
           ds[n][e] *= slopes[n][e] * (float)$SCALE;
@@ -379,17 +400,23 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
         float pt[$BQ / 8][4], dst[$BQ / 8][4];
         againstRows(pt, $BQ / 8, ka, Qs);
         againstRows(dst, $BQ / 8, va, Gs);
-        _Pragma("unroll") for (int n = 0; n < $BQ / 8; ++n)
-          _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-            const int c = n * 8 + 2 * t + (e & 1);
-            const i64 i = q0 + c, j = key[e / 2];
-            const bool live = i < $TQ && j < $TK && Ls[c] != -inf && !outside(i, j);
-            const float x = pt[n][e] * (float)$SCALE;
-            pt[n][e] = live ? expf(masked(bh, i, j, x) - Ls[c]) : 0.0f;
-            const float f = factor(bh, i, j);
-            dst[n][e] = pt[n][e] * (dst[n][e] * f - Deltas[c]) * slope(x) * (float)$SCALE;
-            pt[n][e] *= f; // dV = (dropped P)^T dO
-          }
+        auto gradients = [&](bool whole) {
+          _Pragma("unroll") for (int n = 0; n < $BQ / 8; ++n)
+            _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+              const int c = n * 8 + 2 * t + (e & 1);
+              const i64 i = q0 + c, j = key[e / 2];
+              const bool live = Ls[c] != -inf && (whole || (i < $TQ && j < $TK && !outside(i, j)));
+              const float x = pt[n][e] * (float)$SCALE;
+              pt[n][e] = live ? expf(masked(bh, i, j, x) - Ls[c]) : 0.0f;
+              const float f = factor(bh, i, j);
+              dst[n][e] = pt[n][e] * (dst[n][e] * f - Deltas[c]) * slope(x) * (float)$SCALE;
+              pt[n][e] *= f; // dV = (dropped P)^T dO
+            }
+        };
+        if (attendsWhole(q0, $BQ, k0, $BK))
+          gradients(true);
+        else
+          gradients(false);
         _Pragma("unroll") for (int kk = 0; kk < $BQ / 16; ++kk) {
           u32 pa[4], sa[4];
           asA(pt, kk, pa);
@@ -444,7 +471,7 @@ static const char *kTensorCoreMaskGradient = R"cuda(
         stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
         __syncthreads();
         float ds[$BK / 8][4];
-        scoreGradients(ds, bh, row, qa, da, logsumexp, deltas, k0, Ks, Vs, nullptr);
+        scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks, Vs, nullptr);
         _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
           _Pragma("unroll") for (int e = 0; e < 4; ++e)
             acc[n][e] += ds[n][e];
