@@ -372,7 +372,10 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
       total.finish = "acc / " + totalWeight() + "(o)";
     return reduces(total);
   }
-  // The gradient at element i of the input, of row r and class c.
+  // The gradient at element i of the input, of row r and class c, in the
+  // interpreter's order: the share (the output's gradient over the total
+  // weight, the same for every element) times the row's weight, times p
+  // minus the label's indicator.
   Row row = rowLoss(false, rowStart(split));
   std::string share = at(grad, reduction == LossReduction::None ? "r" : "0");
   if (reduction == LossReduction::Mean)
@@ -383,8 +386,8 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
       "    const i64 r = " + split.row("i") + ", c = i / " + num(split.inner) +
       " % " + num(split.extent) + ";\n    if (c >= " + num(valid) +
       ") return 0.0;\n    return " +
-      rounded(type, "(" + p + " - (c == " + row.label + "(r) ? 1.0 : 0.0)) * " +
-                        row.weight + "(r) * " + share) +
+      rounded(type, "(" + share + ") * " + row.weight + "(r) * (" + p +
+                        " - (c == " + row.label + "(r) ? 1.0 : 0.0))") +
       ";\n");
 }
 
