@@ -4,7 +4,9 @@
 # results under $OUT
 # (default device-results), each part within a call's ten minutes:
 #
-#   bash scripts/device-round.sh tests      # kiln-gpu-tests, cuDNN's graphs, the loss curve
+#   bash scripts/device-round.sh tests      # kiln-gpu-tests but whole models, cuDNN's graphs, the loss curve
+#   bash scripts/device-round.sh models     # kiln-gpu-tests of whole models (each compiles
+#                                           # 100-200 kernels: minutes on the device's cores)
 #   bash scripts/device-round.sh gpt2       # bench: kiln (profiled) and torch.compile
 #   bash scripts/device-round.sh gpt2-row   # bench: kiln's GPT-2 row alone, profiled
 #   bash scripts/device-round.sh ablation   # bench: the ablation and eager/AMP
@@ -51,14 +53,18 @@ run() { # name, time limit in seconds, command...
   grep -v '^PASS  ' "$logs/$name.log" | tail -n 30 | sed 's/^/   /' >> "$summary"
   pack
 }
+# The GPU tests, each in a process of its own (then seconds per test and
+# a filter).
+gpu_tests=(env KILN_SOURCE_DIR="$PWD" KILN_FIXTURES_DIR="$KILN_SHARED/fixtures"
+  bash test/GPU/each-test.sh "$bin/kiln-gpu-tests")
+whole_models='*ModelTargetTest*:*FixtureTargetTest*'
 for part in "$@"; do
   case "$part" in
   tests)
-    run gpu-tests 260 env KILN_SOURCE_DIR="$PWD" \
-      KILN_FIXTURES_DIR="$KILN_SHARED/fixtures" \
-      bash test/GPU/each-test.sh "$bin/kiln-gpu-tests" 60
+    run gpu-tests 330 "${gpu_tests[@]}" 60 "-$whole_models"
     run cudnn-graphs 60 "$bin/kiln-runtime-tests"
     run loss-curve 150 bash test/GPU/loss-curve.sh "$bin" ;;
+  models) run gpu-model-tests 540 "${gpu_tests[@]}" 180 "$whole_models" ;;
   gpt2)
     run bench-gpt2 540 env KILN_BENCH_PROFILE=20 bash bench/run.sh gpt2-kiln \
       gpt2-torch-compile ;;
