@@ -224,6 +224,22 @@ std::string KernelWriter::helper(const std::string &type,
   return lambdaOf("h", type, body);
 }
 
+std::string KernelWriter::once(const std::string &type,
+                               const std::string &expression) {
+  auto [known, added] =
+      lambdas.try_emplace("once|" + type + "|" + expression, "");
+  if (!added)
+    return known->second;
+  std::string name = "h" + std::to_string(counter++);
+  known->second = name;
+  code += "  bool " + name + "_known = false;\n  " + type + " " + name +
+          "_value = 0;\n  auto " + name + " = [&](i64) -> " + type +
+          " {\n    if (!" + name + "_known) {\n      " + name +
+          "_value = " + expression + ";\n      " + name +
+          "_known = true;\n    }\n    return " + name + "_value;\n  };\n";
+  return name;
+}
+
 std::string KernelWriter::defineReduction(Value value, bool nested,
                                           const Reduction &r) {
   // A column sum read at the results' index is one per thread, which the

@@ -174,6 +174,10 @@ public:
   /// An unnamed lambda `(i64 i) -> type` with `body`, for terms that ops
   /// share between their results.
   std::string helper(const std::string &type, const std::string &body);
+  /// A lambda `(i64) -> type` giving `expression`, which reads no element
+  /// (an optimizer's bias corrections of the step), computed once per
+  /// thread rather than once per element.
+  std::string once(const std::string &type, const std::string &expression);
   /// Defines `value` as `reduction` at index `o`.
   std::string defineReduction(mlir::Value value, bool nested,
                               const Reduction &reduction);

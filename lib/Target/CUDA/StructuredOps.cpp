@@ -669,20 +669,29 @@ FailureOr<std::string> StructuredEmitter::emit() {
         unsigned result = cast<OpResult>(value).getResultNumber();
         if (result > 0)
           return returnsExpr(adamMoments(a, result));
-        std::string lr = at(a.getLr(), "0"), step = at(a.getStep(), "0");
+        std::string lr = at(a.getLr(), "0"),
+                    t = "(double)" + at(a.getStep(), "0");
         std::string m = at(a.getNewExpAvg(), "i"),
                     v = at(a.getNewExpAvgSq(), "i");
+        // The terms of the step alone, once per thread (two pows per
+        // element would cost more than the update's memory traffic).
+        std::string decay =
+            w.once("double", "1.0 - " + lr + " * " +
+                                 literal(a.getWeightDecay().convertToDouble()));
+        std::string stepSize =
+            w.once("double", lr + " / (1.0 - pow(" +
+                                 literal(a.getBeta1().convertToDouble()) +
+                                 ", " + t + "))");
+        std::string secondCorrection =
+            w.once("double", "sqrt(1.0 - pow(" +
+                                 literal(a.getBeta2().convertToDouble()) +
+                                 ", " + t + "))");
         return returns(
-            "    const double lr = " + lr + ";\n    const double t = (double)" +
-            step + ";\n    const double denominator = sqrt(" + v +
-            ") / sqrt(1.0 - pow(" + literal(a.getBeta2().convertToDouble()) +
-            ", t)) + " + literal(a.getEpsilon().convertToDouble()) +
-            ";\n    return " +
-            rounded(type, at(a.getParam(), "i") + " * (1.0 - lr * " +
-                              literal(a.getWeightDecay().convertToDouble()) +
-                              ") - lr / (1.0 - pow(" +
-                              literal(a.getBeta1().convertToDouble()) +
-                              ", t)) * " + m + " / denominator") +
+            "    const double denominator = sqrt(" + v + ") / " +
+            secondCorrection + "(0) + " +
+            literal(a.getEpsilon().convertToDouble()) + ";\n    return " +
+            rounded(type, at(a.getParam(), "i") + " * " + decay + "(0) - " +
+                              stepSize + "(0) * " + m + " / denominator") +
             ";\n");
       })
       .Case([&](SgdOp s) -> FailureOr<std::string> {
