@@ -127,25 +127,36 @@ static const char *kPrologue = R"cuda(
   // transpose (rows `rows` + 8 apart), either of which may be null; 16
   // bytes a thread where the rows are 16-byte aligned. For the transpose,
   // neighbouring threads take neighbouring rows, so that their stores of
-  // one column fall in different banks.
+  // one column fall in different banks. A thread loads four pieces before
+  // it stores them, so that their loads wait on memory together.
   auto stage = [&](const u16 *from, i64 step, int rows, i64 valid,
                    u16 *rowMajor, u16 *transposed) {
     const bool wide = ((u64)from & 15) == 0 && step % 8 == 0;
-    for (int e = threadIdx.x; e < rows * ($D / 8); e += blockDim.x) {
-      const int r = transposed ? e % rows : e / ($D / 8);
-      const int c = (transposed ? e / rows : e % ($D / 8)) * 8;
-      alignas(16) u16 x[8];
-      const u16 *source = from + r * step + c;
-      if (r >= valid)
-        _Pragma("unroll") for (int i = 0; i < 8; ++i) x[i] = 0;
-      else if (wide)
-        copy16(x, source, 1);
-      else
-        _Pragma("unroll") for (int i = 0; i < 8; ++i) x[i] = source[i];
-      if (rowMajor)
-        copy16(rowMajor + r * ($D + 8) + c, x, 1);
-      if (transposed)
-        _Pragma("unroll") for (int i = 0; i < 8; ++i) transposed[(c + i) * (rows + 8) + r] = x[i];
+    const int pieces = rows * ($D / 8);
+    auto place = [&](int e, int &r, int &c) {
+      r = transposed ? e % rows : e / ($D / 8);
+      c = (transposed ? e / rows : e % ($D / 8)) * 8;
+    };
+    for (int e0 = threadIdx.x; e0 < pieces; e0 += 4 * blockDim.x) {
+      alignas(16) u16 x[4][8];
+      _Pragma("unroll") for (int n = 0; n < 4; ++n) {
+        int r, c;
+        place(e0 + n * blockDim.x, r, c);
+        if (e0 + n * blockDim.x >= pieces || r >= valid)
+          _Pragma("unroll") for (int i = 0; i < 8; ++i) x[n][i] = 0;
+        else if (wide)
+          copy16(x[n], from + r * step + c, 1);
+        else
+          _Pragma("unroll") for (int i = 0; i < 8; ++i) x[n][i] = from[r * step + c + i];
+      }
+      _Pragma("unroll") for (int n = 0; n < 4 && e0 + n * blockDim.x < pieces; ++n) {
+        int r, c;
+        place(e0 + n * blockDim.x, r, c);
+        if (rowMajor)
+          copy16(rowMajor + r * ($D + 8) + c, x[n], 1);
+        if (transposed)
+          _Pragma("unroll") for (int i = 0; i < 8; ++i) transposed[(c + i) * (rows + 8) + r] = x[n][i];
+      }
     }
   };
   auto zero = [](float (*acc)[4]) {
