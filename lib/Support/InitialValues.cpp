@@ -59,17 +59,21 @@ static void forEachRow(const std::vector<int64_t> &stored,
   int64_t rows = logical.empty() || logical.back() != 0 ? 1 : 0;
   for (size_t d = 0; d + 1 < logical.size(); ++d)
     rows *= logical[d];
-  parallelChunks(rows, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      int64_t first = 0, rest = r, stride = logical.empty() ? 1 : stored.back();
-      for (int64_t d = static_cast<int64_t>(logical.size()) - 2; d >= 0; --d) {
-        first += (rest % logical[d]) * stride;
-        rest /= logical[d];
-        stride *= stored[d];
-      }
-      row(r, first);
-    }
-  });
+  int64_t length = logical.empty() ? 1 : std::max<int64_t>(logical.back(), 1);
+  parallelChunks(rows, std::max<int64_t>(1, kElementsPerThread / length),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t r = begin; r < end; ++r) {
+                     int64_t first = 0, rest = r,
+                             stride = logical.empty() ? 1 : stored.back();
+                     for (int64_t d = static_cast<int64_t>(logical.size()) - 2;
+                          d >= 0; --d) {
+                       first += (rest % logical[d]) * stride;
+                       rest /= logical[d];
+                       stride *= stored[d];
+                     }
+                     row(r, first);
+                   }
+                 });
 }
 
 static int64_t elementCount(const std::vector<int64_t> &shape) {
@@ -105,12 +109,11 @@ std::vector<float> filledValues(double fill, const std::vector<int64_t> &stored,
   return values;
 }
 
-void parallelChunks(int64_t count,
+void parallelChunks(int64_t count, int64_t grain,
                     const std::function<void(int64_t, int64_t)> &body) {
-  constexpr int64_t kChunk = 1 << 16;
   int64_t threads =
       std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()),
-                        (count + kChunk - 1) / kChunk);
+                        count / std::max<int64_t>(grain, 1));
   if (threads <= 1) {
     body(0, count);
     return;

@@ -43,11 +43,12 @@ static Tensor initialValue(ParameterOp op, uint64_t seed) {
     type = type.clone(*logical);
   Tensor tensor(*dtypeOf(type.getElementType()), type.getShape());
   ParameterStart start(seed, op.getName(), type.getRank());
-  parallelChunks(tensor.getNumElements(), [&](int64_t begin, int64_t end) {
-    start.fill(begin, end, [&](int64_t i, double value) {
-      tensor.setFromDouble(i, value);
-    });
-  });
+  parallelChunks(tensor.getNumElements(), kElementsPerThread,
+                 [&](int64_t begin, int64_t end) {
+                   start.fill(begin, end, [&](int64_t i, double value) {
+                     tensor.setFromDouble(i, value);
+                   });
+                 });
   return tensor;
 }
 

@@ -85,9 +85,9 @@ TEST(InitialValuesTest, PaddedLayoutsHoldTheLogicalValuesAndZeros) {
 }
 
 TEST(InitialValuesTest, ChunksCoverEveryIndexOnce) {
-  for (int64_t count : {0, 1, 65536, 65537, 1000003}) {
+  for (int64_t count : {0, 1, 7, 65536, 65537, 1000003}) {
     std::vector<std::atomic<int>> seen(count);
-    parallelChunks(count, [&](int64_t begin, int64_t end) {
+    parallelChunks(count, 3, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
         ++seen[i];
     });

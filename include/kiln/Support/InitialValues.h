@@ -71,9 +71,13 @@ std::vector<float> firstValues(std::string_view name,
 std::vector<float> filledValues(double fill, const std::vector<int64_t> &stored,
                                 const std::vector<int64_t> &logical);
 
+/// The fewest elements worth a thread of their own.
+inline constexpr int64_t kElementsPerThread = 1 << 16;
+
 /// Runs `body(begin, end)` over consecutive chunks of [0, count) on the
-/// machine's cores (on the calling thread alone for small counts).
-void parallelChunks(int64_t count,
+/// machine's cores, each chunk at least `grain` long (on the calling thread
+/// alone when count is below two grains).
+void parallelChunks(int64_t count, int64_t grain,
                     const std::function<void(int64_t, int64_t)> &body);
 
 } // namespace kiln
