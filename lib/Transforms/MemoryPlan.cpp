@@ -89,7 +89,7 @@ static int64_t placeBuffers(std::vector<Buffer> &buffers) {
   return arena;
 }
 
-MemoryPlan planMemory(func::FuncOp step) {
+MemoryPlan planMemory(func::FuncOp step, Overwrites overwrites) {
   MemoryPlan plan;
   Block &body = step.getBody().front();
   DenseMap<Operation *, int64_t> position;
@@ -137,6 +137,31 @@ MemoryPlan planMemory(func::FuncOp step) {
   for (auto [i, buffer] : llvm::enumerate(plan.buffers))
     bufferOf[buffer.value] = i;
   plan.views = findStridedViews(step);
+  // Buffers a strided view reads or fills live longer than their values'
+  // uses say (below): none is overwritten.
+  DenseSet<Value> viewed;
+  for (auto &[value, view] : plan.views) {
+    viewed.insert(value);
+    viewed.insert(view.storage);
+  }
+  // The buffer of an operand of `op` that its result `index` may take: a
+  // transient one of the result's size, whose values `op` reads last.
+  auto overwritten = [&](Operation &op,
+                         unsigned index) -> std::optional<size_t> {
+    if (!overwrites)
+      return std::nullopt;
+    for (auto [number, operand] : llvm::enumerate(op.getOperands())) {
+      auto it = bufferOf.find(operand);
+      if (it == bufferOf.end() || viewed.contains(operand))
+        continue;
+      const Buffer &buffer = plan.buffers[it->second];
+      if (isTransient(buffer.kind) && buffer.end == position.lookup(&op) &&
+          buffer.bytes == bytesOf(op.getResult(index)) &&
+          !viewed.contains(buffer.value) && overwrites(&op, index, number))
+        return it->second;
+    }
+    return std::nullopt;
+  };
   for (Operation &op : body.without_terminator()) {
     if (isa<ConstantOp>(op))
       continue;
@@ -163,9 +188,16 @@ MemoryPlan planMemory(func::FuncOp step) {
     for (Value result : op.getResults()) {
       if (updates.contains(result) || plan.views.count(result))
         continue;
+      int64_t start = position.lookup(&op);
+      if (std::optional<size_t> taken =
+              overwritten(op, cast<OpResult>(result).getResultNumber())) {
+        Buffer &buffer = plan.buffers[*taken];
+        buffer.end = std::max(buffer.end, lastUse(result, start));
+        bufferOf[result] = *taken;
+        continue;
+      }
       BufferKind kind = gradients.contains(result) ? BufferKind::Gradient
                                                    : BufferKind::Activation;
-      int64_t start = position.lookup(&op);
       bufferOf[result] = plan.buffers.size();
       plan.buffers.push_back(
           {result, kind, bytesOf(result), start, lastUse(result, start)});

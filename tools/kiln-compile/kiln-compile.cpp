@@ -169,8 +169,11 @@ static std::optional<PlannedStep> planStep(mlir::MLIRContext &context,
   if (mlir::failed(functions))
     return std::nullopt;
   planned.step = functions->step;
-  // The pass recorded offsets; the report needs the buffers themselves.
-  planned.plan = kiln::planMemory(planned.step);
+  // The pass recorded offsets; the report needs the buffers themselves, as
+  // the target places them (a loss gradient over its logits).
+  planned.plan = kiln::planMemory(
+      planned.step,
+      target.empty() ? kiln::Overwrites() : kiln::cuda::overwritesOperand);
   return planned;
 }
 

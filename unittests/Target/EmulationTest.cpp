@@ -1,8 +1,10 @@
 //===- EmulationTest.cpp - the CPU emulation runs blocks as a GPU does ----===//
 //
 // The emulation is what checks the generated kernels in CI, so it must fail
-// where a GPU would: threads of a block share memory across barriers, and a
-// barrier that only some threads of a block reach is reported.
+// where a GPU would: threads of a block share memory across barriers, a
+// read of another thread's write with no barrier between sees the write in
+// some blocks, and a barrier that only some threads of a block reach is
+// reported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +59,29 @@ TEST(EmulationTest, ThreadsShareMemoryAcrossBarriers) {
   Tensor x = emulation->read("x");
   for (int64_t i = 0; i < 16; ++i)
     EXPECT_EQ(x.floats()[i], (i / 8) * 8 + (i % 8 + 1) % 8) << i;
+}
+
+TEST(EmulationTest, ThreadOrderAlternatesBetweenBlocks) {
+  // Each thread writes its slot, then reads its neighbour's with no
+  // barrier: block 0 (ascending) finds the neighbour's slot unwritten,
+  // block 1 (descending) finds it written, so a missing barrier shows.
+  auto a = oneKernel(R"(
+  __shared__ float slots[8];
+  slots[threadIdx.x] = -1.0f;
+  __syncthreads();
+  slots[threadIdx.x] = (float)threadIdx.x;
+  x[blockIdx.x * 8 + threadIdx.x] = slots[(threadIdx.x + 1) % 8];
+)",
+                     8);
+  std::string error;
+  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
+  ASSERT_TRUE(emulation) << error;
+  emulation->run();
+  Tensor x = emulation->read("x");
+  for (int64_t t = 0; t < 7; ++t) {
+    EXPECT_EQ(x.floats()[t], -1.0) << t;
+    EXPECT_EQ(x.floats()[8 + t], t + 1) << t;
+  }
 }
 
 TEST(EmulationTest, ReportsABarrierOnlySomeThreadsReach) {

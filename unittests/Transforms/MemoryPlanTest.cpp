@@ -18,6 +18,7 @@
 #include "kiln/Transforms/RewriteAttention.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
 
 #include <gtest/gtest.h>
 
@@ -112,6 +113,43 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   EXPECT_GT(filledViews, 0u);
   EXPECT_GE(plan.arenaBytes, plan.peakLiveBytes);
   EXPECT_GT(plan.bytesByKind[static_cast<int>(BufferKind::Parameter)], 0);
+}
+
+// A result the executor writes over an operand (Overwrites) takes that
+// operand's buffer where its op reads the operand last, and only there.
+TEST(MemoryPlanOverwritesTest, ResultsTakeBuffersTheirOpReadsLast) {
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    func.func @main(%x: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>) {
+      %a = kiln.exp %x : tensor<64x32xf32>
+      %b = kiln.neg %a : tensor<64x32xf32>
+      %c = kiln.exp %b : tensor<64x32xf32>
+      %d = kiln.add %c, %b : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+      return %c, %d : tensor<64x32xf32>, tensor<64x32xf32>
+    })",
+                                                        &context);
+  ASSERT_TRUE(module);
+  auto step = *module->getOps<mlir::func::FuncOp>().begin();
+  auto values = llvm::to_vector(
+      llvm::map_range(step.getBody().front().without_terminator(),
+                      [](mlir::Operation &op) { return op.getResult(0); }));
+  auto overwrites = [](mlir::Operation *op, unsigned, unsigned) {
+    return mlir::isa<NegOp, ExpOp>(op);
+  };
+  MemoryPlan plan = planMemory(step, overwrites);
+  // %b is the last read of %a; %c is not of %b (%d reads it after), and
+  // %a does not take %x's: an input is never overwritten.
+  EXPECT_EQ(plan.bufferOf.at(values[1]), plan.bufferOf.at(values[0]));
+  EXPECT_NE(plan.bufferOf.at(values[2]), plan.bufferOf.at(values[1]));
+  EXPECT_NE(plan.bufferOf.at(values[0]), plan.bufferOf.at(step.getArgument(0)));
+  // The shared buffer lives to the last read of either value.
+  const Buffer &shared = plan.buffers[plan.bufferOf.at(values[0])];
+  EXPECT_EQ(shared.end, 3);
+  MemoryPlan separate = planMemory(step);
+  EXPECT_NE(separate.bufferOf.at(values[1]), separate.bufferOf.at(values[0]));
+  EXPECT_EQ(plan.buffers.size() + 1, separate.buffers.size());
+  EXPECT_LE(plan.arenaBytes, separate.arenaBytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(

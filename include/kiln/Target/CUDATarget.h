@@ -64,6 +64,11 @@ mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>>
 compileFunction(mlir::func::FuncOp function, const TargetOptions &options,
                 TargetReport *report = nullptr);
 
+/// Whether the kernels compiled for `op` compute its result `result` over
+/// its operand `operand` (the memory plan's Overwrites): a cross-entropy's
+/// gradient over the logits it alone reads, a row at a time.
+bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
+
 /// Whether `arch` names a GPU architecture as --arch takes it ("sm_90").
 bool isArchitectureName(llvm::StringRef arch);
 

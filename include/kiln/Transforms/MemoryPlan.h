@@ -64,12 +64,20 @@ struct MemoryPlan {
   bool computedElsewhere(mlir::Value value) const;
 };
 
+/// Whether the executor computes `op`'s result `result` over its operand
+/// `operand` without changing what it reads (a row at a time, each row
+/// read whole before it is written): the result may then take the
+/// operand's buffer where `op` is its last reader.
+using Overwrites = llvm::function_ref<bool(mlir::Operation *op, unsigned result,
+                                           unsigned operand)>;
+
 /// Plans the buffers of `step`, a single-block function. Constants are not
 /// planned (they live with the code); a result that updates a parameter or
 /// an optimizer state shares that buffer, a reshape is a view of its
 /// input's buffer, and strided views (StridedViews.h) are views of their
-/// storage's.
-MemoryPlan planMemory(mlir::func::FuncOp step);
+/// storage's. With `overwrites`, a result may take the buffer of an
+/// operand it overwrites (of its size, whose last reader is the op).
+MemoryPlan planMemory(mlir::func::FuncOp step, Overwrites overwrites = {});
 
 /// Bytes of one element of `type` in memory (i1 as one byte).
 int64_t elementBytes(mlir::Type type);

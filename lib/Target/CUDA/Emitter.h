@@ -47,6 +47,13 @@ struct KernelPlan {
   /// its argument list (which the kernels of attention's gradient share):
   /// left out of the bytes it is charged with.
   llvm::SmallVector<mlir::Value, 0> untouched;
+  /// Whether a block per row computes every reduction it reads (the
+  /// row's statistics, its terms of sums over rows) before any of its
+  /// threads writes the row's results, and sums no columns: it then reads
+  /// an operand only at the results' own index once it writes, where the
+  /// ops it computes read that operand only so (a loss and its gradient
+  /// over logits), and the results may take the operand's memory.
+  bool rowsReadBeforeWritten = false;
   /// Whether the kernel checks indices it reads from tensors: its last
   /// argument is then a status word it sets when one is out of range.
   bool checksIndices = false;

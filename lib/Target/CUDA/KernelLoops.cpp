@@ -246,6 +246,12 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
            "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
       loop += "    (void)" + name + "(" + start + ");\n";
+    // The row's terms of sums over rows read the row (a loss, the label's
+    // logit) before any thread of the block writes it, so that a result
+    // may take the memory of the operand it overwrites row by row
+    // (rowsReadBeforeWritten).
+    if (!addRows.empty())
+      loop += addRows + "    __syncthreads();\n";
     std::string block = std::to_string(plan.block) + "ll";
     if (!add.empty())
       loop +=
@@ -263,7 +269,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     else
       loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
               "; i += blockDim.x) {\n" + compute + add + store + "    }\n";
-    loop += addRows + rowStore + "  }\n" + flush + flushRows;
+    loop += rowStore + "  }\n" + flush + flushRows;
+    plan.rowsReadBeforeWritten = unshared == 0 && add.empty();
   } else if (schedule == Schedule::BlockPerColumns) {
     // Thread t takes result c0 + t % 32 (the last one past the end), with
     // the threads of its lane in the other warps; one warp stores.

@@ -182,15 +182,18 @@ Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
       planElementKernels(results, external, materialized);
   if (failed(kernels))
     return failure();
-  // A launch that overwrites a buffer in place (an optimizer update) runs
-  // after every other launch of the op that reads that buffer.
+  // A launch that overwrites a buffer in place (an optimizer update, a
+  // loss gradient over its logits) runs after every other launch of the op
+  // that reads that buffer.
   auto writes = [&](const KernelPlan &k, int64_t offset) {
     return llvm::any_of(k.results,
                         [&](Value r) { return resultOffset(r) == offset; });
   };
+  // (A kernel combining partials reads none of its operands.)
   auto readsWrittenBy = [&](const KernelPlan &reader,
                             const KernelPlan &writer) {
-    return llvm::any_of(reader.operands,
+    return !reader.combinesPartials &&
+           llvm::any_of(reader.operands,
                         [&](Value v) { return writes(writer, offsetOf(v)); });
   };
   // Among the launches that may go next, one of the kernel just placed

@@ -38,7 +38,7 @@ public:
   Lowering(mlir::func::FuncOp function, const TargetOptions &options,
            TargetReport *report)
       : function(function), options(options), report(report),
-        plan(planMemory(function)) {}
+        plan(planMemory(function, overwritesOperand)) {}
 
   mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>> run();
 

@@ -3,7 +3,10 @@
 // once (the loss reads the logits widened to f32, the same values), stores
 // the row's gradient, and adds the row's weight and loss into its block's
 // sums, stored as partials; a second kernel combines them in order (the
-// mean divides by the total weight). The logits are read once.
+// mean divides by the total weight). The logits are read once. The row's
+// terms (the loss reads the label's logit) come before any thread writes
+// the row, behind a barrier: a training step's gradient is written over
+// its logits (Overwrites.cpp).
 
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 
@@ -36,11 +39,12 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
 // CHECK:       double row_sum0 = 0.0;
 // CHECK-NEXT:  double row_sum1 = 0.0;
 // CHECK-NEXT:  for (i64 row = blockIdx.x; row < 300ll; row += gridDim.x) {
-// CHECK:         copy16(out0 + c * 8, s0, 1);
 // CHECK:         row_sum0 = Sum()(row_sum0, sum_term0(row, 0));
 // CHECK-NEXT:    row_sum1 = Sum()(row_sum1, sum_term1(row, 0));
-// CHECK-NEXT:  }
-// CHECK-NEXT:  if (threadIdx.x == 0)
+// CHECK-NEXT:    __syncthreads();
+// CHECK:         copy16(out0 + c * 8, s0, 1);
+// CHECK-NOT:     sum_term
+// CHECK:       if (threadIdx.x == 0)
 // CHECK-NEXT:    partials[(0 * 300ll + blockIdx.x) * 1ll] = row_sum0;
 // CHECK-NEXT:  if (threadIdx.x == 0)
 // CHECK-NEXT:    partials[(1 * 300ll + blockIdx.x) * 1ll] = row_sum1;
