@@ -42,21 +42,28 @@ std::unique_ptr<artifact::ArtifactT> oneKernel(const std::string &body,
   return a;
 }
 
+/// "x" after `body` ran in 2 blocks of 8 threads.
+Tensor runEightThreads(const std::string &body) {
+  auto a = oneKernel(body, 8);
+  std::string error;
+  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
+  if (!emulation) {
+    ADD_FAILURE() << error;
+    return Tensor(DType::F32, {16});
+  }
+  emulation->run();
+  return emulation->read("x");
+}
+
 TEST(EmulationTest, ThreadsShareMemoryAcrossBarriers) {
   // Each thread writes its slot, and after the barrier reads its
   // neighbour's: correct only if all threads reached the barrier first.
-  auto a = oneKernel(R"(
+  Tensor x = runEightThreads(R"(
   __shared__ float slots[8];
   slots[threadIdx.x] = (float)(blockIdx.x * 8 + threadIdx.x);
   __syncthreads();
   x[blockIdx.x * 8 + threadIdx.x] = slots[(threadIdx.x + 1) % 8];
-)",
-                     8);
-  std::string error;
-  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
-  ASSERT_TRUE(emulation) << error;
-  emulation->run();
-  Tensor x = emulation->read("x");
+)");
   for (int64_t i = 0; i < 16; ++i)
     EXPECT_EQ(x.floats()[i], (i / 8) * 8 + (i % 8 + 1) % 8) << i;
 }
@@ -65,19 +72,13 @@ TEST(EmulationTest, ThreadOrderAlternatesBetweenBlocks) {
   // Each thread writes its slot, then reads its neighbour's with no
   // barrier: block 0 (ascending) finds the neighbour's slot unwritten,
   // block 1 (descending) finds it written, so a missing barrier shows.
-  auto a = oneKernel(R"(
+  Tensor x = runEightThreads(R"(
   __shared__ float slots[8];
   slots[threadIdx.x] = -1.0f;
   __syncthreads();
   slots[threadIdx.x] = (float)threadIdx.x;
   x[blockIdx.x * 8 + threadIdx.x] = slots[(threadIdx.x + 1) % 8];
-)",
-                     8);
-  std::string error;
-  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
-  ASSERT_TRUE(emulation) << error;
-  emulation->run();
-  Tensor x = emulation->read("x");
+)");
   for (int64_t t = 0; t < 7; ++t) {
     EXPECT_EQ(x.floats()[t], -1.0) << t;
     EXPECT_EQ(x.floats()[8 + t], t + 1) << t;
