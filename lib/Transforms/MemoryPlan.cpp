@@ -144,6 +144,12 @@ MemoryPlan planMemory(func::FuncOp step, Overwrites overwrites) {
     viewed.insert(value);
     viewed.insert(view.storage);
   }
+  auto holdsViewed = [&](size_t id) {
+    return llvm::any_of(viewed, [&](Value value) {
+      auto it = bufferOf.find(value);
+      return it != bufferOf.end() && it->second == id;
+    });
+  };
   // The buffer of an operand of `op` that its result `index` may take: a
   // transient one of the result's size, whose values `op` reads last.
   auto overwritten = [&](Operation &op,
@@ -152,12 +158,12 @@ MemoryPlan planMemory(func::FuncOp step, Overwrites overwrites) {
       return std::nullopt;
     for (auto [number, operand] : llvm::enumerate(op.getOperands())) {
       auto it = bufferOf.find(operand);
-      if (it == bufferOf.end() || viewed.contains(operand))
+      if (it == bufferOf.end())
         continue;
       const Buffer &buffer = plan.buffers[it->second];
       if (isTransient(buffer.kind) && buffer.end == position.lookup(&op) &&
           buffer.bytes == bytesOf(op.getResult(index)) &&
-          !viewed.contains(buffer.value) && overwrites(&op, index, number))
+          !holdsViewed(it->second) && overwrites(&op, index, number))
         return it->second;
     }
     return std::nullopt;
