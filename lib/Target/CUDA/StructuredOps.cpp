@@ -380,6 +380,9 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   std::string share = at(grad, reduction == LossReduction::None ? "r" : "0");
   if (reduction == LossReduction::Mean)
     share += " / " + totalWeight() + "(0)";
+  // One share for all elements: once per thread, not a division per logit.
+  if (reduction != LossReduction::None)
+    share = w.once("double", share) + "(0)";
   std::string p =
       logits ? "exp(" + at(input, "i") + " - " + row.lse + "(r))" : "0.0";
   return returns(
