@@ -12,7 +12,9 @@
 
 namespace kiln {
 
-bool belongsToNorm(std::string_view name) {
+/// Whether `name` names a normalization's parameter (`ln_1.weight`,
+/// `encoder.LayerNorm.bias`, `norm.scale`).
+static bool belongsToNorm(std::string_view name) {
   std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return std::tolower(c); });

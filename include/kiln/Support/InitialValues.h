@@ -19,10 +19,6 @@
 
 namespace kiln {
 
-/// Whether `name` names a normalization's parameter (`ln_1.weight`,
-/// `encoder.LayerNorm.bias`, `norm.scale`).
-bool belongsToNorm(std::string_view name);
-
 /// The first values of a parameter declared without any: matrices (rank 2
 /// and more) drawn from N(0, 0.02^2), a normalization's scale at one, every
 /// other vector (biases, a normalization's shift) at zero.
