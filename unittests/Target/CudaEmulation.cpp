@@ -240,11 +240,16 @@ void CudaEmulation::run() {
     pointers.clear();
     for (int64_t offset : launch.args)
       pointers.push_back(arena.data() + offset);
-    if (launchKernel(kernels[launch.kernel], pointers.data(), launch.grid,
-                     launch.block) != 0)
-      ADD_FAILURE() << "kernel " << artifact.kernel_names[launch.kernel]
-                    << " of " << operation->origin
-                    << ": a barrier that only some threads of a block reach";
+    int failure = launchKernel(kernels[launch.kernel], pointers.data(),
+                               launch.grid, launch.block);
+    if (failure != 0)
+      ADD_FAILURE()
+          << "kernel " << artifact.kernel_names[launch.kernel] << " of "
+          << operation->origin << ": "
+          << (failure == 1
+                  ? "a barrier that only some threads of a block reach"
+                  : "a kiln_expect failed (a statistic read before its "
+                    "loop computed it)");
   }
 }
 

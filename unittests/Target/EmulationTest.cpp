@@ -3,8 +3,8 @@
 // The emulation is what checks the generated kernels in CI, so it must fail
 // where a GPU would: threads of a block share memory across barriers, a
 // read of another thread's write with no barrier between sees the write in
-// some blocks, and a barrier that only some threads of a block reach is
-// reported.
+// some blocks, and a barrier that only some threads of a block reach, or a
+// failed kiln_expect (what a kernel's structure guarantees), is reported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,6 +91,14 @@ TEST(EmulationTest, ReportsABarrierOnlySomeThreadsReach) {
   auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
   ASSERT_TRUE(emulation) << error;
   EXPECT_NONFATAL_FAILURE(emulation->run(), "only some threads");
+}
+
+TEST(EmulationTest, ReportsAFailedExpectation) {
+  auto a = oneKernel("  kiln_expect(threadIdx.x != 2);\n", 4);
+  std::string error;
+  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
+  ASSERT_TRUE(emulation) << error;
+  EXPECT_NONFATAL_FAILURE(emulation->run(), "kiln_expect failed");
 }
 
 } // namespace

@@ -119,7 +119,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                        "32;\n    const i64 i = lane < " +
                        n32 + " ? lane : " + n32 + " - 1;\n";
     for (auto &[name, start] : shared)
-      body += "    (void)" + name + "(" + start + ");\n";
+      body += "    " + name + "_compute(" + start + ");\n";
     plan.grid = columnTiles() * split.blocks;
     plan.body = prologue + code + body + "  }\n";
     return std::move(plan);
@@ -127,7 +127,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   if (split.phase == SplitPhase::Partials && !sumsInRows) {
     std::string calls;
     for (const std::string &name : split.reductions)
-      calls += "  (void)" + name + "(0);\n";
+      calls += "  " + name + "_compute(0);\n";
     plan.grid = split.blocks;
     plan.body = prologue + code + calls;
     return std::move(plan);
@@ -245,7 +245,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
            std::to_string(rows) +
            "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
-      loop += "    (void)" + name + "(" + start + ");\n";
+      loop += "    " + name + "_compute(" + start + ");\n";
     // The row's terms of sums over rows read the row (a loss, the label's
     // logit) before any thread of the block writes it, so that a result
     // may take the memory of the operand it overwrites row by row
@@ -280,7 +280,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
            "% 32;\n    const i64 i = lane < " +
            n32 + " ? lane : " + n32 + " - 1;\n";
     for (auto &[name, start] : shared)
-      loop += "    (void)" + name + "(" + start + ");\n";
+      loop += "    " + name + "_compute(" + start + ");\n";
     loop += compute + "    if (threadIdx.x < 32 && lane < " + n32 + ") {\n" +
             store + "    }\n  }\n";
     plan.grid = std::clamp<int64_t>((count + 31) / 32, 1, kMaxBlocks);

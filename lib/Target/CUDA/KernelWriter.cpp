@@ -283,22 +283,35 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     return name;
   }
   std::string extent = std::to_string(r.extent) + "ll";
-  std::string combine = "        acc = " + std::string(r.combiner) +
-                        "()(acc, (double)(" + r.term + "));\n";
+  // The terms for k from `first` below `end` by `step`, combined in order.
+  auto combineAll = [&](const std::string &first, const std::string &end,
+                        const std::string &step) {
+    return "      acc = strided_reduce(acc, " + first + ", " + end + ", " +
+           step + ", " + r.combiner + "(), [&](i64 k) { return (double)(" +
+           r.term + "); });\n";
+  };
+  // A column's terms from row `first` below `end`, a row per warp; in a
+  // loop of its own where the kernel stores side results as it reads them.
+  auto combineColumn = [&](const std::string &first, const std::string &end) {
+    std::string sideStores = storeSideResults(r);
+    if (sideStores.empty())
+      return combineAll(first, end, "blockDim.x / 32");
+    return "      for (i64 k = " + first + "; k < " + end +
+           "; k += blockDim.x / 32) {\n        acc = " + r.combiner +
+           "()(acc, (double)(" + r.term + "));\n" + sideStores + "      }\n";
+  };
   std::string loop;
   if (isShared)
     for (const std::string &prerequisite : r.prerequisites)
-      loop += "      (void)" + prerequisite + "(o);\n";
+      loop += "      " + prerequisite + "_compute(o);\n";
   loop += "      double acc = " + r.init + ";\n";
   if (!isShared) {
-    loop += "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine;
+    loop += combineAll("0", extent, "1");
   } else if (schedule == Schedule::BlockPerColumns) {
     split.largestExtent = std::max(split.largestExtent, r.extent);
     if (split.phase == SplitPhase::None) {
-      loop += "      for (i64 k = threadIdx.x / 32; k < " + extent +
-              "; k += blockDim.x / 32) {\n" + combine + storeSideResults(r) +
-              "      }\n      acc = column_reduce(acc, " + r.combiner +
-              "());\n";
+      loop += combineColumn("threadIdx.x / 32", extent) +
+              "      acc = column_reduce(acc, " + r.combiner + "());\n";
     } else {
       // Split over blocks: the blocks of one tile of 32 columns each reduce
       // a chunk of the rows into partials (part-major per reduction); the
@@ -310,14 +323,15 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
       split.reductions.push_back(name);
       if (split.phase == SplitPhase::Partials)
         loop += "      const i64 part = blockIdx.x / " +
-                std::to_string(columnTiles()) + "ll;\n"
-                "      const i64 chunk = (" + extent + " + " + parts +
-                " - 1) / " + parts + ";\n"
-                "      const i64 end = (part + 1) * chunk < " + extent +
-                " ? (part + 1) * chunk : " + extent + ";\n"
-                "      for (i64 k = part * chunk + threadIdx.x / 32; k < end; "
-                "k += blockDim.x / 32) {\n" + combine + storeSideResults(r) +
-                "      }\n      acc = column_reduce(acc, " + r.combiner +
+                std::to_string(columnTiles()) +
+                "ll;\n"
+                "      const i64 chunk = (" +
+                extent + " + " + parts + " - 1) / " + parts +
+                ";\n"
+                "      const i64 end = (part + 1) * chunk < " +
+                extent + " ? (part + 1) * chunk : " + extent + ";\n" +
+                combineColumn("part * chunk + threadIdx.x / 32", "end") +
+                "      acc = column_reduce(acc, " + r.combiner +
                 "());\n      if (threadIdx.x < 32)\n        partials[" + at +
                 "] = acc;\n";
       else
@@ -330,9 +344,8 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     // A block per row splits only the column sums it adds up, not its
     // rows' statistics.
     loop += r.uniform
-                ? "      for (i64 k = 0; k < " + extent + "; ++k)\n" + combine
-                : "      for (i64 k = threadIdx.x; k < " + extent +
-                      "; k += blockDim.x)\n" + combine +
+                ? combineAll("0", extent, "1")
+                : combineAll("threadIdx.x", extent, "blockDim.x") +
                       "      acc = block_reduce(acc, " + r.combiner + "());\n";
   } else {
     // Split over blocks: each block reduces one chunk of k into the
@@ -346,13 +359,11 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
               " + gridDim.x - 1) / gridDim.x;\n"
               "      const i64 end = (blockIdx.x + 1) * chunk < " +
               extent + " ? (blockIdx.x + 1) * chunk : " + extent + ";\n" +
-              (r.uniform ? "      for (i64 k = blockIdx.x * chunk; k < end; "
-                           "++k)\n" +
-                               combine
-                         : "      for (i64 k = blockIdx.x * chunk + "
-                           "threadIdx.x; k < end; k += blockDim.x)\n" +
-                               combine + "      acc = block_reduce(acc, " +
-                               r.combiner + "());\n") +
+              (r.uniform ? combineAll("blockIdx.x * chunk", "end", "1")
+                         : combineAll("blockIdx.x * chunk + threadIdx.x", "end",
+                                      "blockDim.x") +
+                               "      acc = block_reduce(acc, " + r.combiner +
+                               "());\n") +
               "      if (threadIdx.x == 0) partials[" + slot +
               " + blockIdx.x] = acc;\n";
     else
@@ -360,16 +371,25 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
               "ll; ++b)\n        acc = " + r.combiner + "()(acc, partials[" +
               slot + " + b]);\n";
   }
+  // `name_compute(o)` computes the reduction at o unless it holds it
+  // already. A statistic that the row (or column) loop computes where it
+  // starts a row is only read after: its reader is then the value alone,
+  // not a copy of the loop inlined wherever it is read.
+  bool computedByLoop = isShared && schedule != Schedule::BlockPerElement;
   code +=
       "  i64 " + name + "_at = -1;\n  " + type + " " + name + "_value = 0;\n";
-  code += "  auto " + name + " = [&](i64 o) -> " + type +
-          " {\n    if (o != " + name + "_at) {\n" + loop + "      " + name +
+  code += "  auto " + name + "_compute = [&](i64 o) {\n    if (o != " + name +
+          "_at) {\n" + loop + "      " + name +
           "_value = " + rounded(resultType, r.finish) + ";\n      " + name +
-          "_at = o;\n    }\n    return " + name + "_value;\n  };\n";
+          "_at = o;\n    }\n  };\n";
+  code += "  auto " + name + " = [&](i64 o) -> " + type + " {\n    " +
+          (computedByLoop ? "kiln_expect(o == " + name + "_at);\n"
+                          : name + "_compute(o);\n") +
+          "    return " + name + "_value;\n  };\n";
   // Threads walk rows when they reuse a row's statistics.
   rowMemo |= !isShared && r.contiguous;
   unshared += !isShared;
-  if (isShared && schedule != Schedule::BlockPerElement) {
+  if (computedByLoop) {
     shared.push_back({name, r.sharedAt});
     sharesRows |= r.contiguous;
   }

@@ -118,36 +118,56 @@ KD double gelu_erf_grad(double x) {
 KD double kiln_max(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 KD double kiln_min(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 
+// `acc` combined, in order, with term(k) for k = first, first + step, ...
+// below end. Four terms are evaluated before any is combined: a GPU issues
+// in order, so a loop that combines each term before it evaluates the next
+// waits one memory latency per term; these have four loads in flight. The
+// order of the combinations is the loop's, whatever the unrolling.
+template <typename Combine, typename Term>
+KD double strided_reduce(double acc, i64 first, i64 end, i64 step,
+                         Combine combine, Term term) {
+  i64 k = first;
+  for (; k + 3 * step < end; k += 4 * step) {
+    const double t0 = term(k), t1 = term(k + step), t2 = term(k + 2 * step),
+                 t3 = term(k + 3 * step);
+    acc = combine(combine(combine(combine(acc, t0), t1), t2), t3);
+  }
+  for (; k < end; k += step)
+    acc = combine(acc, term(k));
+  return acc;
+}
+
 // Reductions of a block: every thread passes its part and gets the whole.
-// blockDim.x is a power of two of at most 256.
+// blockDim.x is a power of two from 32 to 256. A warp combines its lanes by
+// butterfly shuffles (a lane and its partner combine the same two values,
+// and the combiners are commutative, so every lane holds the same total),
+// then every thread combines the warps' totals in warp order: two barriers
+// rather than one per halving.
 template <typename T, typename Combine>
 KD T block_reduce(T value, Combine combine) {
-  __shared__ T partial[256];
-  partial[threadIdx.x] = value;
+  __shared__ T warp_totals[8];
+  for (int lanes = 16; lanes > 0; lanes /= 2)
+    value = combine(value, __shfl_xor_sync(0xffffffffu, value, lanes));
+  if (threadIdx.x % 32 == 0)
+    warp_totals[threadIdx.x / 32] = value;
   __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half)
-      partial[threadIdx.x] = combine(partial[threadIdx.x], partial[threadIdx.x + half]);
-    __syncthreads();
-  }
-  T result = partial[0];
+  T result = warp_totals[0];
+  for (unsigned w = 1; w < blockDim.x / 32; ++w)
+    result = combine(result, warp_totals[w]);
   __syncthreads();
   return result;
 }
 // Reductions across the warps of a block: every thread passes its part and
-// gets the whole of its lane (the threads with its threadIdx.x % 32).
-// blockDim.x is a power of two from 32 to 256.
+// gets the whole of its lane (the threads with its threadIdx.x % 32),
+// combined in warp order. blockDim.x is a power of two from 32 to 256.
 template <typename T, typename Combine>
 KD T column_reduce(T value, Combine combine) {
   __shared__ T partial[256];
   partial[threadIdx.x] = value;
   __syncthreads();
-  for (unsigned half = blockDim.x / 2; half >= 32; half /= 2) {
-    if (threadIdx.x < half)
-      partial[threadIdx.x] = combine(partial[threadIdx.x], partial[threadIdx.x + half]);
-    __syncthreads();
-  }
   T result = partial[threadIdx.x % 32];
+  for (unsigned w = 1; w < blockDim.x / 32; ++w)
+    result = combine(result, partial[w * 32 + threadIdx.x % 32]);
   __syncthreads();
   return result;
 }
@@ -190,6 +210,13 @@ KD i64 checked_index(i64 q, i64 size, unsigned *status) {
 KD void copy16(void *to, const void *from, int pieces) {
   for (int p = 0; p < pieces; ++p) ((uint4 *)to)[p] = ((const uint4 *)from)[p];
 }
+
+// What a kernel's structure guarantees, such as that a row statistic is
+// read only after the row loop computed it. The CPU emulation of the tests
+// defines kiln_expect to check it; on a GPU it costs nothing.
+#ifndef kiln_expect
+#define kiln_expect(condition) ((void)0)
+#endif
 
 KD i64 global_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 KD i64 thread_count() { return (i64)gridDim.x * blockDim.x; }

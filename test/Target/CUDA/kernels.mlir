@@ -37,7 +37,7 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 
 // The full sum: one block, its threads striding over the input.
 // CHECK-LABEL: kiln_kernel_2(void *const *args)
-// CHECK:       for (i64 k = threadIdx.x; k < 128ll; k += blockDim.x)
+// CHECK:       acc = strided_reduce(acc, threadIdx.x, 128ll, blockDim.x, Sum(), [&](i64 k) { return (double)(v0(o + k)); });
 // CHECK:       acc = block_reduce(acc, Sum());
 // CHECK:       for (i64 i = blockIdx.x; i < 1ll; i += gridDim.x)
 // CHECK:       if (threadIdx.x == 0)
@@ -45,17 +45,23 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // Layer norm: a block per row, whose threads compute the row's mean, then
 // its inverse deviation (the mean first, by every thread), then store
 // neighbouring 16-byte pieces (4 f32 elements) of the output, then one
-// thread stores the row's statistics (no kernel reads the rows again).
+// thread stores the row's statistics (no kernel reads the rows again). The
+// row loop computes the statistics; everything else reads their values.
 // CHECK-LABEL: kiln_kernel_3(void *const *args)
-// CHECK:       if (o != v1_at)
-// CHECK:       for (i64 k = threadIdx.x; k < 32ll; k += blockDim.x)
-// CHECK:       acc / 32.0
-// CHECK:       if (o != v2_at) {
-// CHECK-NEXT:    (void)v1(o);
+// CHECK:       auto v1_compute = [&](i64 o) {
+// CHECK-NEXT:    if (o != v1_at) {
+// CHECK:           acc = strided_reduce(acc, threadIdx.x, 32ll, blockDim.x, Sum(), [&](i64 k) {
+// CHECK:         acc / 32.0
+// CHECK:       auto v1 = [&](i64 o) -> double {
+// CHECK-NEXT:    kiln_expect(o == v1_at);
+// CHECK-NEXT:    return v1_value;
+// CHECK:       auto v2_compute = [&](i64 o) {
+// CHECK-NEXT:    if (o != v2_at) {
+// CHECK-NEXT:      v1_compute(o);
 // CHECK:       for (i64 row = blockIdx.x; row < 4ll; row += gridDim.x) {
 // CHECK-NEXT:    const i64 i0 = row * 32ll;
-// CHECK-NEXT:    (void)v1((i0 / 32ll));
-// CHECK-NEXT:    (void)v2((i0 / 32ll));
+// CHECK-NEXT:    v1_compute((i0 / 32ll));
+// CHECK-NEXT:    v2_compute((i0 / 32ll));
 // CHECK-NEXT:    for (i64 c = i0 / 4 + threadIdx.x; c < (i0 + 32ll) / 4; c += blockDim.x) {
 // CHECK:           copy16(out0 + c * 4, s0, 1);
 // CHECK:         const double q0 = v{{[0-9]+}}(row);
@@ -81,10 +87,8 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // The column sum: each warp reads a row's 32 neighbouring elements, the
 // warps take different rows, and one warp stores.
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
-// CHECK:       for (i64 k = threadIdx.x / 32; k < 4ll; k += blockDim.x / 32) {
-// CHECK-NEXT:    acc = Sum()(acc, (double)(v0(o + (0ll + k * 32ll))));
-// CHECK-NEXT:  }
+// CHECK:       acc = strided_reduce(acc, threadIdx.x / 32, 4ll, blockDim.x / 32, Sum(), [&](i64 k) { return (double)(v0(o + (0ll + k * 32ll))); });
 // CHECK-NEXT:  acc = column_reduce(acc, Sum());
 // CHECK:       const i64 lane = c0 + threadIdx.x % 32;
-// CHECK:       (void)v1(i);
+// CHECK:       v1_compute(i);
 // CHECK:       if (threadIdx.x < 32 && lane < 32ll) {

@@ -33,7 +33,7 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
 // CHECK:       block_reduce(acc, Sum())
 // CHECK:       block_reduce(acc, Sum())
 // CHECK-NOT:   block_reduce
-// CHECK-NOT:   for (i64 k = 0;
+// CHECK-NOT:   strided_reduce(acc, 0,
 // CHECK:       auto sum_term0 = [&](i64 k, i64 o) -> double { return (double)([[WEIGHT:h[0-9]+]](k)); };
 // CHECK:       auto sum_term1 = [&](i64 k, i64 o) -> double { return (double)([[LOSS:h[0-9]+]](k)); };
 // CHECK:       double row_sum0 = 0.0;

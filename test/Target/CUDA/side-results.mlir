@@ -99,7 +99,7 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // combines in order.
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
 // CHECK:       const i64 part = blockIdx.x / 2ll;
-// CHECK:       for (i64 k = part * chunk + threadIdx.x / 32; k < end; k += blockDim.x / 32) {
+// CHECK:       acc = strided_reduce(acc, part * chunk + threadIdx.x / 32, end, blockDim.x / 32, Sum(), [&](i64 k) {
 // CHECK:       partials[(0 * 32ll + part) * 40ll + o] = acc;
 // CHECK:       const i64 c0 = blockIdx.x % 2ll * 32ll;
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
