@@ -53,6 +53,28 @@ KD u16 f32_to_f16(float f) {
   u32 rounded = abs + 0xfffu + ((abs >> 13) & 1u);
   return (u16)(sign | ((rounded - 0x38000000u) >> 13));
 }
+// Two floats rounded to nearest even to 16 bits and packed, `lo` in the
+// low half (the operand pairs of tensor-core fragments): one instruction
+// on a GPU (cvt puts its first operand in the high half).
+#ifdef __CUDA_ARCH__
+KD u32 pack_bf16(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+KD u32 pack_f16(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+#else
+KD u32 pack_bf16(float lo, float hi) {
+  return (u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16);
+}
+KD u32 pack_f16(float lo, float hi) {
+  return (u32)f32_to_f16(lo) | ((u32)f32_to_f16(hi) << 16);
+}
+#endif
 KD double bits_to_f64(u64 b) { union { u64 u; double f; } c; c.u = b; return c.f; }
 KD u64 f64_to_bits(double f) { union { u64 u; double f; } c; c.f = f; return c.u; }
 

@@ -12,7 +12,10 @@
 // for every key tile instead of recomputing it. The f32 scores and
 // the forward pass's unnormalized 16-bit probabilities differ from the
 // interpreter's rounding (AttentionKernels.cpp keeps that exactly): outputs
-// agree to the probabilities' rounding, 2^-8 of the largest value.
+// agree to the probabilities' rounding, 2^-8 of the largest value. The
+// probabilities' exponentials are the GPU's fast ones: CUDA bounds
+// __expf's error by 2 + 1.17 |x| f32 ulps, under 2^-16 relative for the
+// |x| < 88 that leave e^x a normal f32, far inside that bound.
 //
 // Fragments follow the PTX ISA's layout for mma.m16n8k16: lane = 4 g + t;
 // A holds rows g and g + 8, columns 2t, 2t + 1 and those + 8; B columns
@@ -69,9 +72,6 @@ static const char *kPrologue = R"cuda(
            !outside(q0, k0 + keys - 1) && !outside(q0 + rows - 1, k0);
   };
   auto pair = [](const u16 *p) { return (u32)p[0] | ((u32)p[1] << 16); };
-  auto pack = [](float lo, float hi) {
-    return (u32)$TO16(lo) | ((u32)$TO16(hi) << 16);
-  };
   // The B fragment of columns [8 n, 8 n + 8) and rows [16 kk, 16 kk + 16)
   // of a shared tile stored column by column, `stride` apart (a row-major
   // tile of the transposed operand). Strides are 8 more than a multiple of
@@ -109,8 +109,8 @@ static const char *kPrologue = R"cuda(
   // fragments of 8 columns each), rounded to 16 bits.
   auto asA = [&](float (*c)[4], int kk, u32 a[4]) {
     _Pragma("unroll") for (int half = 0; half < 2; ++half) {
-      a[2 * half] = pack(c[2 * kk + half][0], c[2 * kk + half][1]);
-      a[2 * half + 1] = pack(c[2 * kk + half][2], c[2 * kk + half][3]);
+      a[2 * half] = $PACK(c[2 * kk + half][0], c[2 * kk + half][1]);
+      a[2 * half + 1] = $PACK(c[2 * kk + half][2], c[2 * kk + half][3]);
     }
   };
   // Stores the warp's rows `rows` (those below `limit`) of acc (16 x D) at
@@ -234,7 +234,7 @@ static const char *kTensorCoreForward = R"cuda(
       _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e) {
           const float m = maximum[e / 2];
-          s[n][e] = m == -inf ? 0.0f : expf(s[n][e] - m);
+          s[n][e] = m == -inf ? 0.0f : __expf(s[n][e] - m);
           tileSum[e / 2] += s[n][e];
         }
       _Pragma("unroll") for (int r = 0; r < 2; ++r) {
@@ -301,7 +301,7 @@ static const char *kGradientPrologue = R"cuda(
           const int r = e / 2;
           const bool live = logsumexp[r] != -inf && (whole || (j < $TK && !outside(row[r], j)));
           const float x = ds[n][e] * (float)$SCALE;
-          const float p = live ? expf(masked(bh, row[r], j, x) - logsumexp[r]) : 0.0f;
+          const float p = live ? __expf(masked(bh, row[r], j, x) - logsumexp[r]) : 0.0f;
           ds[n][e] = p * (dp[n][e] * factor(bh, row[r], j) - deltas[r]);
           if (slopes)
             slopes[n][e] = slope(x);
@@ -418,7 +418,7 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
               const i64 i = q0 + c, j = key[e / 2];
               const bool live = Ls[c] != -inf && (whole || (i < $TQ && j < $TK && !outside(i, j)));
               const float x = pt[n][e] * (float)$SCALE;
-              pt[n][e] = live ? expf(masked(bh, i, j, x) - Ls[c]) : 0.0f;
+              pt[n][e] = live ? __expf(masked(bh, i, j, x) - Ls[c]) : 0.0f;
               const float f = factor(bh, i, j);
               dst[n][e] = pt[n][e] * (dst[n][e] * f - Deltas[c]) * slope(x) * (float)$SCALE;
               pt[n][e] *= f; // dV = (dropped P)^T dO
@@ -627,7 +627,7 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
       {"LOADO",
        "[](" + storageType(ot) + " x) { return " + loaded(ot, "x") + "; }"},
       {"STOREO", "[](double x) { return " + stored(ot, "x") + "; }"},
-      {"TO16", qt.isBF16() ? "f32_to_bf16" : "f32_to_f16"},
+      {"PACK", qt.isBF16() ? "pack_bf16" : "pack_f16"},
       {"FROM16", qt.isBF16() ? "bf16_to_f32" : "f16_to_f32"},
       {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
       {"SCALE", literal(op.getScale().convertToDouble())},
