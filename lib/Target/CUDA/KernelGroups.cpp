@@ -148,7 +148,7 @@ planElementKernels(ArrayRef<Value> results,
   // Sums of many rows but few columns would leave most of the GPU idle
   // with a block per 32 columns (GPT-2's bias gradients: 24 blocks for 768
   // columns): several blocks then share each tile's rows, and a second
-  // kernel combines their partials in order.
+  // kernel combines their partials.
   auto columnKernels = [&](const Group &group, ArrayRef<Value> sideResults,
                            Written whole) -> FailureOr<SmallVector<KernelPlan>> {
     int64_t tiles = (group.count + 31) / 32;

@@ -283,12 +283,13 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     return name;
   }
   std::string extent = std::to_string(r.extent) + "ll";
-  // The terms for k from `first` below `end` by `step`, combined in order.
+  // The terms for k from `first` below `end` by `step`, combined in order
+  // (a combining kernel's terms are the partials).
   auto combineAll = [&](const std::string &first, const std::string &end,
-                        const std::string &step) {
+                        const std::string &step, const std::string &term = "") {
     return "      acc = strided_reduce(acc, " + first + ", " + end + ", " +
            step + ", " + r.combiner + "(), [&](i64 k) { return (double)(" +
-           r.term + "); });\n";
+           (term.empty() ? r.term : term) + "); });\n";
   };
   // A column's terms from row `first` below `end`, a row per warp; in a
   // loop of its own where the kernel stores side results as it reads them.
@@ -315,11 +316,13 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     } else {
       // Split over blocks: the blocks of one tile of 32 columns each reduce
       // a chunk of the rows into partials (part-major per reduction); the
-      // next kernel combines a column's parts in order.
+      // next kernel's warps share a column's parts.
       std::string parts = std::to_string(split.blocks) + "ll";
-      std::string at = "(" + std::to_string(split.reductions.size()) + " * " +
-                       parts + " + part) * " + std::to_string(resultCount) +
-                       "ll + o";
+      std::string index = std::to_string(split.reductions.size());
+      auto at = [&](const std::string &part) {
+        return "(" + index + " * " + parts + " + " + part + ") * " +
+               std::to_string(resultCount) + "ll + o";
+      };
       split.reductions.push_back(name);
       if (split.phase == SplitPhase::Partials)
         loop += "      const i64 part = blockIdx.x / " +
@@ -332,12 +335,12 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
                 extent + " ? (part + 1) * chunk : " + extent + ";\n" +
                 combineColumn("part * chunk + threadIdx.x / 32", "end") +
                 "      acc = column_reduce(acc, " + r.combiner +
-                "());\n      if (threadIdx.x < 32)\n        partials[" + at +
-                "] = acc;\n";
+                "());\n      if (threadIdx.x < 32)\n        partials[" +
+                at("part") + "] = acc;\n";
       else
-        loop += "      for (i64 part = 0; part < " + parts +
-                "; ++part)\n        acc = " + r.combiner +
-                "()(acc, partials[" + at + "]);\n";
+        loop += combineAll("threadIdx.x / 32", parts, "blockDim.x / 32",
+                           "partials[" + at("k") + "]") +
+                "      acc = column_reduce(acc, " + r.combiner + "());\n";
     }
   } else if (split.phase == SplitPhase::None || r.withinBlock ||
              schedule == Schedule::BlockPerRow) {
@@ -349,7 +352,7 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
                       "      acc = block_reduce(acc, " + r.combiner + "());\n";
   } else {
     // Split over blocks: each block reduces one chunk of k into the
-    // partials; the next kernel combines them.
+    // partials; the next kernel's threads share combining them.
     std::string slot = std::to_string(split.reductions.size()) + " * " +
                        std::to_string(split.blocks) + "ll";
     split.reductions.push_back(name);
@@ -367,9 +370,9 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
               "      if (threadIdx.x == 0) partials[" + slot +
               " + blockIdx.x] = acc;\n";
     else
-      loop += "      for (i64 b = 0; b < " + std::to_string(split.blocks) +
-              "ll; ++b)\n        acc = " + r.combiner + "()(acc, partials[" +
-              slot + " + b]);\n";
+      loop += combineAll("threadIdx.x", std::to_string(split.blocks) + "ll",
+                         "blockDim.x", "partials[" + slot + " + k]") +
+              "      acc = block_reduce(acc, " + r.combiner + "());\n";
   }
   // `name_compute(o)` computes the reduction at o unless it holds it
   // already. A statistic that the row (or column) loop computes where it

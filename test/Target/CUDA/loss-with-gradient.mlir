@@ -49,9 +49,12 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
 // CHECK-NEXT:  if (threadIdx.x == 0)
 // CHECK-NEXT:    partials[(1 * 300ll + blockIdx.x) * 1ll] = row_sum1;
 
-// The combining kernel: the loss's sum over the total weight.
+// The combining kernel: the loss's sum over the total weight, its threads
+// sharing the partials.
 // CHECK-LABEL: kiln_kernel_1(void *const *args)
-// CHECK:       acc = Sum()(acc, partials[0 * 300ll + b]);
-// CHECK:       acc = Sum()(acc, partials[1 * 300ll + b]);
+// CHECK:       acc = strided_reduce(acc, threadIdx.x, 300ll, blockDim.x, Sum(), [&](i64 k) { return (double)(partials[0 * 300ll + k]); });
+// CHECK-NEXT:  acc = block_reduce(acc, Sum());
+// CHECK:       acc = strided_reduce(acc, threadIdx.x, 300ll, blockDim.x, Sum(), [&](i64 k) { return (double)(partials[1 * 300ll + k]); });
+// CHECK-NEXT:  acc = block_reduce(acc, Sum());
 // CHECK-NEXT:  v{{[0-9]+}}_value = (double)(float)(acc / v{{[0-9]+}}(o));
 // CHECK-NOT:   kiln_kernel_2

@@ -77,8 +77,8 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK:         column_sums0[[[AT:.*]]] = Sum()(column_sums0[[[AT]]], sum_term0(row, i - i0));
 // CHECK:       partials[(0 * 32ll + blockIdx.x) * 32ll + o] = column_sums0[h];
 // CHECK-LABEL: kiln_kernel_2(void *const *args)
-// CHECK:       for (i64 part = 0; part < 32ll; ++part)
-// CHECK-NEXT:    acc = Sum()(acc, partials[(0 * 32ll + part) * 32ll + o]);
+// CHECK:       acc = strided_reduce(acc, threadIdx.x / 32, 32ll, blockDim.x / 32, Sum(), [&](i64 k) { return (double)(partials[(0 * 32ll + k) * 32ll + o]); });
+// CHECK-NEXT:  acc = column_reduce(acc, Sum());
 
 // The gradient, its bias gradient and its bf16 copy: one block per 32
 // columns, whose column sum stores each element it reads, in both types.
@@ -96,15 +96,15 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 
 // Sums of many rows but few columns: 64 blocks (two tiles of 32 columns,
 // 32 parts of 128 rows each) store partials, which one block per tile
-// combines in order.
+// combines, its warps sharing the parts.
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
 // CHECK:       const i64 part = blockIdx.x / 2ll;
 // CHECK:       acc = strided_reduce(acc, part * chunk + threadIdx.x / 32, end, blockDim.x / 32, Sum(), [&](i64 k) {
 // CHECK:       partials[(0 * 32ll + part) * 40ll + o] = acc;
 // CHECK:       const i64 c0 = blockIdx.x % 2ll * 32ll;
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
-// CHECK:       for (i64 part = 0; part < 32ll; ++part)
-// CHECK-NEXT:    acc = Sum()(acc, partials[(0 * 32ll + part) * 40ll + o]);
+// CHECK:       acc = strided_reduce(acc, threadIdx.x / 32, 32ll, blockDim.x / 32, Sum(), [&](i64 k) { return (double)(partials[(0 * 32ll + k) * 40ll + o]); });
+// CHECK-NEXT:  acc = column_reduce(acc, Sum());
 // CHECK:       for (i64 c0 = blockIdx.x * 32ll; c0 < 40ll; c0 += gridDim.x * 32ll) {
 // A column sum and a copy of what it sums, computed from nothing else in
 // the region (a gradient that a kernel of its own produced): one kernel,
