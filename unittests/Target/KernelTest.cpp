@@ -848,6 +848,26 @@ const KernelCase kCases[] = {
         return %a, %b, %c, %d, %e, %f : tensor<f32>, tensor<4x3xf32>, tensor<4x6x3xf32>, tensor<f32>,
             tensor<4x6x3xf32>, tensor<4x6x3xf32>
       })"},
+    // Logits at the ends of the range, which the one-pass log-sum-exp must
+    // treat as max + log(sum exp(x - max)) does: -inf logits (a masked
+    // class) add nothing, a row of them all or one with +inf is NaN. A loss
+    // per row and its gradient (a thread per row), and the mean loss with
+    // its gradient (a block per row).
+    {"LossOverInfiniteLogits", R"(
+      func.func @main(%x: tensor<4x6xf32>, %y: tensor<4xi64> {test.range = 6 : i64},
+                      %g: tensor<4xf32>, %s: tensor<f32>)
+          -> (tensor<4xf32>, tensor<4x6xf32>, tensor<f32>, tensor<4x6xf32>) {
+        %m = kiln.constant dense<[[0.0, 0xFF800000, 0.0, 0xFF800000, 0.0, 0.0],
+                                  [0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000],
+                                  [0.0, 0.0, 0x7F800000, 0.0, 0.0, 0.0],
+                                  [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]> : tensor<4x6xf32>
+        %l = kiln.add %x, %m : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+        %a = kiln.cross_entropy %l, %y reduction = none : (tensor<4x6xf32>, tensor<4xi64>) -> tensor<4xf32>
+        %b = kiln.cross_entropy_grad %l, %y, %g reduction = none : (tensor<4x6xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x6xf32>
+        %c = kiln.cross_entropy %l, %y reduction = mean : (tensor<4x6xf32>, tensor<4xi64>) -> tensor<f32>
+        %d = kiln.cross_entropy_grad %l, %y, %s reduction = mean : (tensor<4x6xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x6xf32>
+        return %a, %b, %c, %d : tensor<4xf32>, tensor<4x6xf32>, tensor<f32>, tensor<4x6xf32>
+      })"},
     // A mean loss over more rows than one block should reduce: blocks take
     // chunks of rows and compute each row's log-sum-exp together; a loss
     // per row takes a block per row.

@@ -305,7 +305,7 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   if (isShared)
     for (const std::string &prerequisite : r.prerequisites)
       loop += "      " + prerequisite + "_compute(o);\n";
-  loop += "      double acc = " + r.init + ";\n";
+  loop += "      " + std::string(r.accumulator) + " acc = " + r.init + ";\n";
   if (!isShared) {
     loop += combineAll("0", extent, "1");
   } else if (schedule == Schedule::BlockPerColumns) {
@@ -343,7 +343,8 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
                 "      acc = column_reduce(acc, " + r.combiner + "());\n";
     }
   } else if (split.phase == SplitPhase::None || r.withinBlock ||
-             schedule == Schedule::BlockPerRow) {
+             schedule == Schedule::BlockPerRow ||
+             StringRef(r.accumulator) != "double") {
     // A block per row splits only the column sums it adds up, not its
     // rows' statistics.
     loop += r.uniform

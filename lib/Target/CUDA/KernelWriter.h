@@ -73,7 +73,9 @@ struct AxisSplit {
 /// `finish(combine over k < extent of term)`, where `term` may use the
 /// reduction's own index `o` and `k`, and `finish` uses `acc` and `o`.
 struct Reduction {
-  const char *combiner; // Sum, Prod, Max or Min (prelude functors)
+  /// Sum, Prod, Max or Min (prelude functors over doubles), or LogSumExp
+  /// (over MaxSum, `accumulator`).
+  const char *combiner;
   std::string init;
   int64_t extent;
   std::string term;
@@ -107,6 +109,9 @@ struct Reduction {
   /// are computed first, by every thread, so that a block reduction is
   /// never first reached from a loop only some threads run.
   llvm::SmallVector<std::string, 1> prerequisites;
+  /// The type the loop accumulates in; other than double only for
+  /// statistics that a block computes alone (never stored as partials).
+  const char *accumulator = "double";
 };
 
 //===- The writer ---------------------------------------------------------===//

@@ -140,14 +140,19 @@ KD double gelu_erf_grad(double x) {
 KD double kiln_max(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 KD double kiln_min(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 
+// A value of the lane `lanes` away (xor) in the warp.
+KD double shuffle_xor(double value, int lanes) {
+  return __shfl_xor_sync(0xffffffffu, value, lanes);
+}
+
 // `acc` combined, in order, with term(k) for k = first, first + step, ...
 // below end. Four terms are evaluated before any is combined: a GPU issues
 // in order, so a loop that combines each term before it evaluates the next
 // waits one memory latency per term; these have four loads in flight. The
 // order of the combinations is the loop's, whatever the unrolling.
-template <typename Combine, typename Term>
-KD double strided_reduce(double acc, i64 first, i64 end, i64 step,
-                         Combine combine, Term term) {
+template <typename Acc, typename Combine, typename Term>
+KD Acc strided_reduce(Acc acc, i64 first, i64 end, i64 step, Combine combine,
+                      Term term) {
   i64 k = first;
   for (; k + 3 * step < end; k += 4 * step) {
     const double t0 = term(k), t1 = term(k + step), t2 = term(k + 2 * step),
@@ -169,7 +174,7 @@ template <typename T, typename Combine>
 KD T block_reduce(T value, Combine combine) {
   __shared__ T warp_totals[8];
   for (int lanes = 16; lanes > 0; lanes /= 2)
-    value = combine(value, __shfl_xor_sync(0xffffffffu, value, lanes));
+    value = combine(value, shuffle_xor(value, lanes));
   if (threadIdx.x % 32 == 0)
     warp_totals[threadIdx.x / 32] = value;
   __syncthreads();
@@ -194,6 +199,26 @@ KD T column_reduce(T value, Combine combine) {
   return result;
 }
 struct Sum { KD double operator()(double a, double b) const { return a + b; } };
+// A row's maximum and the sum of exp(x - maximum) so far: its log-sum-exp
+// in one pass, each term rescaling the sum when it raises the maximum
+// (one exp per term). Terms of -inf add nothing; NaN terms make the sum
+// NaN; m never becomes NaN. Combining two keeps the one with the larger
+// maximum as it is, so partial sums of no terms (-inf, 0) stay 0.
+struct MaxSum { double m, s; };
+KD MaxSum shuffle_xor(MaxSum value, int lanes) {
+  return {shuffle_xor(value.m, lanes), shuffle_xor(value.s, lanes)};
+}
+struct LogSumExp {
+  KD MaxSum operator()(MaxSum a, double x) const {
+    if (x > a.m) return {x, a.s * exp(a.m - x) + 1.0};
+    return {a.m, a.s + (x == -1.0 / 0.0 ? 0.0 : exp(x - a.m))};
+  }
+  KD MaxSum operator()(MaxSum a, MaxSum b) const {
+    const double m = a.m > b.m ? a.m : b.m;
+    return {m, (a.m == m ? a.s : a.s * exp(a.m - m)) +
+                   (b.m == m ? b.s : b.s * exp(b.m - m))};
+  }
+};
 struct Prod { KD double operator()(double a, double b) const { return a * b; } };
 struct Max { KD double operator()(double a, double b) const { return kiln_max(a, b); } };
 struct Min { KD double operator()(double a, double b) const { return kiln_min(a, b); } };

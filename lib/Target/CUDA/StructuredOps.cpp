@@ -329,16 +329,16 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     Row row = rowClass(inTerm);
     std::string lse = "0.0";
     if (logits) {
+      // One pass over the row (LogSumExp); where the maximum is infinite,
+      // NaN, as max + log(sum exp(x - max)) is.
       std::string x = at(input, split.at("o", "k"), true);
-      Reduction max{"Max", literal(-INFINITY), valid, x};
-      max.sharedAt = start;
-      max.withinBlock = withinBlock;
-      std::string maximum = stat(max, inTerm);
-      Reduction sum{"Sum", "0.0", valid, "exp(" + x + " - " + maximum + "(o))"};
-      sum.finish = maximum + "(o) + log(acc)";
+      Reduction sum{"LogSumExp", "MaxSum{" + literal(-INFINITY) + ", 0.0}",
+                    valid, x};
+      sum.accumulator = "MaxSum";
+      sum.finish = "acc.m == 1.0 / 0.0 || acc.m == -1.0 / 0.0 ? 0.0 / 0.0 : "
+                   "acc.m + log(acc.s)";
       sum.sharedAt = start;
       sum.withinBlock = withinBlock;
-      sum.prerequisites = {maximum};
       row.lse = stat(sum, inTerm);
       lse = row.lse + "(i)";
     }

@@ -25,12 +25,14 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
   return %a#0, %a#1 : tensor<f32>, tensor<300x48xbf16>
 }
 
-// The row kernel: the row's maximum and log-sum-exp, and the total weight
-// the gradient divides by, by the block; nothing else reduces.
+// The row kernel: the row's log-sum-exp in one pass over it, and the total
+// weight the gradient divides by, by the block; nothing else reduces.
 // CHECK-LABEL: kiln_kernel_0(void *const *args)
 // CHECK:       double *partials = (double *)args[4];
-// CHECK:       block_reduce(acc, Max())
-// CHECK:       block_reduce(acc, Sum())
+// CHECK:       MaxSum acc = MaxSum{(-1.0 / 0.0), 0.0};
+// CHECK-NEXT:  acc = strided_reduce(acc, threadIdx.x, 45ll, blockDim.x, LogSumExp(), [&](i64 k) {
+// CHECK-NEXT:  acc = block_reduce(acc, LogSumExp());
+// CHECK-NEXT:  v{{[0-9]+}}_value = (acc.m == 1.0 / 0.0 || acc.m == -1.0 / 0.0 ? 0.0 / 0.0 : acc.m + log(acc.s));
 // CHECK:       block_reduce(acc, Sum())
 // CHECK-NOT:   block_reduce
 // CHECK-NOT:   strided_reduce(acc, 0,
