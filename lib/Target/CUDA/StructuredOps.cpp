@@ -50,6 +50,12 @@ struct StructuredEmitter {
   FailureOr<std::string> returnsExpr(const std::string &expr) {
     return returns("    return " + rounded(type, expr) + ";\n");
   }
+  /// An element of an operand of the value's own type, moved unchanged:
+  /// every lambda's value is already of its type, so it is not rounded
+  /// again.
+  FailureOr<std::string> moves(const std::string &element) {
+    return returns("    return " + element + ";\n");
+  }
   FailureOr<std::string> reduces(const Reduction &r) {
     if (failedOperand)
       return failure();
@@ -474,9 +480,9 @@ FailureOr<std::string> StructuredEmitter::emit() {
            (which == 2 ? " * " + g : "");
   };
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
-      .Case([&](ReshapeOp r) { return returnsExpr(at(r.getInput(), "i")); })
+      .Case([&](ReshapeOp r) { return moves(at(r.getInput(), "i")); })
       .Case([&](BroadcastOp b) {
-        return returnsExpr(
+        return moves(
             at(b.getInput(), broadcastIndex(b.getInput(), shape, "i")));
       })
       .Case([&](TransposeOp t) {
@@ -484,7 +490,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
         SmallVector<int64_t> strides;
         for (int64_t d : t.getPermutation())
           strides.push_back(in[d]);
-        return returnsExpr(at(t.getInput(), remap(shape, strides, 0, "i")));
+        return moves(at(t.getInput(), remap(shape, strides, 0, "i")));
       })
       .Case([&](SliceOp s) {
         SmallVector<int64_t> in = contiguousStrides(shapeOf(s.getInput()));
@@ -494,7 +500,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
           base += s.getStart()[d] * in[d];
           strides.push_back(s.getStride()[d] * in[d]);
         }
-        return returnsExpr(at(s.getInput(), remap(shape, strides, base, "i")));
+        return moves(at(s.getInput(), remap(shape, strides, base, "i")));
       })
       .Case([&](ConcatOp c) {
         int64_t axis = c.getAxis(), offset = 0;
@@ -518,8 +524,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
                            coordinate(shape, rank - 2, "i");
         std::string keep =
             diff + (t.getUpper() ? " >= " : " <= ") + num(t.getDiagonal());
-        return returnsExpr("(" + keep + ") ? " + at(t.getInput(), "i") +
-                           " : 0");
+        return moves("(" + keep + ") ? " + at(t.getInput(), "i") + " : 0");
       })
       .Case([&](GatherOp g) {
         ArrayRef<int64_t> data = shapeOf(g.getData());
@@ -530,10 +535,9 @@ FailureOr<std::string> StructuredEmitter::emit() {
         std::string k = w.checkedIndex(
             at(g.getIndices(), "(i / " + num(inner) + ") % " + num(indices)),
             data[axis], true);
-        return returnsExpr(at(g.getData(), "(i / " + num(inner * indices) +
-                                               " * " + num(data[axis]) + " + " +
-                                               k + ") * " + num(inner) +
-                                               " + i % " + num(inner)));
+        return moves(at(g.getData(), "(i / " + num(inner * indices) + " * " +
+                                         num(data[axis]) + " + " + k + ") * " +
+                                         num(inner) + " + i % " + num(inner)));
       })
       .Case([&](GatherElementsOp g) {
         ArrayRef<int64_t> data = shapeOf(g.getData());
@@ -543,8 +547,8 @@ FailureOr<std::string> StructuredEmitter::emit() {
         strides[axis] = 0;
         std::string k =
             w.checkedIndex(at(g.getIndices(), "i"), data[axis], true);
-        return returnsExpr(at(g.getData(), remap(shape, strides, 0, "i") +
-                                               " + " + k + " * " + num(along)));
+        return moves(at(g.getData(), remap(shape, strides, 0, "i") + " + " + k +
+                                         " * " + num(along)));
       })
       .Case([&](InsertSliceOp s) {
         ArrayRef<int64_t> source = shapeOf(s.getSource());
