@@ -140,8 +140,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     pointer("", type, out, next++);
     compute += "    " + computeType(type) + " r" + r + " = " +
                names.lookup({result, false}) + "(i);\n";
-    store += "    " + out + "[i] = " + stored(type, "r" + r) + ";\n";
-    buffered += "    s" + r + "[v] = " + stored(type, "r" + r) + ";\n";
+    store += "    " + out + "[i] = " + storedExact(type, "r" + r) + ";\n";
+    buffered += "    s" + r + "[v] = " + storedExact(type, "r" + r) + ";\n";
     aligned += " | (u64)" + out;
     buffers += "    alignas(16) " + storageType(type) + " s" + r + "[" +
                std::to_string(vector) + "];\n";
@@ -166,8 +166,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
       continue;
     rowStore += "    const " + computeType(type) + " q" + r + " = " +
                 names.lookup({result, false}) + "(row);\n    if (threadIdx.x " +
-                "== 0)\n      " + out + "[row] = " + stored(type, "q" + r) +
-                ";\n";
+                "== 0)\n      " + out +
+                "[row] = " + storedExact(type, "q" + r) + ";\n";
   }
   std::string n = std::to_string(count) + "ll";
   // The elements of piece c: loaded, computed (then `extra`), stored.

@@ -88,6 +88,16 @@ std::string stored(Type type, const std::string &x) {
   return "(" + storageType(type) + ")(" + x + ")";
 }
 
+std::string storedExact(Type type, const std::string &x) {
+  if (type.isBF16())
+    return "f32_to_bf16((float)(" + x + "))";
+  if (type.isF16())
+    return "f32_to_f16((float)(" + x + "))";
+  if (type.isTF32())
+    return "(float)(" + x + ")";
+  return stored(type, x);
+}
+
 std::string literal(double value) {
   if (std::isnan(value))
     return "(0.0 / 0.0)";
@@ -412,9 +422,10 @@ std::string KernelWriter::storeSideResults(const Reduction &r) {
   sideStores = true;
   std::string stores = "        const i64 e = " + r.element + ";\n";
   for (auto [n, side] : llvm::enumerate(sideResults))
-    stores += "        side_out" + std::to_string(n) + "[e] = " +
-              stored(elementTypeOf(side), names.lookup({side, false}) + "(e)") +
-              ";\n";
+    stores +=
+        "        side_out" + std::to_string(n) + "[e] = " +
+        storedExact(elementTypeOf(side), names.lookup({side, false}) + "(e)") +
+        ";\n";
   return stores;
 }
 

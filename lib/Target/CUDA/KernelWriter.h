@@ -41,6 +41,9 @@ std::string rounded(mlir::Type type, const std::string &x);
 std::string loaded(mlir::Type type, const std::string &element);
 /// The stored form of the compute-type value `x`.
 std::string stored(mlir::Type type, const std::string &x);
+/// The stored form of `x`, a value of `type` already (every lambda's value
+/// is rounded to its type): converted, not rounded again.
+std::string storedExact(mlir::Type type, const std::string &x);
 std::string literal(double value);
 std::string literal(int64_t value);
 

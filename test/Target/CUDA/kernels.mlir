@@ -73,14 +73,15 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK-NEXT:  }
 // CHECK-NEXT: }
 
-// The cast rounds to bf16 once, from double, on the way to memory. Each
+// The cast rounds to bf16 once, from double (its lambda); the store
+// converts the rounded value, exactly, to its bits. Each
 // thread reads two 16-byte pieces of its input and writes 16 bytes (8 bf16
 // elements) when the pointers are aligned, element by element otherwise.
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
 // CHECK:       auto read_in0 = [&](i64 i) { return (u64)(i - first) < 8ull ? chunk_in0[i - first] : in0[i]; };
 // CHECK:       const bool aligned = ((0 | (u64)in0 | (u64)out0) & 15) == 0;
 // CHECK:       copy16(chunk_in0, in0 + first, 2);
-// CHECK:       s0[v] = f32_to_bf16((float)round_bf16(r0));
+// CHECK:       s0[v] = f32_to_bf16((float)(r0));
 // CHECK:       copy16(out0 + c * 8, s0, 1);
 // CHECK:       for (int v = 0; v < 8; ++v) out0[c * 8 + v] = s0[v];
 
