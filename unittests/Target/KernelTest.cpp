@@ -356,6 +356,20 @@ const char *const kPackedQkvHeads =
     kiln.yield %t0, %t1, %t2 : tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>
   }
 )";
+/// The gradients %dq, %dk, %dv of causal bf16 heads %q, %k, %v (1x2x80x64)
+/// for the output gradient %g, from an exact forward pass (f32, its output
+/// rounded to bf16 as a step stores it).
+const char *const kGradientFromExactForward =
+    R"(  %q32 = kiln.cast %q : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %k32 = kiln.cast %k : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %v32 = kiln.cast %v : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %exact, %exactLse = kiln.attention %q32, %k32, %v32 {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>) -> (tensor<1x2x80x64xf32>, tensor<1x2x80xf32>)
+  %exact16 = kiln.cast %exact : tensor<1x2x80x64xf32> to tensor<1x2x80x64xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %exact16, %exactLse, %g {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>)
+      -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>)
+)";
 const std::string kAttentionGradientsInPlace =
     R"(
 func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>)
@@ -388,15 +402,8 @@ func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>,
     R"(
   %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
       : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>)
-  %q32 = kiln.cast %q : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
-  %k32 = kiln.cast %k : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
-  %v32 = kiln.cast %v : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
-  %exact, %exactLse = kiln.attention %q32, %k32, %v32 {causal, scale = 0.125 : f64}
-      : (tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>) -> (tensor<1x2x80x64xf32>, tensor<1x2x80xf32>)
-  %exact16 = kiln.cast %exact : tensor<1x2x80x64xf32> to tensor<1x2x80x64xbf16>
-  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %exact16, %exactLse, %g {causal, scale = 0.125 : f64}
-      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>)
-      -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>)
+)" + std::string(kGradientFromExactForward) +
+    R"(
   %out2, %lse2 = kiln.attention %q2, %k2, %v2 {scale = 0.2 : f64}
       : (tensor<2x2x24x32xf16>, tensor<2x2x40x32xf16>, tensor<2x2x40x32xf16>) -> (tensor<2x2x24x32xf16>, tensor<2x2x24xf32>)
   return %out, %lse, %dq, %dk, %dv, %out2, %lse2 : tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>,
@@ -407,16 +414,8 @@ const std::string kTensorCoreAttentionGradientsInPlace =
     R"(
 func.func @main(%q: tensor<1x2x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tensor<1x2x80x64xbf16>,
                 %g: tensor<1x2x80x64xbf16>) -> tensor<80x384xbf16> {
-  %q32 = kiln.cast %q : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
-  %k32 = kiln.cast %k : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
-  %v32 = kiln.cast %v : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
-  %out, %lse = kiln.attention %q32, %k32, %v32 {causal, scale = 0.125 : f64}
-      : (tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>) -> (tensor<1x2x80x64xf32>, tensor<1x2x80xf32>)
-  %out16 = kiln.cast %out : tensor<1x2x80x64xf32> to tensor<1x2x80x64xbf16>
-  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %out16, %lse, %g {causal, scale = 0.125 : f64}
-      : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>)
-      -> (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>)
-)" + std::string(kPackedQkvGradient) +
+)" + std::string(kGradientFromExactForward) +
+    std::string(kPackedQkvGradient) +
     R"(
   return %d#1 : tensor<80x384xbf16>
 }
