@@ -225,7 +225,8 @@ struct Min { KD double operator()(double a, double b) const { return kiln_min(a,
 
 // D += A B on tensor cores for one warp: A 16x16 and B 16x8 of 16-bit
 // floats, D 16x8 in f32, as mma.m16n8k16 lays fragments out across lanes.
-// (The CPU emulation of the tests defines them for its own warps.)
+// (The CPU emulation of the tests defines these and ldmatrix_x4 below for
+// its own warps.)
 #ifdef __CUDA_ARCH__
 #define KILN_MMA(name, type)                                                   \
   KD void name(float d[4], const u32 a[4], const u32 b[2]) {                   \
@@ -239,6 +240,16 @@ struct Min { KD double operator()(double a, double b) const { return kiln_min(a,
 KILN_MMA(mma_bf16, "bf16")
 KILN_MMA(mma_f16, "f16")
 #undef KILN_MMA
+// Four 8x8 matrices of 16-bit elements from shared memory, one per
+// register: lanes 8 j to 8 j + 7 give the addresses of matrix j's rows (16
+// bytes each, 16-byte aligned), and lane l receives the two neighbouring
+// elements of row l / 4 from column 2 (l % 4), as mma fragments hold them.
+KD void ldmatrix_x4(u32 r[4], const u16 *row) {
+  const u32 address = (u32)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
 #endif
 
 // An index read from a tensor, counted from the end when negative; one

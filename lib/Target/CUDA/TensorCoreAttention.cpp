@@ -72,26 +72,30 @@ static const char *kPrologue = R"cuda(
            !outside(q0, k0 + keys - 1) && !outside(q0 + rows - 1, k0);
   };
   auto pair = [](const u16 *p) { return (u32)p[0] | ((u32)p[1] << 16); };
-  // The B fragment of columns [8 n, 8 n + 8) and rows [16 kk, 16 kk + 16)
-  // of a shared tile stored column by column, `stride` apart (a row-major
-  // tile of the transposed operand). Strides are 8 more than a multiple of
-  // 64: the eight columns g of a fragment start in different banks.
-  auto columnB = [&](const u16 *tile, i64 stride, int n, int kk, u32 b[2]) {
-    const u32 *column = (const u32 *)(tile + (n * 8 + g) * stride + kk * 16 + 2 * t);
-    b[0] = column[0];
-    b[1] = column[4];
+  // The B fragments of columns [8 n, 8 n + 16) (two fragments, b[0..1]
+  // and b[2..3]) and rows [16 kk, 16 kk + 16) of a shared tile stored
+  // column by column, `stride` apart (a row-major tile of the transposed
+  // operand), by one ldmatrix: its four 8x8 matrices are columns 8 n and
+  // 8 n + 8 times rows 16 kk and 16 kk + 8, and lane 8 j + r gives row r
+  // of matrix j. Strides are 8 more than a multiple of 64: the eight rows
+  // of a matrix start in different banks.
+  auto columnsB = [&](const u16 *tile, i64 stride, int n, int kk, u32 b[4]) {
+    const int matrix = lane / 8;
+    ldmatrix_x4(b, tile + (n * 8 + matrix / 2 * 8 + lane % 8) * stride + kk * 16 + matrix % 2 * 8);
   };
   // c (16 x 8 `blocks`) = a (16 x D) times the transpose of the first
   // 8 `blocks` rows of a row-major shared tile (rows D + 8 apart): scores
-  // against its rows.
+  // against its rows. `blocks` is even.
   auto againstRows = [&](float (*c)[4], int blocks, u32 (*a)[4],
                          const u16 *tile) {
-    _Pragma("unroll") for (int n = 0; n < blocks; ++n) {
+    _Pragma("unroll") for (int n = 0; n < blocks; n += 2) {
       c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
+      c[n + 1][0] = c[n + 1][1] = c[n + 1][2] = c[n + 1][3] = 0.0f;
       _Pragma("unroll") for (int kk = 0; kk < $D / 16; ++kk) {
-        u32 b[2];
-        columnB(tile, $D + 8, n, kk, b);
+        u32 b[4];
+        columnsB(tile, $D + 8, n, kk, b);
         $MMA(c[n], a[kk], b);
+        $MMA(c[n + 1], a[kk], b + 2);
       }
     }
   };
@@ -99,10 +103,11 @@ static const char *kPrologue = R"cuda(
   // rows of the tile.
   auto accumulate = [&](float (*acc)[4], const u32 a[4], const u16 *tile,
                         i64 stride, int kk) {
-    _Pragma("unroll") for (int n = 0; n < $D / 8; ++n) {
-      u32 b[2];
-      columnB(tile, stride, n, kk, b);
+    _Pragma("unroll") for (int n = 0; n < $D / 8; n += 2) {
+      u32 b[4];
+      columnsB(tile, stride, n, kk, b);
       $MMA(acc[n], a, b);
+      $MMA(acc[n + 1], a, b + 2);
     }
   };
   // The A fragment of columns [16 kk, 16 kk + 16) of accumulators c (C
