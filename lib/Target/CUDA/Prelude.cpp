@@ -225,8 +225,8 @@ struct Min { KD double operator()(double a, double b) const { return kiln_min(a,
 
 // D += A B on tensor cores for one warp: A 16x16 and B 16x8 of 16-bit
 // floats, D 16x8 in f32, as mma.m16n8k16 lays fragments out across lanes.
-// (The CPU emulation of the tests defines these and ldmatrix_x4 below for
-// its own warps.)
+// (The CPU emulation of the tests defines these and the ldmatrix loads
+// below for its own warps.)
 #ifdef __CUDA_ARCH__
 #define KILN_MMA(name, type)                                                   \
   KD void name(float d[4], const u32 a[4], const u32 b[2]) {                   \
@@ -247,6 +247,14 @@ KILN_MMA(mma_f16, "f16")
 KD void ldmatrix_x4(u32 r[4], const u16 *row) {
   const u32 address = (u32)__cvta_generic_to_shared(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+// The same four matrices transposed: lane l receives the elements of
+// column l / 4 in rows 2 (l % 4) and 2 (l % 4) + 1.
+KD void ldmatrix_x4_trans(u32 r[4], const u16 *row) {
+  const u32 address = (u32)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 }

@@ -21,7 +21,10 @@
 // A holds rows g and g + 8, columns 2t, 2t + 1 and those + 8; B columns
 // g, rows 2t, 2t + 1 and those + 8; C rows g and g + 8, columns 2t, 2t + 1.
 // The accumulators of one product are then, pair by pair, the A fragments
-// of the next (S to P, S^T to P^T, dS^T).
+// of the next (S to P, S^T to P^T, dS^T). Every tile is staged row-major;
+// B fragments come from it by ldmatrix, transposing (.trans) where a
+// fragment needs two neighbouring rows of one column (V in P V, K in dS K,
+// Q and dO in dS^T Q and P^T dO).
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,15 +76,15 @@ static const char *kPrologue = R"cuda(
   };
   auto pair = [](const u16 *p) { return (u32)p[0] | ((u32)p[1] << 16); };
   // The B fragments of columns [8 n, 8 n + 16) (two fragments, b[0..1]
-  // and b[2..3]) and rows [16 kk, 16 kk + 16) of a shared tile stored
-  // column by column, `stride` apart (a row-major tile of the transposed
-  // operand), by one ldmatrix: its four 8x8 matrices are columns 8 n and
-  // 8 n + 8 times rows 16 kk and 16 kk + 8, and lane 8 j + r gives row r
-  // of matrix j. Strides are 8 more than a multiple of 64: the eight rows
-  // of a matrix start in different banks.
-  auto columnsB = [&](const u16 *tile, i64 stride, int n, int kk, u32 b[4]) {
+  // and b[2..3]) and rows [16 kk, 16 kk + 16) of the transpose of a
+  // row-major shared tile (rows D + 8 apart), by one ldmatrix: its four 8x8
+  // matrices are tile rows 8 n and 8 n + 8 times columns 16 kk and
+  // 16 kk + 8, and lane 8 j + r gives row r of matrix j. Rows are 8 more
+  // than a multiple of 64 elements apart: the eight rows of a matrix start
+  // in different banks, 16-byte aligned.
+  auto columnsB = [&](const u16 *tile, int n, int kk, u32 b[4]) {
     const int matrix = lane / 8;
-    ldmatrix_x4(b, tile + (n * 8 + matrix / 2 * 8 + lane % 8) * stride + kk * 16 + matrix % 2 * 8);
+    ldmatrix_x4(b, tile + (n * 8 + matrix / 2 * 8 + lane % 8) * ($D + 8) + kk * 16 + matrix % 2 * 8);
   };
   // c (16 x 8 `blocks`) = a (16 x D) times the transpose of the first
   // 8 `blocks` rows of a row-major shared tile (rows D + 8 apart): scores
@@ -93,19 +96,29 @@ static const char *kPrologue = R"cuda(
       c[n + 1][0] = c[n + 1][1] = c[n + 1][2] = c[n + 1][3] = 0.0f;
       _Pragma("unroll") for (int kk = 0; kk < $D / 16; ++kk) {
         u32 b[4];
-        columnsB(tile, $D + 8, n, kk, b);
+        columnsB(tile, n, kk, b);
         $MMA(c[n], a[kk], b);
         $MMA(c[n + 1], a[kk], b + 2);
       }
     }
   };
+  // The B fragments of rows [16 kk, 16 kk + 16) and columns [8 n, 8 n + 16)
+  // (two fragments, b[0..1] and b[2..3]) of a row-major shared tile (rows
+  // D + 8 apart), by one transposing ldmatrix: its four 8x8 matrices are
+  // rows 16 kk and 16 kk + 8 times columns 8 n and 8 n + 8, and a lane
+  // receives two neighbouring rows of one column, as a B fragment holds
+  // them.
+  auto rowsB = [&](const u16 *tile, int n, int kk, u32 b[4]) {
+    const int matrix = lane / 8;
+    ldmatrix_x4_trans(b, tile + (kk * 16 + matrix % 2 * 8 + lane % 8) * ($D + 8) + n * 8 + matrix / 2 * 8);
+  };
   // acc (16 x D) += a (columns [16 kk, 16 kk + 16)) times that block of
-  // rows of the tile.
+  // rows of a row-major tile.
   auto accumulate = [&](float (*acc)[4], const u32 a[4], const u16 *tile,
-                        i64 stride, int kk) {
+                        int kk) {
     _Pragma("unroll") for (int n = 0; n < $D / 8; n += 2) {
       u32 b[4];
-      columnsB(tile, stride, n, kk, b);
+      rowsB(tile, n, kk, b);
       $MMA(acc[n], a, b);
       $MMA(acc[n + 1], a, b + 2);
     }
@@ -128,26 +141,17 @@ static const char *kPrologue = R"cuda(
           base[rows[r] * step + n * 8 + 2 * t + c] = store(acc[n][2 * r + c]);
   };
   // Copies `rows` rows of D elements, `step` apart from `from` (zero from
-  // row `valid` on), to a row-major tile (rows D + 8 apart) and to its
-  // transpose (rows `rows` + 8 apart), either of which may be null; 16
-  // bytes a thread where the rows are 16-byte aligned. For the transpose,
-  // neighbouring threads take neighbouring rows, so that their stores of
-  // one column fall in different banks. A thread loads four pieces before
-  // it stores them, so that their loads wait on memory together.
-  auto stage = [&](const u16 *from, i64 step, int rows, i64 valid,
-                   u16 *rowMajor, u16 *transposed) {
+  // row `valid` on), to a row-major tile (rows D + 8 apart); 16 bytes a
+  // thread where the rows are 16-byte aligned. A thread loads four pieces
+  // before it stores them, so that their loads wait on memory together.
+  auto stage = [&](const u16 *from, i64 step, int rows, i64 valid, u16 *tile) {
     const bool wide = ((u64)from & 15) == 0 && step % 8 == 0;
     const int pieces = rows * ($D / 8);
-    auto place = [&](int e, int &r, int &c) {
-      r = transposed ? e % rows : e / ($D / 8);
-      c = (transposed ? e / rows : e % ($D / 8)) * 8;
-    };
     for (int e0 = threadIdx.x; e0 < pieces; e0 += 4 * blockDim.x) {
       alignas(16) u16 x[4][8];
       _Pragma("unroll") for (int n = 0; n < 4; ++n) {
-        int r, c;
-        place(e0 + n * blockDim.x, r, c);
-        if (e0 + n * blockDim.x >= pieces || r >= valid)
+        const int e = e0 + n * blockDim.x, r = e / ($D / 8), c = e % ($D / 8) * 8;
+        if (e >= pieces || r >= valid)
           _Pragma("unroll") for (int i = 0; i < 8; ++i) x[n][i] = 0;
         else if (wide)
           copy16(x[n], from + r * step + c, 1);
@@ -155,12 +159,8 @@ static const char *kPrologue = R"cuda(
           _Pragma("unroll") for (int i = 0; i < 8; ++i) x[n][i] = from[r * step + c + i];
       }
       _Pragma("unroll") for (int n = 0; n < 4 && e0 + n * blockDim.x < pieces; ++n) {
-        int r, c;
-        place(e0 + n * blockDim.x, r, c);
-        if (rowMajor)
-          copy16(rowMajor + r * ($D + 8) + c, x[n], 1);
-        if (transposed)
-          _Pragma("unroll") for (int i = 0; i < 8; ++i) transposed[(c + i) * (rows + 8) + r] = x[n][i];
+        const int e = e0 + n * blockDim.x;
+        copy16(tile + e / ($D / 8) * ($D + 8) + e % ($D / 8) * 8, x[n], 1);
       }
     }
   };
@@ -183,9 +183,8 @@ static const char *kPrologue = R"cuda(
 static const char *kTensorCoreForward = R"cuda(
   $OT *out = ($OT *)args[$A];
   $LT *lse = ($LT *)args[$A + 1];
-  // Key and value tiles; values transposed, so that a B fragment of V is
-  // two neighbouring keys of one column.
-  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vt[$D * ($BK + 8)];
+  // Key and value tiles, row-major.
+  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
   const i64 tiles = ($TQ + $BQ - 1) / $BQ;
   for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
     const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
@@ -203,8 +202,8 @@ static const char *kTensorCoreForward = R"cuda(
     keySpan(q0, firstKey, keys);
     for (i64 k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
       __syncthreads();
-      stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, nullptr);
-      stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, nullptr, Vt);
+      stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks);
+      stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs);
       __syncthreads();
       // s = Q K^T * scale, masked, and each row's maximum over the tile.
       float s[$BK / 8][4];
@@ -262,7 +261,7 @@ static const char *kTensorCoreForward = R"cuda(
       _Pragma("unroll") for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 pa[4];
         asA(s, kk, pa);
-        accumulate(o, pa, Vt, $BK + 8, kk);
+        accumulate(o, pa, Vs, kk);
       }
     }
     _Pragma("unroll") for (int r = 0; r < 2; ++r) {
@@ -324,8 +323,8 @@ static const char *kGradientPrologue = R"cuda(
 /// delta) scale, each product on tensor cores.
 static const char *kTensorCoreQueryGradient = R"cuda(
   $DQT *dq = ($DQT *)args[$A + 3];
-  // Keys row-major (for S) and transposed (for dS K), values row-major.
-  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Kt[$D * ($BK + 8)], Vs[$BK * ($D + 8)];
+  // Key and value tiles, row-major.
+  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
   const i64 tiles = ($TQ + $BQ - 1) / $BQ;
   for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
     const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
@@ -355,8 +354,8 @@ static const char *kTensorCoreQueryGradient = R"cuda(
     keySpan(q0, firstKey, keys);
     for (i64 k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
       __syncthreads();
-      stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, Kt);
-      stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
+      stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks);
+      stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs);
       __syncthreads();
       // dS = P (dP - delta) through the cap, scaled.
       float ds[$BK / 8][4], slopes[$BK / 8][4];
@@ -367,7 +366,7 @@ static const char *kTensorCoreQueryGradient = R"cuda(
       _Pragma("unroll") for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 sa[4];
         asA(ds, kk, sa);
-        accumulate(acc, sa, Kt, $BK + 8, kk);
+        accumulate(acc, sa, Ks, kk);
       }
     }
     storeRows(dq + dqAt(bh, 0), dqStep, row, $TQ, acc, $STOREDQ);
@@ -381,10 +380,9 @@ static const char *kTensorCoreQueryGradient = R"cuda(
 static const char *kTensorCoreKeyValueGradient = R"cuda(
   $DKT *dk = ($DKT *)args[$A + 4];
   $DVT *dv = ($DVT *)args[$A + 5];
-  // Queries and output gradients, row-major (for S^T, dP^T) and transposed
-  // (for dS^T Q, P^T dO); each query row's log-sum-exp and delta (which the
-  // query kernel, launched first, stored).
-  alignas(16) __shared__ u16 Qs[$BQ * ($D + 8)], Qt[$D * ($BQ + 8)], Gs[$BQ * ($D + 8)], Gt[$D * ($BQ + 8)];
+  // Queries and output gradients, row-major; each query row's log-sum-exp
+  // and delta (which the query kernel, launched first, stored).
+  alignas(16) __shared__ u16 Qs[$BQ * ($D + 8)], Gs[$BQ * ($D + 8)];
   __shared__ float Ls[$BQ], Deltas[$BQ];
   const i64 tiles = ($TK + $BK - 1) / $BK;
   for (i64 work = blockIdx.x; work < $KVHEADS * tiles; work += gridDim.x) {
@@ -403,8 +401,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
       for (i64 q0 = firstQuery / $BQ * $BQ; q0 < queries; q0 += $BQ) {
         const i64 bh = b * $H + h;
         __syncthreads();
-        stage(q + qAt(bh, q0), qStep, $BQ, $TQ - q0, Qs, Qt);
-        stage(dout + doutAt(bh, q0), doutStep, $BQ, $TQ - q0, Gs, Gt);
+        stage(q + qAt(bh, q0), qStep, $BQ, $TQ - q0, Qs);
+        stage(dout + doutAt(bh, q0), doutStep, $BQ, $TQ - q0, Gs);
         for (i64 r = threadIdx.x; r < $BQ; r += blockDim.x) {
           const bool inside = q0 + r < $TQ;
           Ls[r] = inside ? lse[bh * $TQ + q0 + r] : -inf;
@@ -437,8 +435,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
           u32 pa[4], sa[4];
           asA(pt, kk, pa);
           asA(dst, kk, sa);
-          accumulate(dvAcc, pa, Gt, $BQ + 8, kk);
-          accumulate(dkAcc, sa, Qt, $BQ + 8, kk);
+          accumulate(dvAcc, pa, Gs, kk);
+          accumulate(dkAcc, sa, Qs, kk);
         }
       }
     storeRows(dk + dkAt(kv, 0), dkStep, key, $TK, dkAcc, $STOREDK);
@@ -483,8 +481,8 @@ static const char *kTensorCoreMaskGradient = R"cuda(
           deltas[r] = inside ? deltaScratch[bh * $TQ + row[r]] : 0.0f;
         }
         __syncthreads();
-        stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks, nullptr);
-        stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs, nullptr);
+        stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks);
+        stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs);
         __syncthreads();
         float ds[$BK / 8][4];
         scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks, Vs, nullptr);
