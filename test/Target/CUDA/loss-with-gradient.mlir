@@ -2,8 +2,8 @@
 // in one region: one block-per-row kernel computes each row's log-sum-exp
 // once (the loss reads the logits widened to f32, the same values), stores
 // the row's gradient, and adds the row's weight and loss into its block's
-// sums, stored as partials; a second kernel combines them in order (the
-// mean divides by the total weight). The logits are read once. The row's
+// sums, stored as partials; a second kernel combines them, its threads
+// sharing them (the mean divides by the total weight). The logits are read once. The row's
 // terms (the loss reads the label's logit) come before any thread writes
 // the row, behind a barrier: a training step's gradient is written over
 // its logits (Overwrites.cpp).
