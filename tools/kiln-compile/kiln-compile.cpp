@@ -88,6 +88,13 @@ static cl::opt<bool> batchLaunches(
              "(=false: a launch each, the ablation's unbatched optimizer)"),
     cl::cat(category));
 
+static cl::opt<bool> wideIndices(
+    "wide-indices",
+    cl::desc("--target=cuda: every generated kernel computes its indices in "
+             "64 bits, as those over tensors of 2^30 or more elements do "
+             "(the others use 32 bits; for checking)"),
+    cl::cat(category));
+
 static cl::opt<kiln::cuda::AttentionBackend> attentionBackend(
     "attention", cl::init(kiln::cuda::AttentionBackend::Kiln),
     cl::desc("--target=cuda: who computes attention"),
@@ -364,6 +371,9 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.batchLaunches = batchLaunches;
   if (!batchLaunches)
     targetOptions.optionsText += "|unbatched-launches";
+  targetOptions.wideIndices = wideIndices;
+  if (wideIndices)
+    targetOptions.optionsText += "|wide-indices";
   targetOptions.attention = attentionBackend;
   if (attentionBackend == kiln::cuda::AttentionBackend::Cudnn)
     targetOptions.optionsText += "|cudnn-attention";

@@ -58,6 +58,8 @@ struct StepOptions {
   bool fuse = true;
   bool batchLaunches = true;
   bool cudaGraph = true;
+  /// Every kernel's indices in 64 bits (`--wide-indices`).
+  bool wideIndices = false;
   /// Attention by cuDNN where it applies (the artifact must then have some).
   bool cudnnAttention = false;
 };
@@ -105,6 +107,7 @@ protected:
     options.archs = kiln::testing::executorArchitectures();
     options.exactAttention = true;
     options.batchLaunches = stepOptions.batchLaunches;
+    options.wideIndices = stepOptions.wideIndices;
     if (stepOptions.cudnnAttention)
       options.attention = cuda::AttentionBackend::Cudnn;
     auto compiled = cuda::compileFunction(step, options);
@@ -129,6 +132,9 @@ protected:
     if (stepOptions.cudnnAttention) {
       EXPECT_GT(artifact::summarize(**compiled).libraryAttentions, 0u);
     }
+    llvm::StringRef kernels = (*compiled)->source;
+    narrowKernels = kernels.count("  typedef int idx;\n");
+    wideKernels = kernels.count("  typedef i64 idx;\n");
     launches = 0;
     for (const auto &operation : (*compiled)->operations)
       launches += operation->kernel != nullptr;
@@ -233,6 +239,8 @@ protected:
   std::map<artifact::Epilogue, int> narrowGemms;
   /// The compared artifact's kernel launches.
   int launches = 0;
+  /// Kernels that compute their indices in 32 bits, and in 64.
+  size_t narrowKernels = 0, wideKernels = 0;
   /// The compared step's results the memory plan puts over an operand.
   int overwrites = 0;
 };
@@ -577,6 +585,25 @@ TEST_F(TargetTest, UnfusedStepMatchesInterpreter) {
     EXPECT_LT(launches, previous);
   }
   EXPECT_GT(unfused, 2 * launches);
+}
+
+// Kernels over small tensors compute their indices in 32 bits; the 64-bit
+// form, which kernels over tensors of 2^30 elements or more take, computes
+// the same step.
+TEST_F(TargetTest, WideIndexStepMatchesInterpreter) {
+  std::vector<std::string> batch = {source("examples/gpt2_tiny/input_ids.pb"),
+                                    source("examples/gpt2_tiny/labels.pb")};
+  StepOptions options;
+  for (bool wide : {false, true}) {
+    options.wideIndices = wide;
+    compareStep(source("examples/gpt2_tiny/model.onnx"), batch,
+                Precision::BF16, 2e-6, {}, options);
+    EXPECT_GT(narrowKernels + wideKernels, 10u);
+    if (wide)
+      EXPECT_EQ(narrowKernels, 0u);
+    else // attention's and the templates' kernels index in 64 bits
+      EXPECT_GT(narrowKernels, wideKernels);
+  }
 }
 
 #ifdef KILN_FIXTURES_DIR

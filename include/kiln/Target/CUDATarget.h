@@ -44,6 +44,10 @@ struct TargetOptions {
   /// updates of equal-shaped parameters) become one launch walking their
   /// argument tables; off, each is a launch of its own.
   bool batchLaunches = true;
+  /// Every generated kernel computes its indices in 64 bits, as those
+  /// over tensors of 2^30 or more elements do (the others use 32 bits):
+  /// for checking the 64-bit form on small models.
+  bool wideIndices = false;
   AttentionBackend attention = AttentionBackend::Kiln;
 };
 

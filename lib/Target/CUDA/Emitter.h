@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <memory>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -34,7 +35,7 @@ struct KernelPlan {
   std::string body;
   /// Blocks and threads per block.
   int64_t grid = 1, block = 256;
-  llvm::SmallVector<mlir::Value> operands, results;
+  llvm::SmallVector<mlir::Value, 4> operands, results;
   /// Dense constants the body reads, in the order of their pointers after
   /// `operands` (they get buffers in the arena).
   llvm::SmallVector<mlir::Operation *, 2> constants;
@@ -59,6 +60,11 @@ struct KernelPlan {
   bool checksIndices = false;
   /// Floating-point operations of its products (attention), for profiles.
   int64_t flops = 0;
+  /// The most elements any index of the body ranges over (a tensor it
+  /// reads or writes, its partials): a body that declares its indices
+  /// `idx` computes them in 32 bits when this bound leaves room for the
+  /// loops' steps past the end (Lowering::emitKernels); unknown, in 64.
+  int64_t indexBound = INT64_MAX;
 };
 
 /// Kernels computing `results` (values defined by ops of `region`, a fusion

@@ -72,7 +72,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
       std::string t = storageType(elementTypeOf(operand));
       prologue += "  alignas(16) " + t + " chunk_" + in + "[" +
                   std::to_string(vector) + "];\n  auto read_" + in +
-                  " = [&](i64 i) { return (u64)(i - first) < " +
+                  " = [&](idx i) { return (u64)(i - first) < " +
                   std::to_string(vector) + "ull ? chunk_" + in +
                   "[i - first] : " + in + "[i]; };\n";
       aligned += " | (u64)" + in;
@@ -80,7 +80,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                 std::to_string(bytes / 16) + ");\n";
     } else {
       prologue +=
-          "  auto read_" + in + " = [&](i64 i) { return " + in + "[i]; };\n";
+          "  auto read_" + in + " = [&](idx i) { return " + in + "[i]; };\n";
     }
   }
   if (vectorized)
@@ -100,6 +100,9 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     prologue += "  double *partials = (double *)args[" +
                 std::to_string(trailing++) + "];\n";
   }
+  // The results are values the kernel computes (lambda), so the bound
+  // holds their indices already.
+  plan.indexBound = std::max(largestIndexRange, plan.partialBytes / 8);
   if (checksIndices) {
     plan.checksIndices = true;
     prologue += "  unsigned *status = (unsigned *)args[" +
@@ -112,11 +115,11 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     for (auto [n, side] : llvm::enumerate(sideResults))
       pointer("", elementTypeOf(side), "side_out" + std::to_string(n),
               next + results.size() + n);
-    std::string n32 = std::to_string(count) + "ll";
-    std::string body = "  {\n    const i64 c0 = blockIdx.x % " +
-                       std::to_string(columnTiles()) +
-                       "ll * 32ll;\n    const i64 lane = c0 + threadIdx.x % "
-                       "32;\n    const i64 i = lane < " +
+    std::string n32 = indexConstant(count);
+    std::string body = "  {\n    const idx c0 = blockIdx.x % " +
+                       indexConstant(columnTiles()) +
+                       " * 32;\n    const idx lane = c0 + threadIdx.x % "
+                       "32;\n    const idx i = lane < " +
                        n32 + " ? lane : " + n32 + " - 1;\n";
     for (auto &[name, start] : shared)
       body += "    " + name + "_compute(" + start + ");\n";
@@ -169,14 +172,14 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                 "== 0)\n      " + out +
                 "[row] = " + storedExact(type, "q" + r) + ";\n";
   }
-  std::string n = std::to_string(count) + "ll";
+  std::string n = indexConstant(count);
   // The elements of piece c: loaded, computed (then `extra`), stored.
   std::string v = std::to_string(vector);
   auto piece = [&](const std::string &extra) {
     return "    if (aligned) {\n      first = c * " + v + ";\n" + chunks +
            "    }\n" + buffers +
            "    #pragma unroll\n    for (int v = 0; v < " + v +
-           "; ++v) {\n    const i64 i = c * " + v + " + v;\n" + compute +
+           "; ++v) {\n    const idx i = c * " + v + " + v;\n" + compute +
            extra + buffered + "    }\n    if (aligned) {\n" + vectorStore +
            "    } else {\n" + elementStore + "    }\n";
   };
@@ -185,8 +188,9 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                  : "";
   std::string loop;
   if (vectorized && schedule == Schedule::Thread) {
-    loop = alignment + "  for (i64 c = global_thread(); c < " +
-           std::to_string(count / vector) + "ll; c += thread_count()) {\n" +
+    loop = alignment + "  for (idx c = global_thread<idx>(); c < " +
+           indexConstant(count / vector) +
+           "; c += thread_count<idx>()) {\n" +
            piece("") + "  }\n";
     plan.grid = std::clamp<int64_t>((count / vector + kThreads - 1) / kThreads,
                                     1, kMaxBlocks);
@@ -199,7 +203,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.grid =
         sumsInRows ? split.blocks : std::clamp<int64_t>(rows, 1, kMaxBlocks);
     plan.block = std::clamp<int64_t>(llvm::PowerOf2Ceil(perRow), 32, kThreads);
-    std::string len = std::to_string(rowLength) + "ll";
+    std::string len = indexConstant(rowLength);
     // Column sums added up on the way: each thread holds those of the
     // columns it takes (its elements, or pieces, of every row), then
     // stores them as its block's partials. It takes them in `rounds`
@@ -215,8 +219,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
       std::string sums =
           (sum.perRow ? "row_sum" : "column_sums") + std::to_string(j);
       std::string part = "partials[(" + std::to_string(j) + " * " +
-                         std::to_string(split.blocks) + "ll + blockIdx.x) * " +
-                         std::to_string(partialsPerBlock()) + "ll";
+                         indexConstant(split.blocks) + " + blockIdx.x) * " +
+                         indexConstant(partialsPerBlock());
       if (sum.perRow) {
         hold += "  double " + sums + " = " + sum.init + ";\n";
         addRows += "    " + sums + " = " + sum.combiner + "()(" + sums + ", " +
@@ -237,13 +241,13 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                                ? "(threadIdx.x + h / " + v +
                                      " * blockDim.x) * " + v + " + h % " + v
                                : "threadIdx.x + h * blockDim.x";
-      flush = "  #pragma unroll\n  for (i64 h = 0; h < " +
-              std::to_string(held) + "; ++h) {\n    const i64 o = " + column +
+      flush = "  #pragma unroll\n  for (int h = 0; h < " +
+              std::to_string(held) + "; ++h) {\n    const idx o = " + column +
               ";\n    if (o < " + len + ") {\n" + flush + "    }\n  }\n";
     }
-    loop = alignment + hold + "  for (i64 row = blockIdx.x; row < " +
-           std::to_string(rows) +
-           "ll; row += gridDim.x) {\n    const i64 i0 = row * " + len + ";\n";
+    loop = alignment + hold + "  for (idx row = blockIdx.x; row < " +
+           indexConstant(rows) +
+           "; row += gridDim.x) {\n    const idx i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
       loop += "    " + name + "_compute(" + start + ");\n";
     // The row's terms of sums over rows read the row (a loss, the label's
@@ -252,32 +256,32 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     // (rowsReadBeforeWritten).
     if (!addRows.empty())
       loop += addRows + "    __syncthreads();\n";
-    std::string block = std::to_string(plan.block) + "ll";
+    std::string block = indexConstant(plan.block);
     if (!add.empty())
       loop +=
           "    #pragma unroll\n    for (int round = 0; round < " +
-          std::to_string(rounds) + "; ++round) {\n      const i64 " +
+          std::to_string(rounds) + "; ++round) {\n      const idx " +
           (vectorized ? "c = i0 / " + v : "i = i0") +
           " + threadIdx.x + round * " + block + ";\n      if (" +
           (vectorized ? "c >= (i0 + " + len + ") / " + v : "i >= i0 + " + len) +
           ")\n        break;\n" +
           (vectorized ? piece(add) : compute + add + store) + "    }\n";
     else if (vectorized)
-      loop += "    for (i64 c = i0 / " + v + " + threadIdx.x; c < (i0 + " +
+      loop += "    for (idx c = i0 / " + v + " + threadIdx.x; c < (i0 + " +
               len + ") / " + v + "; c += blockDim.x) {\n" + piece(add) +
               "    }\n";
     else
-      loop += "    for (i64 i = i0 + threadIdx.x; i < i0 + " + len +
+      loop += "    for (idx i = i0 + threadIdx.x; i < i0 + " + len +
               "; i += blockDim.x) {\n" + compute + add + store + "    }\n";
     loop += rowStore + "  }\n" + flush + flushRows;
     plan.rowsReadBeforeWritten = unshared == 0 && add.empty();
   } else if (schedule == Schedule::BlockPerColumns) {
     // Thread t takes result c0 + t % 32 (the last one past the end), with
     // the threads of its lane in the other warps; one warp stores.
-    std::string n32 = std::to_string(count) + "ll";
-    loop = "  for (i64 c0 = blockIdx.x * 32ll; c0 < " + n32 +
-           "; c0 += gridDim.x * 32ll) {\n    const i64 lane = c0 + threadIdx.x "
-           "% 32;\n    const i64 i = lane < " +
+    std::string n32 = indexConstant(count);
+    loop = "  for (idx c0 = blockIdx.x * 32; c0 < " + n32 +
+           "; c0 += gridDim.x * 32) {\n    const idx lane = c0 + threadIdx.x "
+           "% 32;\n    const idx i = lane < " +
            n32 + " ? lane : " + n32 + " - 1;\n";
     for (auto &[name, start] : shared)
       loop += "    " + name + "_compute(" + start + ");\n";
@@ -286,7 +290,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.grid = std::clamp<int64_t>((count + 31) / 32, 1, kMaxBlocks);
   } else if (schedule == Schedule::BlockPerElement) {
     // Every thread of the block computes element i; one stores it.
-    loop = "  for (i64 i = blockIdx.x; i < " + n + "; i += gridDim.x) {\n" +
+    loop = "  for (idx i = blockIdx.x; i < " + n + "; i += gridDim.x) {\n" +
            compute + "    if (threadIdx.x == 0) {\n" + store + "    }\n  }\n";
     plan.grid = std::clamp<int64_t>(count, 1, kMaxBlocks);
   } else if (rowMemo) {
@@ -295,16 +299,17 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     int64_t rowLength =
         shapeOf(results.front()).empty() ? 1 : shapeOf(results.front()).back();
     int64_t rows = (count + rowLength - 1) / rowLength;
-    std::string len = std::to_string(rowLength) + "ll";
-    loop = "  for (i64 row = global_thread(); row < " + std::to_string(rows) +
-           "ll; row += thread_count()) {\n    for (i64 i = row * " + len +
+    std::string len = indexConstant(rowLength);
+    loop = "  for (idx row = global_thread<idx>(); row < " +
+           indexConstant(rows) +
+           "; row += thread_count<idx>()) {\n    for (idx i = row * " + len +
            "; i < (row + 1) * " + len + " && i < " + n + "; ++i) {\n" +
            compute + store + "    }\n  }\n";
     plan.grid =
         std::clamp<int64_t>((rows + kThreads - 1) / kThreads, 1, kMaxBlocks);
   } else {
-    loop = "  for (i64 i = global_thread(); i < " + n +
-           "; i += thread_count()) {\n" + compute + store + "  }\n";
+    loop = "  for (idx i = global_thread<idx>(); i < " + n +
+           "; i += thread_count<idx>()) {\n" + compute + store + "  }\n";
     plan.grid =
         std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks);
   }

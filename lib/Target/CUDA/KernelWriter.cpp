@@ -114,25 +114,30 @@ std::string literal(int64_t value) {
   return "((i64)" + std::to_string(value) + "ll)";
 }
 
+std::string indexConstant(int64_t value) {
+  bool narrow = value >= INT32_MIN && value <= INT32_MAX;
+  return std::to_string(value) + (narrow ? "" : "ll");
+}
+
 std::string coordinate(ArrayRef<int64_t> shape, int64_t d,
                        const std::string &var) {
   int64_t inner = 1;
   for (int64_t size : shape.drop_front(d + 1))
     inner *= size;
   std::string q =
-      inner == 1 ? var : "(" + var + " / " + std::to_string(inner) + "ll)";
-  return d == 0 ? q : "(" + q + " % " + std::to_string(shape[d]) + "ll)";
+      inner == 1 ? var : "(" + var + " / " + indexConstant(inner) + ")";
+  return d == 0 ? q : "(" + q + " % " + indexConstant(shape[d]) + ")";
 }
 
 std::string remap(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
                   int64_t base, const std::string &var) {
   if (base == 0 && ArrayRef<int64_t>(contiguousStrides(shape)) == strides)
     return var;
-  std::string expr = std::to_string(base) + "ll";
+  std::string expr = indexConstant(base);
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] != 1 && strides[d] != 0)
       expr += " + " + coordinate(shape, d, var) + " * " +
-              std::to_string(strides[d]) + "ll";
+              indexConstant(strides[d]);
   return "(" + expr + ")";
 }
 
@@ -165,14 +170,14 @@ AxisSplit::AxisSplit(ArrayRef<int64_t> shape, int64_t axis) {
 }
 
 std::string AxisSplit::at(const std::string &row, const std::string &k) const {
-  std::string in = std::to_string(inner) + "ll";
-  return "((" + row + ") / " + in + " * " + std::to_string(extent * inner) +
-         "ll + (" + k + ") * " + in + " + (" + row + ") % " + in + ")";
+  std::string in = indexConstant(inner);
+  return "((" + row + ") / " + in + " * " + indexConstant(extent * inner) +
+         " + (" + k + ") * " + in + " + (" + row + ") % " + in + ")";
 }
 
 std::string AxisSplit::row(const std::string &i) const {
-  std::string in = std::to_string(inner) + "ll";
-  return "((" + i + ") / " + std::to_string(extent * inner) + "ll * " + in +
+  std::string in = indexConstant(inner);
+  return "((" + i + ") / " + indexConstant(extent * inner) + " * " + in +
          " + (" + i + ") % " + in + ")";
 }
 
@@ -184,6 +189,7 @@ std::string KernelWriter::pointerTo(Value memory) {
   auto [it, added] = pointers.try_emplace(memory, "");
   if (added) {
     it->second = "in" + std::to_string(plan.operands.size());
+    largestIndexRange = std::max(largestIndexRange, countOf(memory));
     plan.operands.push_back(memory);
   }
   return it->second;
@@ -193,6 +199,8 @@ std::string KernelWriter::constantPointer(Operation *constant) {
   auto [it, added] = pointers.try_emplace(constant->getResult(0), "");
   if (added) {
     it->second = "cst" + std::to_string(plan.constants.size());
+    largestIndexRange =
+        std::max(largestIndexRange, countOf(constant->getResult(0)));
     plan.constants.push_back(constant);
   }
   return it->second;
@@ -214,7 +222,7 @@ std::string KernelWriter::lambdaOf(const char *prefix, const std::string &type,
   if (!added)
     return known->second;
   known->second = prefix + std::to_string(counter++);
-  code += "  auto " + known->second + " = [&](i64 i) -> " + type + " {\n" +
+  code += "  auto " + known->second + " = [&](idx i) -> " + type + " {\n" +
           body + "  };\n";
   return known->second;
 }
@@ -243,7 +251,7 @@ std::string KernelWriter::once(const std::string &type,
   std::string name = "h" + std::to_string(counter++);
   known->second = name;
   code += "  bool " + name + "_known = false;\n  " + type + " " + name +
-          "_value = 0;\n  auto " + name + " = [&](i64) -> " + type +
+          "_value = 0;\n  auto " + name + " = [&](idx) -> " + type +
           " {\n    if (!" + name + "_known) {\n      " + name +
           "_value = " + expression + ";\n      " + name +
           "_known = true;\n    }\n    return " + name + "_value;\n  };\n";
@@ -287,18 +295,18 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
       r.extent * rowLength == resultCount) {
     std::string term = "sum_term" + std::to_string(rowSums.size());
     rowSums.push_back({r.combiner, r.init, term, perRow});
-    code += "  auto " + term + " = [&](i64 k, i64 o) -> double { return " +
-            "(double)(" + r.term + "); };\n  auto " + name + " = [&](i64) -> " +
+    code += "  auto " + term + " = [&](idx k, idx o) -> double { return " +
+            "(double)(" + r.term + "); };\n  auto " + name + " = [&](idx) -> " +
             type + " { return 0; };\n";
     return name;
   }
-  std::string extent = std::to_string(r.extent) + "ll";
+  std::string extent = indexConstant(r.extent);
   // The terms for k from `first` below `end` by `step`, combined in order
   // (a combining kernel's terms are the partials).
   auto combineAll = [&](const std::string &first, const std::string &end,
                         const std::string &step, const std::string &term = "") {
-    return "      acc = strided_reduce(acc, " + first + ", " + end + ", " +
-           step + ", " + r.combiner + "(), [&](i64 k) { return (double)(" +
+    return "      acc = strided_reduce<idx>(acc, " + first + ", " + end + ", " +
+           step + ", " + r.combiner + "(), [&](idx k) { return (double)(" +
            (term.empty() ? r.term : term) + "); });\n";
   };
   // A column's terms from row `first` below `end`, a row per warp; in a
@@ -307,7 +315,7 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     std::string sideStores = storeSideResults(r);
     if (sideStores.empty())
       return combineAll(first, end, "blockDim.x / 32");
-    return "      for (i64 k = " + first + "; k < " + end +
+    return "      for (idx k = " + first + "; k < " + end +
            "; k += blockDim.x / 32) {\n        acc = " + r.combiner +
            "()(acc, (double)(" + r.term + "));\n" + sideStores + "      }\n";
   };
@@ -327,21 +335,21 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
       // Split over blocks: the blocks of one tile of 32 columns each reduce
       // a chunk of the rows into partials (part-major per reduction); the
       // next kernel's warps share a column's parts.
-      std::string parts = std::to_string(split.blocks) + "ll";
+      std::string parts = indexConstant(split.blocks);
       std::string index = std::to_string(split.reductions.size());
       auto at = [&](const std::string &part) {
         return "(" + index + " * " + parts + " + " + part + ") * " +
-               std::to_string(resultCount) + "ll + o";
+               indexConstant(resultCount) + " + o";
       };
       split.reductions.push_back(name);
       if (split.phase == SplitPhase::Partials)
-        loop += "      const i64 part = blockIdx.x / " +
-                std::to_string(columnTiles()) +
-                "ll;\n"
-                "      const i64 chunk = (" +
+        loop += "      const idx part = blockIdx.x / " +
+                indexConstant(columnTiles()) +
+                ";\n"
+                "      const idx chunk = (" +
                 extent + " + " + parts + " - 1) / " + parts +
                 ";\n"
-                "      const i64 end = (part + 1) * chunk < " +
+                "      const idx end = (part + 1) * chunk < " +
                 extent + " ? (part + 1) * chunk : " + extent + ";\n" +
                 combineColumn("part * chunk + threadIdx.x / 32", "end") +
                 "      acc = column_reduce(acc, " + r.combiner +
@@ -365,13 +373,13 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     // Split over blocks: each block reduces one chunk of k into the
     // partials; the next kernel's threads share combining them.
     std::string slot = std::to_string(split.reductions.size()) + " * " +
-                       std::to_string(split.blocks) + "ll";
+                       indexConstant(split.blocks);
     split.reductions.push_back(name);
     split.largestExtent = std::max(split.largestExtent, r.extent);
     if (split.phase == SplitPhase::Partials)
-      loop += "      const i64 chunk = (" + extent +
+      loop += "      const idx chunk = (" + extent +
               " + gridDim.x - 1) / gridDim.x;\n"
-              "      const i64 end = (blockIdx.x + 1) * chunk < " +
+              "      const idx end = (blockIdx.x + 1) * chunk < " +
               extent + " ? (blockIdx.x + 1) * chunk : " + extent + ";\n" +
               (r.uniform ? combineAll("blockIdx.x * chunk", "end", "1")
                          : combineAll("blockIdx.x * chunk + threadIdx.x", "end",
@@ -381,7 +389,7 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
               "      if (threadIdx.x == 0) partials[" + slot +
               " + blockIdx.x] = acc;\n";
     else
-      loop += combineAll("threadIdx.x", std::to_string(split.blocks) + "ll",
+      loop += combineAll("threadIdx.x", indexConstant(split.blocks),
                          "blockDim.x", "partials[" + slot + " + k]") +
               "      acc = block_reduce(acc, " + r.combiner + "());\n";
   }
@@ -391,12 +399,12 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   // not a copy of the loop inlined wherever it is read.
   bool computedByLoop = isShared && schedule != Schedule::BlockPerElement;
   code +=
-      "  i64 " + name + "_at = -1;\n  " + type + " " + name + "_value = 0;\n";
-  code += "  auto " + name + "_compute = [&](i64 o) {\n    if (o != " + name +
+      "  idx " + name + "_at = -1;\n  " + type + " " + name + "_value = 0;\n";
+  code += "  auto " + name + "_compute = [&](idx o) {\n    if (o != " + name +
           "_at) {\n" + loop + "      " + name +
           "_value = " + rounded(resultType, r.finish) + ";\n      " + name +
           "_at = o;\n    }\n  };\n";
-  code += "  auto " + name + " = [&](i64 o) -> " + type + " {\n    " +
+  code += "  auto " + name + " = [&](idx o) -> " + type + " {\n    " +
           (computedByLoop ? "kiln_expect(o == " + name + "_at);\n"
                           : name + "_compute(o);\n") +
           "    return " + name + "_value;\n  };\n";
@@ -420,7 +428,7 @@ std::string KernelWriter::storeSideResults(const Reduction &r) {
       }))
     return "";
   sideStores = true;
-  std::string stores = "        const i64 e = " + r.element + ";\n";
+  std::string stores = "        const idx e = " + r.element + ";\n";
   for (auto [n, side] : llvm::enumerate(sideResults))
     stores +=
         "        side_out" + std::to_string(n) + "[e] = " +
@@ -431,6 +439,9 @@ std::string KernelWriter::storeSideResults(const Reduction &r) {
 
 FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {
   contextPtr = value.getContext();
+  // Every index the kernel computes lies within a value it computes or
+  // reads (a row of it, an element, a term of a reduction over it).
+  largestIndexRange = std::max(largestIndexRange, countOf(value));
   // Only kernels whose blocks share reductions compute values differently
   // inside and outside them; the row loop evaluates the terms of the column
   // sums it adds up where it computes its results, outside any reduction.

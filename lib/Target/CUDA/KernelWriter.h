@@ -3,6 +3,10 @@
 // Every value a kernel computes becomes a lambda `v(i)` giving its element
 // at linear index i: a double for floats (rounded to the value's type after
 // every op, as the interpreter rounds), an i64 for integers, a bool for i1.
+// Indices are of the kernel's index type `idx`: 32-bit where every tensor
+// the kernel touches is small enough (KernelPlan::indexBound), since 64-bit
+// integer arithmetic, a division by a constant above all, takes a GPU
+// several instructions per operation.
 // Views, broadcasts and slices are index arithmetic; reductions are loops
 // that keep their last result, so that a thread walking a row computes the
 // row's statistics once. Four schedules (Schedule): a thread per element
@@ -46,6 +50,10 @@ std::string stored(mlir::Type type, const std::string &x);
 std::string storedExact(mlir::Type type, const std::string &x);
 std::string literal(double value);
 std::string literal(int64_t value);
+/// An index constant, in the kernel's index type `idx` where it fits in 32
+/// bits (KernelPlan::indexBound): a `ll` suffix would widen every
+/// expression it takes part in to 64 bits.
+std::string indexConstant(int64_t value);
 
 /// `base + sum_d coordinate_d(var in shape) * strides[d]`.
 std::string remap(llvm::ArrayRef<int64_t> shape,
@@ -179,10 +187,10 @@ public:
   /// so that no kernel reads outside a tensor.
   std::string checkedIndex(const std::string &index, int64_t size,
                            bool wrapNegative);
-  /// An unnamed lambda `(i64 i) -> type` with `body`, for terms that ops
+  /// An unnamed lambda `(idx i) -> type` with `body`, for terms that ops
   /// share between their results.
   std::string helper(const std::string &type, const std::string &body);
-  /// A lambda `(i64) -> type` giving `expression`, which reads no element
+  /// A lambda `(idx) -> type` giving `expression`, which reads no element
   /// (an optimizer's bias corrections of the step), computed once per
   /// thread rather than once per element.
   std::string once(const std::string &type, const std::string &expression);
@@ -272,7 +280,7 @@ public:
 
 private:
   mlir::FailureOr<std::string> emit(mlir::Value value, bool nested);
-  /// The lambda `(i64 i) -> type` with `body`: a new one named `prefix`
+  /// The lambda `(idx i) -> type` with `body`: a new one named `prefix`
   /// and a number, or the one already defined with that text.
   std::string lambdaOf(const char *prefix, const std::string &type,
                        const std::string &body);
@@ -332,6 +340,8 @@ private:
     int64_t largestExtent = 0;
   } split;
   KernelPlan plan;
+  /// The most elements of a value the kernel reads or computes.
+  int64_t largestIndexRange = 0;
   unsigned counter = 0;
 };
 

@@ -117,8 +117,18 @@ LogicalResult Lowering::emitKernels(Operation *origin,
   // Consecutive launches of one kernel that share no scratch (the
   // per-parameter updates of a multi-tensor optimizer) become one launch
   // that walks their argument tables in turn.
+  // Each body with the index type it declares: 32 bits where its indices
+  // stay below 2^30, which leaves room for a grid-stride loop's last step
+  // past the end (at most 2^20 threads) and an unrolled reduction's
+  // lookahead.
+  auto declared = [&](const KernelPlan &kernel) {
+    bool narrow = !options.wideIndices && kernel.indexBound <= (1 << 30);
+    return (narrow ? "  typedef int idx;\n" : "  typedef i64 idx;\n") +
+           kernel.body;
+  };
   auto batches = [&](const KernelPlan &a, const KernelPlan &b) {
-    return options.batchLaunches && a.body == b.body && a.grid == b.grid &&
+    return options.batchLaunches && declared(a) == declared(b) &&
+           a.grid == b.grid &&
            a.block == b.block && !a.partialBytes && !a.checksIndices;
   };
   for (size_t first = 0; first < kernels.size();) {
@@ -133,13 +143,13 @@ LogicalResult Lowering::emitKernels(Operation *origin,
       if (failed(appendArguments(kernels[k], *launch, origin, resultOffset)))
         return failure();
     if (last - first == 1) {
-      launch->kernel = kernelIndex(kernel.body, "args");
+      launch->kernel = kernelIndex(declared(kernel), "args");
     } else {
       size_t perLaunch = launch->args.size() / (last - first);
       launch->kernel = kernelIndex(
           "  for (i64 batch = 0; batch < " + std::to_string(last - first) +
               "; ++batch) {\n    void *const *args = tables + batch * " +
-              std::to_string(perLaunch) + ";\n" + kernel.body + "  }\n",
+              std::to_string(perLaunch) + ";\n" + declared(kernel) + "  }\n",
           "tables");
     }
     auto operation = std::make_unique<artifact::OperationT>();

@@ -149,11 +149,12 @@ KD double shuffle_xor(double value, int lanes) {
 // below end. Four terms are evaluated before any is combined: a GPU issues
 // in order, so a loop that combines each term before it evaluates the next
 // waits one memory latency per term; these have four loads in flight. The
-// order of the combinations is the loop's, whatever the unrolling.
-template <typename Acc, typename Combine, typename Term>
-KD Acc strided_reduce(Acc acc, i64 first, i64 end, i64 step, Combine combine,
-                      Term term) {
-  i64 k = first;
+// order of the combinations is the loop's, whatever the unrolling. Index
+// is the kernel's index type.
+template <typename Index, typename Acc, typename Combine, typename Term>
+KD Acc strided_reduce(Acc acc, Index first, Index end, Index step,
+                      Combine combine, Term term) {
+  Index k = first;
   for (; k + 3 * step < end; k += 4 * step) {
     const double t0 = term(k), t1 = term(k + step), t2 = term(k + 2 * step),
                  t3 = term(k + 3 * step);
@@ -284,8 +285,12 @@ KD void copy16(void *to, const void *from, int pieces) {
 #define kiln_expect(condition) ((void)0)
 #endif
 
-KD i64 global_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
-KD i64 thread_count() { return (i64)gridDim.x * blockDim.x; }
+template <typename Index = i64> KD Index global_thread() {
+  return (Index)blockIdx.x * blockDim.x + threadIdx.x;
+}
+template <typename Index = i64> KD Index thread_count() {
+  return (Index)gridDim.x * blockDim.x;
+}
 )cuda";
 }
 

@@ -20,8 +20,6 @@ namespace kiln::cuda {
 
 namespace {
 
-std::string num(int64_t value) { return std::to_string(value) + "ll"; }
-
 struct StructuredEmitter {
   KernelWriter &w;
   Value value;
@@ -70,7 +68,7 @@ struct StructuredEmitter {
   /// The index, for a whole row of a block-per-row kernel, of a statistic
   /// the value reads at `i / period` (KernelWriter::rowStart).
   std::string rowStart(int64_t period) {
-    return w.rowStart(value, period, "(i0 / " + num(period) + ")");
+    return w.rowStart(value, period, "(i0 / " + indexConstant(period) + ")");
   }
   /// Likewise for a statistic of a row of `split`, which only rows along
   /// the last axis keep in one piece.
@@ -153,13 +151,13 @@ FailureOr<std::string> StructuredEmitter::topK(TopKOp op) {
       " y : ix < iy;\n"
       "    };\n"
       "    const i64 row = " +
-      out.row("i") + ";\n    const i64 rank = (i / " + num(out.inner) + ") % " +
-      num(out.extent) +
+      out.row("i") + ";\n    const i64 rank = (i / " + indexConstant(out.inner) + ") % " +
+      indexConstant(out.extent) +
       ";\n    i64 previous = -1; double last = 0;\n"
       "    for (i64 r = 0; r <= rank; ++r) {\n"
       "      i64 best = -1; double top = 0;\n"
       "      for (i64 k = 0; k < " +
-      num(in.extent) + "; ++k) {\n        double x = (double)" + x +
+      indexConstant(in.extent) + "; ++k) {\n        double x = (double)" + x +
       ";\n"
       "        if (previous >= 0 && !before(last, previous, x, k)) continue;\n"
       "        if (best < 0 || before(x, k, top, best)) { best = k; top = x; "
@@ -176,7 +174,7 @@ FailureOr<std::string> StructuredEmitter::argReduction(Value input,
   std::string better = max ? (last ? ">=" : ">") : (last ? "<=" : "<");
   std::string x = at(input, split.at("i", "k"));
   return returns("    i64 best = 0; double top = 0;\n    for (i64 k = 0; k < " +
-                 num(split.extent) + "; ++k) {\n      double x = (double)" + x +
+                 indexConstant(split.extent) + "; ++k) {\n      double x = (double)" + x +
                  ";\n      if (k == 0 || x " + better +
                  " top || (x != x && top == top)) { top = x; best = k; }\n" +
                  "      if (top != top) break;\n    }\n    return best;\n");
@@ -212,13 +210,13 @@ StructuredEmitter::normalization(Value input, Value centered, Value scale,
   int64_t n = 1;
   for (int64_t size : normalized)
     n *= size;
-  std::string x = at(input, "o * " + num(n) + " + k", true);
+  std::string x = at(input, "o * " + indexConstant(n) + " + k", true);
   unsigned result = cast<OpResult>(value).getResultNumber();
   // The output's elements of one row share its statistics, which a
   // block-per-row kernel may store too.
   std::string start =
       result == 0 || w.isSideResult(value) ? rowStart(n) : "";
-  std::string mean = "[](i64) { return 0.0; }";
+  std::string mean = "[](idx) { return 0.0; }";
   std::string deviation = x;
   Reduction squares{"Sum", "0.0", n, ""};
   if (centered) {
@@ -238,7 +236,7 @@ StructuredEmitter::normalization(Value input, Value centered, Value scale,
     return returnsExpr(mean + "(i)");
   if (result > 0)
     return returnsExpr(rstd + "(i)");
-  std::string c = "(i % " + num(n) + ")", r = "(i / " + num(n) + ")";
+  std::string c = "(i % " + indexConstant(n) + ")", r = "(i / " + indexConstant(n) + ")";
   std::string y = "(" + at(input, "i") + " - " + mean + r + ") * " + rstd + r;
   if (scale)
     y += " * " + at(scale, broadcastIndex(scale, normalized, c));
@@ -261,7 +259,7 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
   // x^ and g = dy * scale at element i of the input, inside reduction terms
   // and outside.
   auto terms = [&](bool inTerm) {
-    std::string r = "(i / " + num(n) + ")", c = "(i % " + num(n) + ")";
+    std::string r = "(i / " + indexConstant(n) + ")", c = "(i % " + indexConstant(n) + ")";
     std::string xhat = "(" + at(input, "i", inTerm);
     xhat += mean ? " - " + at(mean, r, inTerm) + ")" : ")";
     xhat += " * " + at(rstd, r, inTerm);
@@ -272,7 +270,7 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
                           w.helper("double", "    return " + g + ";\n"));
   };
   auto [xhatTerm, gTerm] = terms(true);
-  std::string element = "o * " + num(n) + " + k";
+  std::string element = "o * " + indexConstant(n) + " + k";
   if (result == 0) {
     auto [xhat, g] = terms(false);
     Reduction meanGX{"Sum", "0.0", n,
@@ -281,17 +279,17 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
     meanGX.finish = "acc / " + std::to_string(n) + ".0";
     meanGX.sharedAt = rowStart(n);
     std::string dx =
-        g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " + num(n) + ")";
+        g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " + indexConstant(n) + ")";
     if (mean) {
       Reduction meanG{"Sum", "0.0", n, gTerm + "(" + element + ")"};
       meanG.finish = "acc / " + std::to_string(n) + ".0";
       meanG.sharedAt = meanGX.sharedAt;
-      dx += " - " + stat(meanG) + "(i / " + num(n) + ")";
+      dx += " - " + stat(meanG) + "(i / " + indexConstant(n) + ")";
     }
-    return returnsExpr(at(rstd, "(i / " + num(n) + ")") + " * (" + dx + ")");
+    return returnsExpr(at(rstd, "(i / " + indexConstant(n) + ")") + " * (" + dx + ")");
   }
   // Parameter gradients: sums over rows at normalized position o.
-  std::string column = "k * " + num(n) + " + o";
+  std::string column = "k * " + indexConstant(n) + " + o";
   std::string dy = at(grad, column, true);
   bool isBias = mean && result == 2;
   Reduction columnSum{"Sum", "0.0", rows,
@@ -321,7 +319,7 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     // A label outside [0, classes) is an error, unless it is ignore_index.
     std::string label = at(labels, "i", inTerm);
     std::string ignored =
-        ignoreIndex ? "(" + label + " == " + num(*ignoreIndex) + ")" : "false";
+        ignoreIndex ? "(" + label + " == " + indexConstant(*ignoreIndex) + ")" : "false";
     row.label =
         w.helper("i64", "    return " + ignored + " ? (i64)0 : " +
                             w.checkedIndex(label, valid, false) + ";\n");
@@ -392,8 +390,8 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   std::string p =
       logits ? "exp(" + at(input, "i") + " - " + row.lse + "(r))" : "0.0";
   return returns(
-      "    const i64 r = " + split.row("i") + ", c = i / " + num(split.inner) +
-      " % " + num(split.extent) + ";\n    if (c >= " + num(valid) +
+      "    const idx r = " + split.row("i") + ", c = i / " + indexConstant(split.inner) +
+      " % " + indexConstant(split.extent) + ";\n    if (c >= " + indexConstant(valid) +
       ") return 0.0;\n    return " +
       rounded(type, "(" + share + ") * " + row.weight + "(r) * (" + p +
                         " - (c == " + row.label + "(r) ? 1.0 : 0.0))") +
@@ -413,16 +411,16 @@ FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
     for (int64_t d = 0; d + 2 < rank; ++d) {
       int64_t od = d - lead;
       if (od >= 0 && s[od] != 1)
-        index += coordinate(shape, d, "o") + " * " + num(strides[od]) + " + ";
+        index += coordinate(shape, d, "o") + " * " + indexConstant(strides[od]) + " + ";
     }
     int64_t rowStride = strides[s.size() - 2], colStride = strides.back();
     if (transposed)
       std::swap(rowStride, colStride);
     std::string outer = coordinate(shape, rank - (isLhs ? 2 : 1), "o");
     if (isLhs)
-      index += outer + " * " + num(rowStride) + " + k * " + num(colStride);
+      index += outer + " * " + indexConstant(rowStride) + " + k * " + indexConstant(colStride);
     else
-      index += "k * " + num(rowStride) + " + " + outer + " * " + num(colStride);
+      index += "k * " + indexConstant(rowStride) + " + " + outer + " * " + indexConstant(colStride);
     return "(" + index + ")";
   };
   std::string a = at(
@@ -440,9 +438,9 @@ FailureOr<std::string> StructuredEmitter::pad(PadOp p) {
   SmallVector<int64_t> strides = contiguousStrides(in);
   std::string body = "    i64 j = 0;\n";
   for (size_t d = 0; d < in.size(); ++d) {
-    std::string x = "x" + std::to_string(d), n = num(in[d]);
+    std::string x = "x" + std::to_string(d), n = indexConstant(in[d]);
     body += "    i64 " + x + " = " + coordinate(shape, d, "i") + " - " +
-            num(p.getLow()[d]) + ";\n";
+            indexConstant(p.getLow()[d]) + ";\n";
     switch (p.getMode()) {
     case PadMode::Constant:
       body += "    if (" + x + " < 0 || " + x + " >= " + n + ") return " +
@@ -457,7 +455,7 @@ FailureOr<std::string> StructuredEmitter::pad(PadOp p) {
         body += "    " + x + " = 0;\n";
         break;
       }
-      body += "    { i64 period = 2 * (" + n + " - 1); i64 m = ((" + x +
+      body += "    { i64 period = 2 * ((i64)" + n + " - 1); i64 m = ((" + x +
               " % period) + period) % period; " + x + " = m >= " + n +
               " ? period - m : m; }\n";
       break;
@@ -466,7 +464,7 @@ FailureOr<std::string> StructuredEmitter::pad(PadOp p) {
               ";\n";
       break;
     }
-    body += "    j += " + x + " * " + num(strides[d]) + ";\n";
+    body += "    j += " + x + " * " + indexConstant(strides[d]) + ";\n";
   }
   return returns(body + "    return " + at(p.getInput(), "j") + ";\n");
 }
@@ -505,13 +503,13 @@ FailureOr<std::string> StructuredEmitter::emit() {
       .Case([&](ConcatOp c) {
         int64_t axis = c.getAxis(), offset = 0;
         std::string body =
-            "    const i64 c = " + coordinate(shape, axis, "i") + ";\n";
+            "    const idx c = " + coordinate(shape, axis, "i") + ";\n";
         for (Value input : c.getInputs()) {
           SmallVector<int64_t> strides = contiguousStrides(shapeOf(input));
           int64_t size = shapeOf(input)[axis];
           std::string index =
               remap(shape, strides, -offset * strides[axis], "i");
-          body += "    if (c < " + num(offset + size) + ") return " +
+          body += "    if (c < " + indexConstant(offset + size) + ") return " +
                   at(input, index) + ";\n";
           offset += size;
         }
@@ -523,7 +521,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
         std::string diff = coordinate(shape, rank - 1, "i") + " - " +
                            coordinate(shape, rank - 2, "i");
         std::string keep =
-            diff + (t.getUpper() ? " >= " : " <= ") + num(t.getDiagonal());
+            diff + (t.getUpper() ? " >= " : " <= ") + indexConstant(t.getDiagonal());
         return moves("(" + keep + ") ? " + at(t.getInput(), "i") + " : 0");
       })
       .Case([&](GatherOp g) {
@@ -533,11 +531,11 @@ FailureOr<std::string> StructuredEmitter::emit() {
           inner *= size;
         int64_t indices = countOf(g.getIndices());
         std::string k = w.checkedIndex(
-            at(g.getIndices(), "(i / " + num(inner) + ") % " + num(indices)),
+            at(g.getIndices(), "(i / " + indexConstant(inner) + ") % " + indexConstant(indices)),
             data[axis], true);
-        return moves(at(g.getData(), "(i / " + num(inner * indices) + " * " +
-                                         num(data[axis]) + " + " + k + ") * " +
-                                         num(inner) + " + i % " + num(inner)));
+        return moves(at(g.getData(), "(i / " + indexConstant(inner * indices) + " * " +
+                                         indexConstant(data[axis]) + " + " + k + ") * " +
+                                         indexConstant(inner) + " + i % " + indexConstant(inner)));
       })
       .Case([&](GatherElementsOp g) {
         ArrayRef<int64_t> data = shapeOf(g.getData());
@@ -548,7 +546,7 @@ FailureOr<std::string> StructuredEmitter::emit() {
         std::string k =
             w.checkedIndex(at(g.getIndices(), "i"), data[axis], true);
         return moves(at(g.getData(), remap(shape, strides, 0, "i") + " + " + k +
-                                         " * " + num(along)));
+                                         " * " + indexConstant(along)));
       })
       .Case([&](InsertSliceOp s) {
         ArrayRef<int64_t> source = shapeOf(s.getSource());
@@ -557,28 +555,28 @@ FailureOr<std::string> StructuredEmitter::emit() {
         for (size_t d = 0; d < source.size(); ++d) {
           std::string q = "q" + std::to_string(d);
           body += "    i64 " + q + " = " + coordinate(shape, d, "i") + " - " +
-                  num(s.getStart()[d]) + ";\n    if (" + q + " % " +
-                  num(s.getStride()[d]) + " != 0) return " +
+                  indexConstant(s.getStart()[d]) + ";\n    if (" + q + " % " +
+                  indexConstant(s.getStride()[d]) + " != 0) return " +
                   at(s.getDest(), "i") + ";\n    " + q +
-                  " /= " + num(s.getStride()[d]) + ";\n    if (" + q +
-                  " < 0 || " + q + " >= " + num(source[d]) + ") return " +
+                  " /= " + indexConstant(s.getStride()[d]) + ";\n    if (" + q +
+                  " < 0 || " + q + " >= " + indexConstant(source[d]) + ") return " +
                   at(s.getDest(), "i") + ";\n    j += " + q + " * " +
-                  num(strides[d]) + ";\n";
+                  indexConstant(strides[d]) + ";\n";
         }
         return returns(body + "    return " + at(s.getSource(), "j") + ";\n");
       })
       .Case([&](CumsumOp c) {
         AxisSplit split(shape, c.getAxis());
         std::string k =
-            "(i / " + num(split.inner) + " % " + num(split.extent) + ")";
+            "(i / " + indexConstant(split.inner) + " % " + indexConstant(split.extent) + ")";
         std::string from =
             c.getReverse() ? k + (c.getExclusive() ? " + 1" : "") : "0";
-        std::string to = c.getReverse() ? num(split.extent)
+        std::string to = c.getReverse() ? indexConstant(split.extent)
                                         : k + (c.getExclusive() ? "" : " + 1");
         std::string ctype = computeType(type);
         return returns(
-            "    const i64 row = " + split.row("i") + ";\n    " + ctype +
-            " acc = 0;\n    for (i64 j = " + from + "; j < " + to +
+            "    const idx row = " + split.row("i") + ";\n    " + ctype +
+            " acc = 0;\n    for (idx j = " + from + "; j < " + to +
             "; ++j) acc = " +
             rounded(type, "acc + " + at(c.getInput(), split.at("row", "j"))) +
             ";\n    return acc;\n");

@@ -29,17 +29,17 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK:       const i64 *in0 = (const i64 *)args[0];
 // CHECK:       unsigned *status = (unsigned *)args[3];
 // CHECK:       if (q < 0) q += 16ll; if (q < 0 || q >= 16ll) { *status = 1u; q = q < 0 ? 0 : 16ll - 1; } return q;
-// CHECK:       for (i64 c = global_thread(); c < 12ll; c += thread_count())
+// CHECK:       for (idx c = global_thread<idx>(); c < 12; c += thread_count<idx>())
 
 // The transpose reads its input through permuted strides.
 // CHECK-LABEL: kiln_kernel_1(void *const *args)
-// CHECK:       v0((0ll + (i / 4ll) * 1ll + (i % 4ll) * 32ll))
+// CHECK:       v0((0 + (i / 4) * 1 + (i % 4) * 32))
 
 // The full sum: one block, its threads striding over the input.
 // CHECK-LABEL: kiln_kernel_2(void *const *args)
-// CHECK:       acc = strided_reduce(acc, threadIdx.x, 128ll, blockDim.x, Sum(), [&](i64 k) { return (double)(v0(o + k)); });
+// CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x, 128, blockDim.x, Sum(), [&](idx k) { return (double)(v0(o + k)); });
 // CHECK:       acc = block_reduce(acc, Sum());
-// CHECK:       for (i64 i = blockIdx.x; i < 1ll; i += gridDim.x)
+// CHECK:       for (idx i = blockIdx.x; i < 1; i += gridDim.x)
 // CHECK:       if (threadIdx.x == 0)
 
 // Layer norm: a block per row, whose threads compute the row's mean, then
@@ -48,21 +48,21 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // thread stores the row's statistics (no kernel reads the rows again). The
 // row loop computes the statistics; everything else reads their values.
 // CHECK-LABEL: kiln_kernel_3(void *const *args)
-// CHECK:       auto v1_compute = [&](i64 o) {
+// CHECK:       auto v1_compute = [&](idx o) {
 // CHECK-NEXT:    if (o != v1_at) {
-// CHECK:           acc = strided_reduce(acc, threadIdx.x, 32ll, blockDim.x, Sum(), [&](i64 k) {
+// CHECK:           acc = strided_reduce<idx>(acc, threadIdx.x, 32, blockDim.x, Sum(), [&](idx k) {
 // CHECK:         acc / 32.0
-// CHECK:       auto v1 = [&](i64 o) -> double {
+// CHECK:       auto v1 = [&](idx o) -> double {
 // CHECK-NEXT:    kiln_expect(o == v1_at);
 // CHECK-NEXT:    return v1_value;
-// CHECK:       auto v2_compute = [&](i64 o) {
+// CHECK:       auto v2_compute = [&](idx o) {
 // CHECK-NEXT:    if (o != v2_at) {
 // CHECK-NEXT:      v1_compute(o);
-// CHECK:       for (i64 row = blockIdx.x; row < 4ll; row += gridDim.x) {
-// CHECK-NEXT:    const i64 i0 = row * 32ll;
-// CHECK-NEXT:    v1_compute((i0 / 32ll));
-// CHECK-NEXT:    v2_compute((i0 / 32ll));
-// CHECK-NEXT:    for (i64 c = i0 / 4 + threadIdx.x; c < (i0 + 32ll) / 4; c += blockDim.x) {
+// CHECK:       for (idx row = blockIdx.x; row < 4; row += gridDim.x) {
+// CHECK-NEXT:    const idx i0 = row * 32;
+// CHECK-NEXT:    v1_compute((i0 / 32));
+// CHECK-NEXT:    v2_compute((i0 / 32));
+// CHECK-NEXT:    for (idx c = i0 / 4 + threadIdx.x; c < (i0 + 32) / 4; c += blockDim.x) {
 // CHECK:           copy16(out0 + c * 4, s0, 1);
 // CHECK:         const double q0 = v{{[0-9]+}}(row);
 // CHECK-NEXT:    if (threadIdx.x == 0)
@@ -78,7 +78,7 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // thread reads two 16-byte pieces of its input and writes 16 bytes (8 bf16
 // elements) when the pointers are aligned, element by element otherwise.
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
-// CHECK:       auto read_in0 = [&](i64 i) { return (u64)(i - first) < 8ull ? chunk_in0[i - first] : in0[i]; };
+// CHECK:       auto read_in0 = [&](idx i) { return (u64)(i - first) < 8ull ? chunk_in0[i - first] : in0[i]; };
 // CHECK:       const bool aligned = ((0 | (u64)in0 | (u64)out0) & 15) == 0;
 // CHECK:       copy16(chunk_in0, in0 + first, 2);
 // CHECK:       s0[v] = f32_to_bf16((float)(r0));
@@ -88,8 +88,8 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // The column sum: each warp reads a row's 32 neighbouring elements, the
 // warps take different rows, and one warp stores.
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
-// CHECK:       acc = strided_reduce(acc, threadIdx.x / 32, 4ll, blockDim.x / 32, Sum(), [&](i64 k) { return (double)(v0(o + (0ll + k * 32ll))); });
+// CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x / 32, 4, blockDim.x / 32, Sum(), [&](idx k) { return (double)(v0(o + (0 + k * 32))); });
 // CHECK-NEXT:  acc = column_reduce(acc, Sum());
-// CHECK:       const i64 lane = c0 + threadIdx.x % 32;
+// CHECK:       const idx lane = c0 + threadIdx.x % 32;
 // CHECK:       v1_compute(i);
-// CHECK:       if (threadIdx.x < 32 && lane < 32ll) {
+// CHECK:       if (threadIdx.x < 32 && lane < 32) {

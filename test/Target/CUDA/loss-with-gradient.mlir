@@ -30,33 +30,33 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
 // CHECK-LABEL: kiln_kernel_0(void *const *args)
 // CHECK:       double *partials = (double *)args[4];
 // CHECK:       MaxSum acc = MaxSum{(-1.0 / 0.0), 0.0};
-// CHECK-NEXT:  acc = strided_reduce(acc, threadIdx.x, 45ll, blockDim.x, LogSumExp(), [&](i64 k) {
+// CHECK-NEXT:  acc = strided_reduce<idx>(acc, threadIdx.x, 45, blockDim.x, LogSumExp(), [&](idx k) {
 // CHECK-NEXT:  acc = block_reduce(acc, LogSumExp());
 // CHECK-NEXT:  v{{[0-9]+}}_value = (acc.m == 1.0 / 0.0 || acc.m == -1.0 / 0.0 ? 0.0 / 0.0 : acc.m + log(acc.s));
 // CHECK:       block_reduce(acc, Sum())
 // CHECK-NOT:   block_reduce
-// CHECK-NOT:   strided_reduce(acc, 0,
-// CHECK:       auto sum_term0 = [&](i64 k, i64 o) -> double { return (double)([[WEIGHT:h[0-9]+]](k)); };
-// CHECK:       auto sum_term1 = [&](i64 k, i64 o) -> double { return (double)([[LOSS:h[0-9]+]](k)); };
+// CHECK-NOT:   strided_reduce<idx>(acc, 0,
+// CHECK:       auto sum_term0 = [&](idx k, idx o) -> double { return (double)([[WEIGHT:h[0-9]+]](k)); };
+// CHECK:       auto sum_term1 = [&](idx k, idx o) -> double { return (double)([[LOSS:h[0-9]+]](k)); };
 // CHECK:       double row_sum0 = 0.0;
 // CHECK-NEXT:  double row_sum1 = 0.0;
-// CHECK-NEXT:  for (i64 row = blockIdx.x; row < 300ll; row += gridDim.x) {
+// CHECK-NEXT:  for (idx row = blockIdx.x; row < 300; row += gridDim.x) {
 // CHECK:         row_sum0 = Sum()(row_sum0, sum_term0(row, 0));
 // CHECK-NEXT:    row_sum1 = Sum()(row_sum1, sum_term1(row, 0));
 // CHECK-NEXT:    __syncthreads();
 // CHECK:         copy16(out0 + c * 8, s0, 1);
 // CHECK-NOT:     sum_term
 // CHECK:       if (threadIdx.x == 0)
-// CHECK-NEXT:    partials[(0 * 300ll + blockIdx.x) * 1ll] = row_sum0;
+// CHECK-NEXT:    partials[(0 * 300 + blockIdx.x) * 1] = row_sum0;
 // CHECK-NEXT:  if (threadIdx.x == 0)
-// CHECK-NEXT:    partials[(1 * 300ll + blockIdx.x) * 1ll] = row_sum1;
+// CHECK-NEXT:    partials[(1 * 300 + blockIdx.x) * 1] = row_sum1;
 
 // The combining kernel: the loss's sum over the total weight, its threads
 // sharing the partials.
 // CHECK-LABEL: kiln_kernel_1(void *const *args)
-// CHECK:       acc = strided_reduce(acc, threadIdx.x, 300ll, blockDim.x, Sum(), [&](i64 k) { return (double)(partials[0 * 300ll + k]); });
+// CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x, 300, blockDim.x, Sum(), [&](idx k) { return (double)(partials[0 * 300 + k]); });
 // CHECK-NEXT:  acc = block_reduce(acc, Sum());
-// CHECK:       acc = strided_reduce(acc, threadIdx.x, 300ll, blockDim.x, Sum(), [&](i64 k) { return (double)(partials[1 * 300ll + k]); });
+// CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x, 300, blockDim.x, Sum(), [&](idx k) { return (double)(partials[1 * 300 + k]); });
 // CHECK-NEXT:  acc = block_reduce(acc, Sum());
 // CHECK-NEXT:  v{{[0-9]+}}_value = (double)(float)(acc / v{{[0-9]+}}(o));
 // CHECK-NOT:   kiln_kernel_2

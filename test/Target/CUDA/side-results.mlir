@@ -57,7 +57,7 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK-NEXT:  float *side_out1 = (float *)args[6];
 // CHECK-COUNT-2: block_reduce
 // CHECK-NOT:   block_reduce
-// CHECK:       for (i64 row = blockIdx.x; row < 32ll; row += gridDim.x) {
+// CHECK:       for (idx row = blockIdx.x; row < 32; row += gridDim.x) {
 // CHECK:         const double q0 = v{{[0-9]+}}(row);
 // CHECK-NEXT:    if (threadIdx.x == 0)
 // CHECK-NEXT:      side_out0[row] = (float)(q0);
@@ -73,11 +73,11 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK-NOT:   side_out
 // CHECK:       double column_sums0[4];
 // CHECK-NEXT:  for (double &s : column_sums0) s = 0.0;
-// CHECK-NEXT:  for (i64 row = blockIdx.x; row < 32ll; row += gridDim.x) {
+// CHECK-NEXT:  for (idx row = blockIdx.x; row < 32; row += gridDim.x) {
 // CHECK:         column_sums0[[[AT:.*]]] = Sum()(column_sums0[[[AT]]], sum_term0(row, i - i0));
-// CHECK:       partials[(0 * 32ll + blockIdx.x) * 32ll + o] = column_sums0[h];
+// CHECK:       partials[(0 * 32 + blockIdx.x) * 32 + o] = column_sums0[h];
 // CHECK-LABEL: kiln_kernel_2(void *const *args)
-// CHECK:       acc = strided_reduce(acc, threadIdx.x / 32, 32ll, blockDim.x / 32, Sum(), [&](i64 k) { return (double)(partials[(0 * 32ll + k) * 32ll + o]); });
+// CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x / 32, 32, blockDim.x / 32, Sum(), [&](idx k) { return (double)(partials[(0 * 32 + k) * 32 + o]); });
 // CHECK-NEXT:  acc = column_reduce(acc, Sum());
 
 // The gradient, its bias gradient and its bf16 copy: one block per 32
@@ -86,9 +86,9 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK:       float *out0 = (float *)args[2];
 // CHECK-NEXT:  float *side_out0 = (float *)args[3];
 // CHECK-NEXT:  u16 *side_out1 = (u16 *)args[4];
-// CHECK:       for (i64 k = threadIdx.x / 32; k < 32ll; k += blockDim.x / 32) {
-// CHECK-NEXT:    acc = Sum()(acc, (double)(v{{[0-9]+}}(o + (0ll + k * 32ll))));
-// CHECK-NEXT:    const i64 e = o + (0ll + k * 32ll);
+// CHECK:       for (idx k = threadIdx.x / 32; k < 32; k += blockDim.x / 32) {
+// CHECK-NEXT:    acc = Sum()(acc, (double)(v{{[0-9]+}}(o + (0 + k * 32))));
+// CHECK-NEXT:    const idx e = o + (0 + k * 32);
 // CHECK-NEXT:    side_out0[e] = (float)(v{{[0-9]+}}(e));
 // CHECK-NEXT:    side_out1[e] = f32_to_bf16((float)(v{{[0-9]+}}(e)));
 // CHECK-NEXT:  }
@@ -98,14 +98,14 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // 32 parts of 128 rows each) store partials, which one block per tile
 // combines, its warps sharing the parts.
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
-// CHECK:       const i64 part = blockIdx.x / 2ll;
-// CHECK:       acc = strided_reduce(acc, part * chunk + threadIdx.x / 32, end, blockDim.x / 32, Sum(), [&](i64 k) {
-// CHECK:       partials[(0 * 32ll + part) * 40ll + o] = acc;
-// CHECK:       const i64 c0 = blockIdx.x % 2ll * 32ll;
+// CHECK:       const idx part = blockIdx.x / 2;
+// CHECK:       acc = strided_reduce<idx>(acc, part * chunk + threadIdx.x / 32, end, blockDim.x / 32, Sum(), [&](idx k) {
+// CHECK:       partials[(0 * 32 + part) * 40 + o] = acc;
+// CHECK:       const idx c0 = blockIdx.x % 2 * 32;
 // CHECK-LABEL: kiln_kernel_5(void *const *args)
-// CHECK:       acc = strided_reduce(acc, threadIdx.x / 32, 32ll, blockDim.x / 32, Sum(), [&](i64 k) { return (double)(partials[(0 * 32ll + k) * 40ll + o]); });
+// CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x / 32, 32, blockDim.x / 32, Sum(), [&](idx k) { return (double)(partials[(0 * 32 + k) * 40 + o]); });
 // CHECK-NEXT:  acc = column_reduce(acc, Sum());
-// CHECK:       for (i64 c0 = blockIdx.x * 32ll; c0 < 40ll; c0 += gridDim.x * 32ll) {
+// CHECK:       for (idx c0 = blockIdx.x * 32; c0 < 40; c0 += gridDim.x * 32) {
 // A column sum and a copy of what it sums, computed from nothing else in
 // the region (a gradient that a kernel of its own produced): one kernel,
 // which reads the gradient once.
