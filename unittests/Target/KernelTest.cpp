@@ -48,6 +48,9 @@ struct KernelCase {
   /// Results held to a bound of their own, tighter than `tolerance` (a
   /// mask's gradient, which is not rounded to 16 bits as dq, dk, dv are).
   std::vector<std::pair<size_t, double>> resultTolerances = {};
+  /// Every kernel's indices in 64 bits (`--wide-indices`); small cases
+  /// otherwise compute them in 32.
+  bool wideIndices = false;
 };
 
 class KernelTest : public ::testing::TestWithParam<KernelCase> {};
@@ -126,6 +129,7 @@ TEST_P(KernelTest, MatchesInterpreter) {
   cuda::TargetOptions options;
   options.archs = kiln::testing::executorArchitectures();
   options.exactAttention = c.exactAttention;
+  options.wideIndices = c.wideIndices;
   if (c.cudnnAttention)
     options.attention = cuda::AttentionBackend::Cudnn;
   cuda::TargetReport report;
@@ -1430,6 +1434,18 @@ func.func @main(%q: tensor<1x4x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tens
     {"AttentionGradientsInPlace", kAttentionGradientsInPlace.c_str()},
     {"TensorCoreAttentionGradientsInPlace",
      kTensorCoreAttentionGradientsInPlace.c_str(), false, false, 0x1p-7},
+    // The same kernels with their indices in 64 bits, as over tensors of
+    // 2^30 elements or more.
+    {"TensorCoreAttentionGradientsInPlaceWideIndices",
+     kTensorCoreAttentionGradientsInPlace.c_str(),
+     false,
+     false,
+     0x1p-7,
+     {},
+     {},
+     false,
+     {},
+     /*wideIndices=*/true},
     // cuDNN's fused attention, forward and backward, on causal bf16 heads
     // read in place from a packed projection; fp16 with more keys than
     // rows. cuDNN rounds as kiln's tensor-core kernels do (unnormalized

@@ -596,8 +596,8 @@ TEST_F(TargetTest, WideIndexStepMatchesInterpreter) {
   StepOptions options;
   for (bool wide : {false, true}) {
     options.wideIndices = wide;
-    compareStep(source("examples/gpt2_tiny/model.onnx"), batch,
-                Precision::BF16, 2e-6, {}, options);
+    compareStep(source("examples/gpt2_tiny/model.onnx"), batch, Precision::BF16,
+                2e-6, {}, options);
     EXPECT_GT(narrowKernels + wideKernels, 10u);
     if (wide)
       EXPECT_EQ(narrowKernels, 0u);

@@ -77,11 +77,13 @@ std::string attentionAddressing(Operation *op, StridesOf stridesOf) {
     SmallVector<int64_t> strides = stridesOf(value);
     int64_t heads = shapeOf(value)[1];
     text += "  [[maybe_unused]] auto " + std::string(name) +
-            "At = [](i64 head, i64 row) -> i64 { return head / " +
-            literal(heads) + " * " + literal(strides[0]) + " + head % " +
-            literal(heads) + " * " + literal(strides[1]) + " + row * " +
-            literal(strides[2]) + "; };\n  [[maybe_unused]] constexpr i64 " +
-            name + "Step = " + literal(strides[2]) + ";\n";
+            "At = [](idx head, idx row) -> idx { return head / " +
+            indexConstant(heads) + " * " + indexConstant(strides[0]) +
+            " + head % " + indexConstant(heads) + " * " +
+            indexConstant(strides[1]) + " + row * " +
+            indexConstant(strides[2]) +
+            "; };\n  [[maybe_unused]] constexpr idx " + name +
+            "Step = " + indexConstant(strides[2]) + ";\n";
   }
   return text;
 }

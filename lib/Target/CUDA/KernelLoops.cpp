@@ -189,8 +189,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   std::string loop;
   if (vectorized && schedule == Schedule::Thread) {
     loop = alignment + "  for (idx c = global_thread<idx>(); c < " +
-           indexConstant(count / vector) +
-           "; c += thread_count<idx>()) {\n" +
+           indexConstant(count / vector) + "; c += thread_count<idx>()) {\n" +
            piece("") + "  }\n";
     plan.grid = std::clamp<int64_t>((count / vector + kThreads - 1) / kThreads,
                                     1, kMaxBlocks);

@@ -136,8 +136,8 @@ std::string remap(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
   std::string expr = indexConstant(base);
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] != 1 && strides[d] != 0)
-      expr += " + " + coordinate(shape, d, var) + " * " +
-              indexConstant(strides[d]);
+      expr +=
+          " + " + coordinate(shape, d, var) + " * " + indexConstant(strides[d]);
   return "(" + expr + ")";
 }
 

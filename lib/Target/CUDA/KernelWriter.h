@@ -377,11 +377,11 @@ template <typename AttentionOpTy> std::string outsideKeys(AttentionOpTy op) {
     either("j > i");
   if (std::optional<llvm::ArrayRef<int64_t>> window = op.getWindow()) {
     if ((*window)[0] >= 0)
-      either("j < i - " + std::to_string((*window)[0]) + "ll");
+      either("j < i - " + indexConstant((*window)[0]));
     if ((*window)[1] >= 0)
-      either("j > i + " + std::to_string((*window)[1]) + "ll");
+      either("j > i + " + indexConstant((*window)[1]));
   }
-  return "  auto outside = [&](i64 i, i64 j) -> bool { return " +
+  return "  auto outside = [&](idx i, idx j) -> bool { return " +
          (test.empty() ? std::string("false") : test) + "; };\n";
 }
 

@@ -128,8 +128,8 @@ LogicalResult Lowering::emitKernels(Operation *origin,
   };
   auto batches = [&](const KernelPlan &a, const KernelPlan &b) {
     return options.batchLaunches && declared(a) == declared(b) &&
-           a.grid == b.grid &&
-           a.block == b.block && !a.partialBytes && !a.checksIndices;
+           a.grid == b.grid && a.block == b.block && !a.partialBytes &&
+           !a.checksIndices;
   };
   for (size_t first = 0; first < kernels.size();) {
     size_t last = first + 1;

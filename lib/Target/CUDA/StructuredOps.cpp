@@ -151,8 +151,8 @@ FailureOr<std::string> StructuredEmitter::topK(TopKOp op) {
       " y : ix < iy;\n"
       "    };\n"
       "    const i64 row = " +
-      out.row("i") + ";\n    const i64 rank = (i / " + indexConstant(out.inner) + ") % " +
-      indexConstant(out.extent) +
+      out.row("i") + ";\n    const i64 rank = (i / " +
+      indexConstant(out.inner) + ") % " + indexConstant(out.extent) +
       ";\n    i64 previous = -1; double last = 0;\n"
       "    for (i64 r = 0; r <= rank; ++r) {\n"
       "      i64 best = -1; double top = 0;\n"
@@ -174,7 +174,8 @@ FailureOr<std::string> StructuredEmitter::argReduction(Value input,
   std::string better = max ? (last ? ">=" : ">") : (last ? "<=" : "<");
   std::string x = at(input, split.at("i", "k"));
   return returns("    i64 best = 0; double top = 0;\n    for (i64 k = 0; k < " +
-                 indexConstant(split.extent) + "; ++k) {\n      double x = (double)" + x +
+                 indexConstant(split.extent) +
+                 "; ++k) {\n      double x = (double)" + x +
                  ";\n      if (k == 0 || x " + better +
                  " top || (x != x && top == top)) { top = x; best = k; }\n" +
                  "      if (top != top) break;\n    }\n    return best;\n");
@@ -236,7 +237,8 @@ StructuredEmitter::normalization(Value input, Value centered, Value scale,
     return returnsExpr(mean + "(i)");
   if (result > 0)
     return returnsExpr(rstd + "(i)");
-  std::string c = "(i % " + indexConstant(n) + ")", r = "(i / " + indexConstant(n) + ")";
+  std::string c = "(i % " + indexConstant(n) + ")",
+              r = "(i / " + indexConstant(n) + ")";
   std::string y = "(" + at(input, "i") + " - " + mean + r + ") * " + rstd + r;
   if (scale)
     y += " * " + at(scale, broadcastIndex(scale, normalized, c));
@@ -259,7 +261,8 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
   // x^ and g = dy * scale at element i of the input, inside reduction terms
   // and outside.
   auto terms = [&](bool inTerm) {
-    std::string r = "(i / " + indexConstant(n) + ")", c = "(i % " + indexConstant(n) + ")";
+    std::string r = "(i / " + indexConstant(n) + ")",
+                c = "(i % " + indexConstant(n) + ")";
     std::string xhat = "(" + at(input, "i", inTerm);
     xhat += mean ? " - " + at(mean, r, inTerm) + ")" : ")";
     xhat += " * " + at(rstd, r, inTerm);
@@ -278,15 +281,16 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
                          ")"};
     meanGX.finish = "acc / " + std::to_string(n) + ".0";
     meanGX.sharedAt = rowStart(n);
-    std::string dx =
-        g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " + indexConstant(n) + ")";
+    std::string dx = g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " +
+                     indexConstant(n) + ")";
     if (mean) {
       Reduction meanG{"Sum", "0.0", n, gTerm + "(" + element + ")"};
       meanG.finish = "acc / " + std::to_string(n) + ".0";
       meanG.sharedAt = meanGX.sharedAt;
       dx += " - " + stat(meanG) + "(i / " + indexConstant(n) + ")";
     }
-    return returnsExpr(at(rstd, "(i / " + indexConstant(n) + ")") + " * (" + dx + ")");
+    return returnsExpr(at(rstd, "(i / " + indexConstant(n) + ")") + " * (" +
+                       dx + ")");
   }
   // Parameter gradients: sums over rows at normalized position o.
   std::string column = "k * " + indexConstant(n) + " + o";
@@ -319,7 +323,8 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     // A label outside [0, classes) is an error, unless it is ignore_index.
     std::string label = at(labels, "i", inTerm);
     std::string ignored =
-        ignoreIndex ? "(" + label + " == " + indexConstant(*ignoreIndex) + ")" : "false";
+        ignoreIndex ? "(" + label + " == " + indexConstant(*ignoreIndex) + ")"
+                    : "false";
     row.label =
         w.helper("i64", "    return " + ignored + " ? (i64)0 : " +
                             w.checkedIndex(label, valid, false) + ";\n");
@@ -390,9 +395,9 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   std::string p =
       logits ? "exp(" + at(input, "i") + " - " + row.lse + "(r))" : "0.0";
   return returns(
-      "    const idx r = " + split.row("i") + ", c = i / " + indexConstant(split.inner) +
-      " % " + indexConstant(split.extent) + ";\n    if (c >= " + indexConstant(valid) +
-      ") return 0.0;\n    return " +
+      "    const idx r = " + split.row("i") + ", c = i / " +
+      indexConstant(split.inner) + " % " + indexConstant(split.extent) +
+      ";\n    if (c >= " + indexConstant(valid) + ") return 0.0;\n    return " +
       rounded(type, "(" + share + ") * " + row.weight + "(r) * (" + p +
                         " - (c == " + row.label + "(r) ? 1.0 : 0.0))") +
       ";\n");
@@ -411,16 +416,19 @@ FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
     for (int64_t d = 0; d + 2 < rank; ++d) {
       int64_t od = d - lead;
       if (od >= 0 && s[od] != 1)
-        index += coordinate(shape, d, "o") + " * " + indexConstant(strides[od]) + " + ";
+        index += coordinate(shape, d, "o") + " * " +
+                 indexConstant(strides[od]) + " + ";
     }
     int64_t rowStride = strides[s.size() - 2], colStride = strides.back();
     if (transposed)
       std::swap(rowStride, colStride);
     std::string outer = coordinate(shape, rank - (isLhs ? 2 : 1), "o");
     if (isLhs)
-      index += outer + " * " + indexConstant(rowStride) + " + k * " + indexConstant(colStride);
+      index += outer + " * " + indexConstant(rowStride) + " + k * " +
+               indexConstant(colStride);
     else
-      index += "k * " + indexConstant(rowStride) + " + " + outer + " * " + indexConstant(colStride);
+      index += "k * " + indexConstant(rowStride) + " + " + outer + " * " +
+               indexConstant(colStride);
     return "(" + index + ")";
   };
   std::string a = at(
@@ -520,8 +528,8 @@ FailureOr<std::string> StructuredEmitter::emit() {
         int64_t rank = shape.size();
         std::string diff = coordinate(shape, rank - 1, "i") + " - " +
                            coordinate(shape, rank - 2, "i");
-        std::string keep =
-            diff + (t.getUpper() ? " >= " : " <= ") + indexConstant(t.getDiagonal());
+        std::string keep = diff + (t.getUpper() ? " >= " : " <= ") +
+                           indexConstant(t.getDiagonal());
         return moves("(" + keep + ") ? " + at(t.getInput(), "i") + " : 0");
       })
       .Case([&](GatherOp g) {
@@ -531,11 +539,14 @@ FailureOr<std::string> StructuredEmitter::emit() {
           inner *= size;
         int64_t indices = countOf(g.getIndices());
         std::string k = w.checkedIndex(
-            at(g.getIndices(), "(i / " + indexConstant(inner) + ") % " + indexConstant(indices)),
+            at(g.getIndices(), "(i / " + indexConstant(inner) + ") % " +
+                                   indexConstant(indices)),
             data[axis], true);
-        return moves(at(g.getData(), "(i / " + indexConstant(inner * indices) + " * " +
-                                         indexConstant(data[axis]) + " + " + k + ") * " +
-                                         indexConstant(inner) + " + i % " + indexConstant(inner)));
+        return moves(at(g.getData(), "(i / " + indexConstant(inner * indices) +
+                                         " * " + indexConstant(data[axis]) +
+                                         " + " + k + ") * " +
+                                         indexConstant(inner) + " + i % " +
+                                         indexConstant(inner)));
       })
       .Case([&](GatherElementsOp g) {
         ArrayRef<int64_t> data = shapeOf(g.getData());
@@ -559,16 +570,16 @@ FailureOr<std::string> StructuredEmitter::emit() {
                   indexConstant(s.getStride()[d]) + " != 0) return " +
                   at(s.getDest(), "i") + ";\n    " + q +
                   " /= " + indexConstant(s.getStride()[d]) + ";\n    if (" + q +
-                  " < 0 || " + q + " >= " + indexConstant(source[d]) + ") return " +
-                  at(s.getDest(), "i") + ";\n    j += " + q + " * " +
-                  indexConstant(strides[d]) + ";\n";
+                  " < 0 || " + q + " >= " + indexConstant(source[d]) +
+                  ") return " + at(s.getDest(), "i") + ";\n    j += " + q +
+                  " * " + indexConstant(strides[d]) + ";\n";
         }
         return returns(body + "    return " + at(s.getSource(), "j") + ";\n");
       })
       .Case([&](CumsumOp c) {
         AxisSplit split(shape, c.getAxis());
-        std::string k =
-            "(i / " + indexConstant(split.inner) + " % " + indexConstant(split.extent) + ")";
+        std::string k = "(i / " + indexConstant(split.inner) + " % " +
+                        indexConstant(split.extent) + ")";
         std::string from =
             c.getReverse() ? k + (c.getExclusive() ? " + 1" : "") : "0";
         std::string to = c.getReverse() ? indexConstant(split.extent)

@@ -52,15 +52,15 @@ static const char *kPrologue = R"cuda(
   $OFFSET_ARG
   // The dropout factor of probability (i, j) of head bh, 0 or 1 / (1 -
   // ratio), drawn as kiln.dropout draws it (1 without dropout).
-  auto factor = [&](i64 bh, i64 i, i64 j) -> float { $FACTOR };
+  auto factor = [&](idx bh, idx i, idx j) -> float { $FACTOR };
   // The soft cap of a scaled score x, and its slope there (the factor its
   // gradient takes): x and 1 without a cap.
   auto capped = [&](float x) -> float { return $CAPPED; };
   auto slope = [&](float x) -> float { return $SLOPE; };
   // Score x (scaled) of query i against key j of head bh, capped, after the
   // mask.
-  auto masked = [&](i64 bh, i64 i, i64 j, float x) -> float {
-    const i64 row = bh * $TQ + i;
+  auto masked = [&](idx bh, idx i, idx j, float x) -> float {
+    const idx row = bh * $TQ + i;
     (void)row;
     x = capped(x);
     $MASK
@@ -70,7 +70,7 @@ static const char *kPrologue = R"cuda(
   // [k0, k0 + keys), all of them inside the tensors: such a tile's scores
   // skip the tests of every score (most tiles of a long sequence). Causal
   // masks and windows bound i - j, extreme at two corners of the tile.
-  auto attendsWhole = [&](i64 q0, int rows, i64 k0, int keys) -> bool {
+  auto attendsWhole = [&](idx q0, int rows, idx k0, int keys) -> bool {
     return q0 + rows <= $TQ && k0 + keys <= $TK &&
            !outside(q0, k0 + keys - 1) && !outside(q0 + rows - 1, k0);
   };
@@ -133,7 +133,7 @@ static const char *kPrologue = R"cuda(
   };
   // Stores the warp's rows `rows` (those below `limit`) of acc (16 x D) at
   // `base`, rows `step` apart, each element through `store`.
-  auto storeRows = [&](auto *base, i64 step, const i64 *rows, i64 limit,
+  auto storeRows = [&](auto *base, idx step, const idx *rows, idx limit,
                        float (*acc)[4], auto store) {
     _Pragma("unroll") for (int r = 0; r < 2; ++r)
       _Pragma("unroll") for (int n = 0; rows[r] < limit && n < $D / 8; ++n)
@@ -144,7 +144,7 @@ static const char *kPrologue = R"cuda(
   // row `valid` on), to a row-major tile (rows D + 8 apart); 16 bytes a
   // thread where the rows are 16-byte aligned. A thread loads four pieces
   // before it stores them, so that their loads wait on memory together.
-  auto stage = [&](const u16 *from, i64 step, int rows, i64 valid, u16 *tile) {
+  auto stage = [&](const u16 *from, idx step, int rows, idx valid, u16 *tile) {
     const bool wide = ((u64)from & 15) == 0 && step % 8 == 0;
     const int pieces = rows * ($D / 8);
     for (int e0 = threadIdx.x; e0 < pieces; e0 += 4 * blockDim.x) {
@@ -170,8 +170,8 @@ static const char *kPrologue = R"cuda(
   };
   // The A fragments of the warp's rows `rows` (g, g + 8) of a matrix at
   // `base` with rows `step` apart, zero past row `limit`.
-  auto rowFragments = [&](u32 (*a)[4], const u16 *base, i64 step,
-                          const i64 *rows, i64 limit) {
+  auto rowFragments = [&](u32 (*a)[4], const u16 *base, idx step,
+                          const idx *rows, idx limit) {
     _Pragma("unroll") for (int kk = 0; kk < $D / 16; ++kk)
       _Pragma("unroll") for (int r = 0; r < 2; ++r)
         _Pragma("unroll") for (int half = 0; half < 2; ++half)
@@ -185,22 +185,22 @@ static const char *kTensorCoreForward = R"cuda(
   $LT *lse = ($LT *)args[$A + 1];
   // Key and value tiles, row-major.
   alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
-  const i64 tiles = ($TQ + $BQ - 1) / $BQ;
-  for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
-    const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
-    const i64 kv = b * $HKV + h / $GROUP;
+  const idx tiles = ($TQ + $BQ - 1) / $BQ;
+  for (idx work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
+    const idx bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
+    const idx kv = b * $HKV + h / $GROUP;
     // The warp's 16 query rows as A fragments; per row (g, g + 8) the
     // running maximum and sum, and the output.
-    const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+    const idx row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     u32 qa[$D / 16][4];
     rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
     float maximum[2] = {-inf, -inf}, sum[2] = {0.0f, 0.0f};
     float o[$D / 8][4];
     zero(o);
     // Only the key tiles some row of the tile may attend to (causal, window).
-    i64 firstKey, keys;
+    idx firstKey, keys;
     keySpan(q0, firstKey, keys);
-    for (i64 k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
+    for (idx k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
       __syncthreads();
       stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks);
       stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs);
@@ -213,8 +213,8 @@ static const char *kTensorCoreForward = R"cuda(
       auto scores = [&](bool whole) {
         _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n) {
           _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-            const i64 j = k0 + n * 8 + 2 * t + (e & 1);
-            const i64 i = row[e / 2];
+            const idx j = k0 + n * 8 + 2 * t + (e & 1);
+            const idx i = row[e / 2];
             float x = s[n][e] * (float)$SCALE;
             x = !whole && (j >= $TK || i >= $TQ || outside(i, j)) ? -inf : masked(bh, i, j, x);
             s[n][e] = x;
@@ -291,9 +291,9 @@ static const char *kGradientPrologue = R"cuda(
   // values row-major in shared memory): S and dP again on tensor cores,
   // P = exp(S - L), 0 where a key takes no part; with `slopes`, also the
   // soft cap's slope at each score.
-  auto scoreGradients = [&](float (*ds)[4], i64 bh, i64 q0, const i64 *row,
+  auto scoreGradients = [&](float (*ds)[4], idx bh, idx q0, const idx *row,
                             u32 (*qa)[4], u32 (*da)[4], const float *logsumexp,
-                            const float *deltas, i64 k0, const u16 *keys,
+                            const float *deltas, idx k0, const u16 *keys,
                             const u16 *values, float (*slopes)[4]) {
     float dp[$BK / 8][4];
     againstRows(ds, $BK / 8, qa, keys);
@@ -301,7 +301,7 @@ static const char *kGradientPrologue = R"cuda(
     auto gradients = [&](bool whole) {
       _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-          const i64 j = k0 + n * 8 + 2 * t + (e & 1);
+          const idx j = k0 + n * 8 + 2 * t + (e & 1);
           const int r = e / 2;
           const bool live = logsumexp[r] != -inf && (whole || (j < $TK && !outside(row[r], j)));
           const float x = ds[n][e] * (float)$SCALE;
@@ -325,11 +325,11 @@ static const char *kTensorCoreQueryGradient = R"cuda(
   $DQT *dq = ($DQT *)args[$A + 3];
   // Key and value tiles, row-major.
   alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
-  const i64 tiles = ($TQ + $BQ - 1) / $BQ;
-  for (i64 work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
-    const i64 bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
-    const i64 kv = b * $HKV + h / $GROUP;
-    const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  const idx tiles = ($TQ + $BQ - 1) / $BQ;
+  for (idx work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
+    const idx bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
+    const idx kv = b * $HKV + h / $GROUP;
+    const idx row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     u32 qa[$D / 16][4], da[$D / 16][4];
     rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
     rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
@@ -350,9 +350,9 @@ static const char *kTensorCoreQueryGradient = R"cuda(
         deltaScratch[bh * $TQ + row[r]] = d;
     }
     zero(acc);
-    i64 firstKey, keys;
+    idx firstKey, keys;
     keySpan(q0, firstKey, keys);
-    for (i64 k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
+    for (idx k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
       __syncthreads();
       stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks);
       stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs);
@@ -384,10 +384,10 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
   // and delta (which the query kernel, launched first, stored).
   alignas(16) __shared__ u16 Qs[$BQ * ($D + 8)], Gs[$BQ * ($D + 8)];
   __shared__ float Ls[$BQ], Deltas[$BQ];
-  const i64 tiles = ($TK + $BK - 1) / $BK;
-  for (i64 work = blockIdx.x; work < $KVHEADS * tiles; work += gridDim.x) {
-    const i64 kv = work / tiles, k0 = work % tiles * $BK, b = kv / $HKV, group = kv % $HKV;
-    const i64 key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
+  const idx tiles = ($TK + $BK - 1) / $BK;
+  for (idx work = blockIdx.x; work < $KVHEADS * tiles; work += gridDim.x) {
+    const idx kv = work / tiles, k0 = work % tiles * $BK, b = kv / $HKV, group = kv % $HKV;
+    const idx key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
     u32 ka[$D / 16][4], va[$D / 16][4];
     rowFragments(ka, k + kAt(kv, 0), kStep, key, $TK);
     rowFragments(va, v + vAt(kv, 0), vStep, key, $TK);
@@ -395,15 +395,15 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
     zero(dkAcc);
     zero(dvAcc);
     // Only the query tiles some row of which may attend to the key tile.
-    i64 firstQuery, queries;
+    idx firstQuery, queries;
     querySpan(k0, firstQuery, queries);
-    for (i64 h = group * $GROUP; h < (group + 1) * $GROUP; ++h)
-      for (i64 q0 = firstQuery / $BQ * $BQ; q0 < queries; q0 += $BQ) {
-        const i64 bh = b * $H + h;
+    for (idx h = group * $GROUP; h < (group + 1) * $GROUP; ++h)
+      for (idx q0 = firstQuery / $BQ * $BQ; q0 < queries; q0 += $BQ) {
+        const idx bh = b * $H + h;
         __syncthreads();
         stage(q + qAt(bh, q0), qStep, $BQ, $TQ - q0, Qs);
         stage(dout + doutAt(bh, q0), doutStep, $BQ, $TQ - q0, Gs);
-        for (i64 r = threadIdx.x; r < $BQ; r += blockDim.x) {
+        for (idx r = threadIdx.x; r < $BQ; r += blockDim.x) {
           const bool inside = q0 + r < $TQ;
           Ls[r] = inside ? lse[bh * $TQ + q0 + r] : -inf;
           Deltas[r] = inside ? deltaScratch[bh * $TQ + q0 + r] : 0.0f;
@@ -418,7 +418,7 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
           _Pragma("unroll") for (int n = 0; n < $BQ / 8; ++n)
             _Pragma("unroll") for (int e = 0; e < 4; ++e) {
               const int c = n * 8 + 2 * t + (e & 1);
-              const i64 i = q0 + c, j = key[e / 2];
+              const idx i = q0 + c, j = key[e / 2];
               const bool live = Ls[c] != -inf && (whole || (i < $TQ && j < $TK && !outside(i, j)));
               const float x = pt[n][e] * (float)$SCALE;
               pt[n][e] = live ? __expf(masked(bh, i, j, x) - Ls[c]) : 0.0f;
@@ -453,24 +453,24 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
 static const char *kTensorCoreMaskGradient = R"cuda(
   $MT *dmask = ($MT *)args[$A + 6];
   alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
-  const i64 rowTiles = ($TQ + $BQ - 1) / $BQ, keyTiles = ($TK + $BK - 1) / $BK;
-  for (i64 work = blockIdx.x; work < $SLICES * rowTiles * keyTiles; work += gridDim.x) {
-    const i64 slice = work / (rowTiles * keyTiles), q0 = work / keyTiles % rowTiles * $BQ,
+  const idx rowTiles = ($TQ + $BQ - 1) / $BQ, keyTiles = ($TK + $BK - 1) / $BK;
+  for (idx work = blockIdx.x; work < $SLICES * rowTiles * keyTiles; work += gridDim.x) {
+    const idx slice = work / (rowTiles * keyTiles), q0 = work / keyTiles % rowTiles * $BQ,
               k0 = work % keyTiles * $BK;
-    const i64 row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-    const i64 firstB = $MB == 1 ? 0 : slice / $MH, lastBatch = $MB == 1 ? $B : firstB + 1;
-    const i64 firstH = $MH == 1 ? 0 : slice % $MH, lastH = $MH == 1 ? $H : firstH + 1;
+    const idx row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+    const idx firstB = $MB == 1 ? 0 : slice / $MH, lastBatch = $MB == 1 ? $B : firstB + 1;
+    const idx firstH = $MH == 1 ? 0 : slice % $MH, lastH = $MH == 1 ? $H : firstH + 1;
     float acc[$BK / 8][4];
     _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
       acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
     // A key tile no query row of the tile may attend to (causal, window)
     // has a zero gradient, computed from nothing.
-    i64 firstKey, keys;
+    idx firstKey, keys;
     keySpan(q0, firstKey, keys);
-    const i64 lastB = k0 + $BK > firstKey && k0 < keys ? lastBatch : firstB;
-    for (i64 b = firstB; b < lastB; ++b)
-      for (i64 h = firstH; h < lastH; ++h) {
-        const i64 bh = b * $H + h, kv = b * $HKV + h / $GROUP;
+    const idx lastB = k0 + $BK > firstKey && k0 < keys ? lastBatch : firstB;
+    for (idx b = firstB; b < lastB; ++b)
+      for (idx h = firstH; h < lastH; ++h) {
+        const idx bh = b * $H + h, kv = b * $HKV + h / $GROUP;
         u32 qa[$D / 16][4], da[$D / 16][4];
         rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
         rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
@@ -492,7 +492,7 @@ static const char *kTensorCoreMaskGradient = R"cuda(
       }
     _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
       _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-        const i64 j = k0 + n * 8 + 2 * t + (e & 1), i = row[e / 2];
+        const idx j = k0 + n * 8 + 2 * t + (e & 1), i = row[e / 2];
         if (i < $TQ && j < $TK)
           dmask[(slice * $TQ + i) * $TK + j] = $STOREM(acc[n][e]);
       }
@@ -520,14 +520,14 @@ template <typename OpTy> std::string spans(OpTy op) {
   auto atMost = [](const std::string &x, const char *bound) {
     return "(" + x + " < " + bound + " ? " + x + " : " + bound + ")";
   };
-  std::string l = std::to_string(left) + "ll", r = std::to_string(right) + "ll";
+  std::string l = indexConstant(left), r = indexConstant(right);
   std::string keyFirst = left < 0 ? "0" : atLeastZero("q0 - " + l);
   std::string keyLast = right < 0 ? "$TK" : atMost("q0 + $BQ + " + r, "$TK");
   std::string queryFirst = right < 0 ? "0" : atLeastZero("k0 - " + r);
   std::string queryLast = left < 0 ? "$TQ" : atMost("k0 + $BK + " + l, "$TQ");
-  return "  auto keySpan = [&](i64 q0, i64 &first, i64 &last) { first = " +
+  return "  auto keySpan = [&](idx q0, idx &first, idx &last) { first = " +
          keyFirst + "; last = " + keyLast +
-         "; };\n  auto querySpan = [&](i64 k0, i64 &first, i64 &last) { "
+         "; };\n  auto querySpan = [&](idx k0, idx &first, idx &last) { "
          "first = " +
          queryFirst + "; last = " + queryLast + "; };\n";
 }
@@ -577,7 +577,6 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
   Type qt = elementTypeOf(op.getQuery());
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   int64_t d = qs[3];
-  auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
   Type ot = elementTypeOf(op.getOutput());
   // An additive or boolean mask, broadcast to batch x heads x TQ x TK, is
   // the fourth operand.
@@ -638,20 +637,42 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
       {"SPANS", spans(op)},
       {"CAPPED", capped},
       {"SLOPE", slope},
-      {"TQ", count(qs[2])},
-      {"TK", count(ks[2])},
-      {"H", count(qs[1])},
-      {"HKV", count(ks[1])},
-      {"GROUP", count(qs[1] / ks[1])},
-      {"HEADS", count(qs[0] * qs[1])},
-      {"KVHEADS", count(ks[0] * ks[1])},
-      {"D", count(d)},
-      {"STREAMED", count(streamedRows(d))}};
+      {"TQ", indexConstant(qs[2])},
+      {"TK", indexConstant(ks[2])},
+      {"H", indexConstant(qs[1])},
+      {"HKV", indexConstant(ks[1])},
+      {"GROUP", indexConstant(qs[1] / ks[1])},
+      {"HEADS", indexConstant(qs[0] * qs[1])},
+      {"KVHEADS", indexConstant(ks[0] * ks[1])},
+      {"D", indexConstant(d)},
+      {"STREAMED", indexConstant(streamedRows(d))}};
 }
 
 std::pair<std::string, std::string> storer(const char *name, Value value) {
   return {name,
           "[](double x) { return " + stored(elementTypeOf(value), "x") + "; }"};
+}
+
+/// The most elements an index of `op`'s kernels ranges over: each
+/// tensor's view in its storage, and the scores where a mask or dropout
+/// addresses them (`(bh * TQ + i) * TK + j`).
+template <typename OpTy> int64_t indexBound(OpTy op, StridesOf stridesOf) {
+  int64_t bound = 0;
+  SmallVector<Value> values(op->getOperands());
+  llvm::append_range(values, op->getResults());
+  for (Value value : values) {
+    ArrayRef<int64_t> shape = shapeOf(value);
+    SmallVector<int64_t> strides = stridesOf(value);
+    int64_t extent = 1;
+    for (auto [size, stride] : llvm::zip_equal(shape, strides))
+      extent += (size - 1) * stride;
+    bound = std::max({bound, extent, countOf(value)});
+  }
+  if (op.getMask() || !op.getDropoutRatio().isZero()) {
+    ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
+    bound = std::max(bound, qs[0] * qs[1] * qs[2] * ks[2]);
+  }
+  return bound;
 }
 
 /// A block of four warps for each tile of 64 of `rows` in `heads`.
@@ -668,7 +689,7 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
   if (!values)
     return std::nullopt;
   values->push_back({"LT", storageType(elementTypeOf(op.getLogsumexp()))});
-  values->push_back({"BQ", "64ll"});
+  values->push_back({"BQ", "64"});
   values->push_back({"BK", "$STREAMED"});
   KernelPlan plan;
   plan.operands = {op.getQuery(), op.getKey(), op.getValue()};
@@ -681,6 +702,7 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
       substitute(std::string("$PROLOGUE") + kTensorCoreForward, *values);
   ArrayRef<int64_t> qs = shapeOf(op.getQuery());
   launchTiles(plan, qs[0] * qs[1], qs[2]);
+  plan.indexBound = indexBound(op, stridesOf);
   plan.flops = 2 * attentionProductFlops(op);
   return plan;
 }
@@ -697,14 +719,13 @@ static std::optional<KernelPlan> tensorCoreMaskGradient(AttentionGradOp op,
   llvm::append_range(shape, shapeOf(maskGrad));
   if (shape[2] != qs[2] || shape[3] != ks[2])
     return std::nullopt;
-  auto count = [](int64_t n) { return std::to_string(n) + "ll"; };
   values.push_back({"MT", storageType(elementTypeOf(maskGrad))});
   values.push_back(storer("STOREM", maskGrad));
-  values.push_back({"MB", count(shape[0])});
-  values.push_back({"MH", count(shape[1])});
-  values.push_back({"SLICES", count(shape[0] * shape[1])});
-  values.push_back({"B", count(qs[0])});
-  values.push_back({"BQ", "64ll"});
+  values.push_back({"MB", indexConstant(shape[0])});
+  values.push_back({"MH", indexConstant(shape[1])});
+  values.push_back({"SLICES", indexConstant(shape[0] * shape[1])});
+  values.push_back({"B", indexConstant(qs[0])});
+  values.push_back({"BQ", "64"});
   values.push_back({"BK", "$STREAMED"});
   KernelPlan plan = query;
   plan.body = substitute(std::string("$PROLOGUE") + kGradientPrologue +
@@ -747,15 +768,16 @@ tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   // The rows' deltas go to scratch, whose pointer follows the results.
   query.partialBytes = qs[0] * qs[1] * qs[2] * 4;
+  query.indexBound = indexBound(op, stridesOf);
   values->push_back({"SCRATCH_ARG", std::to_string(query.operands.size() +
                                                    query.results.size())});
   KernelPlan keyValue = query;
   std::string prologue = std::string("$PROLOGUE") + kGradientPrologue;
   Values queryValues = *values, keyValues = *values;
-  queryValues.push_back({"BQ", "64ll"});
+  queryValues.push_back({"BQ", "64"});
   queryValues.push_back({"BK", "$STREAMED"});
   keyValues.push_back({"BQ", "$STREAMED"});
-  keyValues.push_back({"BK", "64ll"});
+  keyValues.push_back({"BK", "64"});
   query.body = substitute(prologue + kTensorCoreQueryGradient, queryValues);
   keyValue.body = substitute(prologue + kTensorCoreKeyValueGradient, keyValues);
   // The query kernel stores dq and each row's delta (dO . O), which the
