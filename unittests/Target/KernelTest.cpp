@@ -685,6 +685,42 @@ const KernelCase kCases[] = {
             tensor<3x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<3x4x6xf32>, tensor<3x4x1xf32>,
             tensor<3x4x6xf32>, tensor<6xf32>
       })"},
+    // GPT-2's norm rows: 768 elements, 96 pieces of 16 bytes, so that a
+    // block of three warps (no power of two) shares each row's statistics;
+    // the residual add before the norm and the bf16 copies after it in the
+    // same kernels.
+    {"NormRowsOfThreeWarps", R"(
+      func.func @main(%x: tensor<5x768xbf16>, %r: tensor<5x768xf32>, %s: tensor<768xf32>,
+                      %b: tensor<768xf32>, %dy: tensor<5x768xbf16>)
+          -> (tensor<5x768xf32>, tensor<5x768xbf16>, tensor<5x1xf32>, tensor<5x1xf32>,
+              tensor<5x768xf32>, tensor<5x768xbf16>) {
+        %n:4 = kiln.fusion %x, %r, %s, %b
+            : (tensor<5x768xbf16>, tensor<5x768xf32>, tensor<768xf32>, tensor<768xf32>)
+            -> (tensor<5x768xf32>, tensor<5x768xbf16>, tensor<5x1xf32>, tensor<5x1xf32>) {
+        ^bb0(%a: tensor<5x768xbf16>, %c: tensor<5x768xf32>, %w: tensor<768xf32>, %v: tensor<768xf32>):
+          %a32 = kiln.cast %a : tensor<5x768xbf16> to tensor<5x768xf32>
+          %sum = kiln.add %a32, %c : (tensor<5x768xf32>, tensor<5x768xf32>) -> tensor<5x768xf32>
+          %y, %mean, %rstd = kiln.layer_norm %sum scale %w bias %v {axis = 1 : i64, epsilon = 1.0e-5 : f64}
+              : (tensor<5x768xf32>, tensor<768xf32>, tensor<768xf32>)
+              -> (tensor<5x768xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
+          %yc = kiln.cast %y : tensor<5x768xf32> to tensor<5x768xbf16>
+          kiln.yield %sum, %yc, %mean, %rstd : tensor<5x768xf32>, tensor<5x768xbf16>, tensor<5x1xf32>, tensor<5x1xf32>
+        }
+        %g:2 = kiln.fusion %n#0, %n#2, %n#3, %dy, %s
+            : (tensor<5x768xf32>, tensor<5x1xf32>, tensor<5x1xf32>, tensor<5x768xbf16>, tensor<768xf32>)
+            -> (tensor<5x768xf32>, tensor<5x768xbf16>) {
+        ^bb0(%h: tensor<5x768xf32>, %m: tensor<5x1xf32>, %q: tensor<5x1xf32>, %d: tensor<5x768xbf16>,
+             %w: tensor<768xf32>):
+          %d32 = kiln.cast %d : tensor<5x768xbf16> to tensor<5x768xf32>
+          %dx, %ds, %db = kiln.layer_norm_grad %h, %m, %q, %d32 scale %w {axis = 1 : i64}
+              : (tensor<5x768xf32>, tensor<5x1xf32>, tensor<5x1xf32>, tensor<5x768xf32>, tensor<768xf32>)
+              -> (tensor<5x768xf32>, tensor<768xf32>, tensor<768xf32>)
+          %dxc = kiln.cast %dx : tensor<5x768xf32> to tensor<5x768xbf16>
+          kiln.yield %dx, %dxc : tensor<5x768xf32>, tensor<5x768xbf16>
+        }
+        return %n#0, %n#1, %n#2, %n#3, %g#0, %g#1 : tensor<5x768xf32>, tensor<5x768xbf16>,
+            tensor<5x1xf32>, tensor<5x1xf32>, tensor<5x768xf32>, tensor<5x768xbf16>
+      })"},
     // Narrow norms: a bf16 input and output, f32 statistics, and gradients
     // f32 from the bf16 input (layer and RMS norm, forward and backward);
     // the RMS norm's gradient from a bf16 output gradient too.

@@ -166,7 +166,7 @@ KD Acc strided_reduce(Acc acc, Index first, Index end, Index step,
 }
 
 // Reductions of a block: every thread passes its part and gets the whole.
-// blockDim.x is a power of two from 32 to 256. A warp combines its lanes by
+// blockDim.x is a multiple of 32 up to 256. A warp combines its lanes by
 // butterfly shuffles (a lane and its partner combine the same two values,
 // and the combiners are commutative, so every lane holds the same total),
 // then every thread combines the warps' totals in warp order: two barriers
@@ -187,7 +187,7 @@ KD T block_reduce(T value, Combine combine) {
 }
 // Reductions across the warps of a block: every thread passes its part and
 // gets the whole of its lane (the threads with its threadIdx.x % 32),
-// combined in warp order. blockDim.x is a power of two from 32 to 256.
+// combined in warp order. blockDim.x is a multiple of 32 up to 256.
 template <typename T, typename Combine>
 KD T column_reduce(T value, Combine combine) {
   __shared__ T partial[256];
