@@ -72,7 +72,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
       std::string t = storageType(elementTypeOf(operand));
       prologue += "  alignas(16) " + t + " chunk_" + in + "[" +
                   std::to_string(vector) + "];\n  auto read_" + in +
-                  " = [&](idx i) { return (u64)(i - first) < " +
+                  " = [&](idx i) { return chunked && (u64)(i - first) < " +
                   std::to_string(vector) + "ull ? chunk_" + in +
                   "[i - first] : " + in + "[i]; };\n";
       aligned += " | (u64)" + in;
@@ -83,8 +83,12 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
           "  auto read_" + in + " = [&](idx i) { return " + in + "[i]; };\n";
     }
   }
+  // The piece the loop holds: its first element, and whether its operands'
+  // pieces are loaded (16-byte aligned). `first` is set whether or not, so
+  // that the loop's reads of piece elements index the pieces by constants
+  // (an index the compiler cannot resolve would put them in local memory).
   if (vectorized)
-    prologue = "  i64 first = -(1ll << 62);\n" + prologue;
+    prologue = "  idx first = 0;\n  bool chunked = false;\n" + prologue;
   for (auto [n, constant] : llvm::enumerate(plan.constants))
     pointer("const ", elementTypeOf(constant->getResult(0)),
             "cst" + std::to_string(n), next++);
@@ -176,8 +180,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   // The elements of piece c: loaded, computed (then `extra`), stored.
   std::string v = std::to_string(vector);
   auto piece = [&](const std::string &extra) {
-    return "    if (aligned) {\n      first = c * " + v + ";\n" + chunks +
-           "    }\n" + buffers +
+    return "    first = c * " + v + ";\n    chunked = aligned;\n" +
+           "    if (aligned) {\n" + chunks + "    }\n" + buffers +
            "    #pragma unroll\n    for (int v = 0; v < " + v +
            "; ++v) {\n    const idx i = c * " + v + " + v;\n" + compute +
            extra + buffered + "    }\n    if (aligned) {\n" + vectorStore +

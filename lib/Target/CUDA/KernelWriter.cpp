@@ -619,11 +619,22 @@ void KernelWriter::planSharing(ArrayRef<Value> results,
     if (atResultIndex)
       readAtResultIndex.insert(v);
   }
-  // Memory every read of which is at the results' index.
+  // Memory every read of which is at the results' index: the loop over
+  // the results then serves its reads from the 16-byte pieces it loads.
+  // (The memory lambda() reads for a fusion's block argument is the
+  // fusion's operand.)
   for (Value v : order) {
-    if (computed.contains(v))
+    Value read = v;
+    auto argument = dyn_cast<BlockArgument>(v);
+    if (auto fusion =
+            argument ? dyn_cast<FusionOp>(argument.getOwner()->getParentOp())
+                     : FusionOp())
+      read = fusion->getOperand(argument.getArgNumber());
+    else if (computed.contains(v))
       continue;
-    Value memory = materialized.contains(v) ? v : external(v);
+    Value memory = materialized.contains(read) ? read : external(read);
+    if (!memory)
+      continue;
     auto [it, added] = memoryAtResultIndex.try_emplace(memory, true);
     it->second &= readAtResultIndex.contains(v);
   }

@@ -9,7 +9,7 @@
 
 func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
                 %x: tensor<4x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>)
-    -> (tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>, tensor<32xf32>) {
+    -> (tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>, tensor<32xf32>, tensor<4x32xbf16>) {
   %e = kiln.gather %table, %ids {axis = 0 : i64}
       : (tensor<16x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
   %t = kiln.transpose %x {permutation = array<i64: 1, 0>}
@@ -20,7 +20,14 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
       -> (tensor<4x32xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
   %c = kiln.cast %y : tensor<4x32xf32> to tensor<4x32xbf16>
   %cs = kiln.reduce_sum %x {axes = array<i64: 0>} : (tensor<4x32xf32>) -> tensor<32xf32>
-  return %e, %s, %c, %cs : tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>, tensor<32xf32>
+  %f = kiln.fusion %x : (tensor<4x32xf32>) -> tensor<4x32xbf16> {
+  ^bb0(%a: tensor<4x32xf32>):
+    %n = kiln.neg %a : tensor<4x32xf32>
+    %nc = kiln.cast %n : tensor<4x32xf32> to tensor<4x32xbf16>
+    kiln.yield %nc : tensor<4x32xbf16>
+  }
+  return %e, %s, %c, %cs, %f : tensor<2x3x8xf32>, tensor<f32>, tensor<4x32xbf16>, tensor<32xf32>,
+      tensor<4x32xbf16>
 }
 
 // The gather: negative ids count from the end; an id out of range sets the
@@ -77,10 +84,16 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // converts the rounded value, exactly, to its bits. Each
 // thread reads two 16-byte pieces of its input and writes 16 bytes (8 bf16
 // elements) when the pointers are aligned, element by element otherwise.
+// The piece's reads index its loaded elements by constants (`first` is the
+// piece's start whether or not it was loaded), which keeps them in
+// registers.
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
-// CHECK:       auto read_in0 = [&](idx i) { return (u64)(i - first) < 8ull ? chunk_in0[i - first] : in0[i]; };
+// CHECK:       auto read_in0 = [&](idx i) { return chunked && (u64)(i - first) < 8ull ? chunk_in0[i - first] : in0[i]; };
 // CHECK:       const bool aligned = ((0 | (u64)in0 | (u64)out0) & 15) == 0;
-// CHECK:       copy16(chunk_in0, in0 + first, 2);
+// CHECK:       first = c * 8;
+// CHECK-NEXT:  chunked = aligned;
+// CHECK-NEXT:  if (aligned) {
+// CHECK-NEXT:    copy16(chunk_in0, in0 + first, 2);
 // CHECK:       s0[v] = f32_to_bf16((float)(r0));
 // CHECK:       copy16(out0 + c * 8, s0, 1);
 // CHECK:       for (int v = 0; v < 8; ++v) out0[c * 8 + v] = s0[v];
@@ -93,3 +106,9 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK:       const idx lane = c0 + threadIdx.x % 32;
 // CHECK:       v1_compute(i);
 // CHECK:       if (threadIdx.x < 32 && lane < 32) {
+
+// A fusion reads its operand through its block argument: 16 bytes a piece
+// as well.
+// CHECK-LABEL: kiln_kernel_6(void *const *args)
+// CHECK:       auto read_in0 = [&](idx i) { return chunked && (u64)(i - first) < 8ull ? chunk_in0[i - first] : in0[i]; };
+// CHECK:       copy16(chunk_in0, in0 + first, 2);
