@@ -75,6 +75,12 @@ static cl::opt<bool> reportTraffic(
              "move at least and the products' floating-point operations, "
              "by op"),
     cl::cat(category));
+static cl::opt<bool> reportKernels(
+    "report-kernels",
+    cl::desc("--target=cuda: print, for each compiled kernel, its block, "
+             "the registers, shared and local memory ptxas allotted it "
+             "(spills), and the ops it runs for"),
+    cl::cat(category));
 static cl::opt<bool> exactAttention(
     "exact-attention",
     cl::desc("--target=cuda: attention by kernels that round exactly as the "
@@ -353,12 +359,54 @@ static void printTraffic(const kiln::artifact::ArtifactT &artifact) {
     print(name, share);
 }
 
+/// What ptxas allotted each kernel, with its block and the first op it
+/// runs for (--report-kernels).
+static void printKernels(const kiln::artifact::ArtifactT &artifact,
+                         const kiln::cuda::TargetReport &report) {
+  struct Use {
+    int64_t block = 0;
+    std::string origin;
+    size_t launches = 0;
+  };
+  std::vector<Use> uses(artifact.kernel_names.size());
+  for (const auto &operation : artifact.operations) {
+    if (!operation->kernel)
+      continue;
+    Use &use = uses[operation->kernel->kernel];
+    use.block = operation->kernel->block;
+    if (use.launches++ == 0)
+      use.origin = operation->origin;
+  }
+  for (const auto &[arch, kernels] : report.kernels) {
+    outs() << "kernels for " << arch
+           << ": block, registers, shared memory, local memory per thread "
+              "(spilled registers), launches, op\n";
+    // In the artifact's order (ptxas reports the last first).
+    std::vector<std::pair<size_t, const kiln::cuda::KernelResources *>> byIndex;
+    for (const kiln::cuda::KernelResources &k : kernels) {
+      size_t n = 0;
+      if (!StringRef(k.kernel).rsplit('_').second.getAsInteger(10, n) &&
+          n < uses.size())
+        byIndex.push_back({n, &k});
+    }
+    llvm::sort(byIndex);
+    for (auto [n, resources] : byIndex) {
+      const kiln::cuda::KernelResources &k = *resources;
+      outs() << formatv("  {0,-16} {1,4} {2,4} regs {3,6} B smem {4,5} B local "
+                        "({5} B spilled) {6,4}x {7}\n",
+                        k.kernel, uses[n].block, k.registers, k.sharedBytes,
+                        k.stackBytes, k.spillStoreBytes, uses[n].launches,
+                        uses[n].origin);
+    }
+  }
+}
+
 /// Writes the artifact of `planned` (--target=cuda).
 static int compileForCuda(PlannedStep &planned) {
   kiln::cuda::TargetOptions targetOptions;
   if (!archs.empty())
     targetOptions.archs.assign(archs.begin(), archs.end());
-  if (outputPath.empty())
+  if (outputPath.empty() && !reportKernels)
     targetOptions.archs.clear(); // nothing to write: nothing to compile
   auto modelBytes = MemoryBuffer::getFile(modelPath);
   targetOptions.modelHash =
@@ -397,6 +445,8 @@ static int compileForCuda(PlannedStep &planned) {
     outs() << (*artifact)->source;
   if (reportTraffic)
     printTraffic(**artifact);
+  if (reportKernels)
+    printKernels(**artifact, targetReport);
   if (outputPath.empty())
     return 0;
   std::string error;
@@ -432,17 +482,20 @@ int main(int argc, char **argv) {
       kiln::pipelineConfigFromOptions();
   if (!config)
     return fail(toString(config.takeError()));
-  if ((printCuda || reportTraffic) && target.empty())
-    return fail(std::string(printCuda ? "--print-cuda" : "--report-traffic") +
+  if ((printCuda || reportTraffic || reportKernels) && target.empty())
+    return fail(std::string(printCuda       ? "--print-cuda"
+                            : reportTraffic ? "--report-traffic"
+                                            : "--report-kernels") +
                 " needs --target=cuda");
   if (!reportMemory && maxMemory.empty() && target.empty())
     return fail("nothing to do: give --report-memory, --max-memory or "
                 "--target=cuda");
   if (!target.empty() && target != "cuda")
     return fail("unknown --target '" + target + "' (the one target is cuda)");
-  if (!target.empty() && outputPath.empty() && !printCuda && !reportTraffic)
+  if (!target.empty() && outputPath.empty() && !printCuda && !reportTraffic &&
+      !reportKernels)
     return fail("--target=cuda needs -o MODEL.kiln (or --print-cuda, "
-                "--report-traffic)");
+                "--report-traffic, --report-kernels)");
   for (const std::string &arch : archs)
     if (!kiln::cuda::isArchitectureName(arch))
       return fail("--arch expects names like sm_80 or sm_90, got '" + arch +

@@ -587,6 +587,38 @@ TEST_F(TargetTest, UnfusedStepMatchesInterpreter) {
   EXPECT_GT(unfused, 2 * launches);
 }
 
+// ptxas's -v report, as NVRTC's log gives it: each kernel's registers,
+// shared memory, stack frame and spills.
+TEST(KernelResourcesTest, ParsesPtxasReport) {
+  std::vector<cuda::KernelResources> kernels = cuda::parsePtxasInfo(
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'kiln_kernel_44' for "
+      "'sm_90'\n"
+      "ptxas info    : Function properties for kiln_kernel_44\n"
+      "    64 bytes stack frame, 64 bytes spill stores, 48 bytes spill "
+      "loads\n"
+      "ptxas info    : Used 255 registers, used 0 barriers, 64 bytes "
+      "cumulative stack size\n"
+      "ptxas info    : Compile time = 28.692 ms\n"
+      "ptxas info    : Compiling entry function 'kiln_kernel_9' for "
+      "'sm_90'\n"
+      "ptxas info    : Function properties for kiln_kernel_9\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 126 registers, used 1 barriers, 18432 bytes "
+      "smem\n");
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].kernel, "kiln_kernel_44");
+  EXPECT_EQ(kernels[0].registers, 255);
+  EXPECT_EQ(kernels[0].stackBytes, 64);
+  EXPECT_EQ(kernels[0].spillStoreBytes, 64);
+  EXPECT_EQ(kernels[0].spillLoadBytes, 48);
+  EXPECT_EQ(kernels[0].sharedBytes, 0);
+  EXPECT_EQ(kernels[1].kernel, "kiln_kernel_9");
+  EXPECT_EQ(kernels[1].registers, 126);
+  EXPECT_EQ(kernels[1].stackBytes, 0);
+  EXPECT_EQ(kernels[1].sharedBytes, 18432);
+}
+
 // Kernels over small tensors compute their indices in 32 bits; the 64-bit
 // form, which kernels over tensors of 2^30 elements or more take, computes
 // the same step.

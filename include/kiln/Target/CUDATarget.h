@@ -51,6 +51,20 @@ struct TargetOptions {
   AttentionBackend attention = AttentionBackend::Kiln;
 };
 
+/// What ptxas allotted one compiled kernel (its `-v` report).
+struct KernelResources {
+  std::string kernel;
+  int64_t registers = 0;
+  /// Bytes of local memory per thread: the stack frame (arrays indexed by
+  /// values the compiler cannot resolve, spilled registers) and the spills.
+  int64_t stackBytes = 0, spillStoreBytes = 0, spillLoadBytes = 0;
+  /// Bytes of static shared memory per block.
+  int64_t sharedBytes = 0;
+};
+
+/// The kernels `ptxasInfo` (ptxas's `-v` report) describes, in its order.
+std::vector<KernelResources> parsePtxasInfo(llvm::StringRef ptxasInfo);
+
 /// What compileFunction reports beside the artifact: the attention ops that
 /// `--attention=cudnn` left to kiln's kernels, and those that run on the
 /// exact kernels rather than on tensor cores (unless asked for), each with
@@ -59,6 +73,9 @@ struct TargetReport {
   std::vector<std::string> keptAttention;
   /// Each reason, with the ops it keeps off tensor cores.
   std::map<std::string, std::vector<std::string>> exactAttention;
+  /// What ptxas allotted each kernel, by architecture (for the cubins
+  /// compiled).
+  std::map<std::string, std::vector<KernelResources>> kernels;
 };
 
 /// Lowers `function`, a single-block function whose values the memory plan
@@ -77,9 +94,11 @@ bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
 bool isArchitectureName(llvm::StringRef arch);
 
 /// Compiles CUDA C++ `source` with NVRTC to a cubin for `arch` ("sm_90"),
-/// or to PTX when `ptx` is set.
+/// or to PTX when `ptx` is set; for a cubin, `ptxasInfo` (if given) receives
+/// ptxas's report of each kernel's registers and memory.
 llvm::Expected<std::vector<uint8_t>>
-compileWithNVRTC(const std::string &source, const std::string &arch, bool ptx);
+compileWithNVRTC(const std::string &source, const std::string &arch, bool ptx,
+                 std::string *ptxasInfo = nullptr);
 
 } // namespace kiln::cuda
 

@@ -206,12 +206,14 @@ LogicalResult Lowering::compileKernels(artifact::ArtifactT &result) {
   });
   size_t jobs = options.archs.size() + 1;
   std::vector<std::optional<llvm::Expected<std::vector<uint8_t>>>> images(jobs);
+  std::vector<std::string> ptxasInfo(jobs);
   std::vector<std::thread> workers;
   for (size_t i = 0; i < jobs; ++i)
     workers.emplace_back([&, i] {
       bool ptx = i == options.archs.size();
       images[i].emplace(compileWithNVRTC(result.source,
-                                         ptx ? newest : options.archs[i], ptx));
+                                         ptx ? newest : options.archs[i], ptx,
+                                         report ? &ptxasInfo[i] : nullptr));
     });
   for (std::thread &worker : workers)
     worker.join();
@@ -227,6 +229,8 @@ LogicalResult Lowering::compileKernels(artifact::ArtifactT &result) {
       result.ptx_arch = newest;
       continue;
     }
+    if (report)
+      report->kernels[options.archs[i]] = parsePtxasInfo(ptxasInfo[i]);
     auto entry = std::make_unique<artifact::CubinT>();
     entry->arch = options.archs[i];
     entry->image = std::move(*image);

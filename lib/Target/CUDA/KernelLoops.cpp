@@ -67,7 +67,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   for (auto [n, operand] : llvm::enumerate(plan.operands)) {
     std::string in = "in" + std::to_string(n);
     int64_t bytes = vector * storageBytes(elementTypeOf(operand));
-    if (vectorized && memoryAtResultIndex.lookup(operand) &&
+    if (vectorized && memoryAtResultIndex.contains(operand) &&
         countOf(operand) == count && bytes % 16 == 0) {
       std::string t = storageType(elementTypeOf(operand));
       prologue += "  alignas(16) " + t + " chunk_" + in + "[" +
@@ -85,8 +85,10 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   }
   // The piece the loop holds: its first element, and whether its operands'
   // pieces are loaded (16-byte aligned). `first` is set whether or not, so
-  // that the loop's reads of piece elements index the pieces by constants
-  // (an index the compiler cannot resolve would put them in local memory).
+  // that the loop's reads of piece elements index the pieces by constants,
+  // and `chunked` is false outside a piece, so that no other read (a row's
+  // statistics) indexes them at all: an index the compiler cannot resolve
+  // would put them in local memory.
   if (vectorized)
     prologue = "  idx first = 0;\n  bool chunked = false;\n" + prologue;
   for (auto [n, constant] : llvm::enumerate(plan.constants))
@@ -184,8 +186,9 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
            "    if (aligned) {\n" + chunks + "    }\n" + buffers +
            "    #pragma unroll\n    for (int v = 0; v < " + v +
            "; ++v) {\n    const idx i = c * " + v + " + v;\n" + compute +
-           extra + buffered + "    }\n    if (aligned) {\n" + vectorStore +
-           "    } else {\n" + elementStore + "    }\n";
+           extra + buffered + "    }\n    chunked = false;\n" +
+           "    if (aligned) {\n" + vectorStore + "    } else {\n" +
+           elementStore + "    }\n";
   };
   std::string alignment =
       vectorized ? "  const bool aligned = ((" + aligned + ") & 15) == 0;\n"

@@ -619,24 +619,33 @@ void KernelWriter::planSharing(ArrayRef<Value> results,
     if (atResultIndex)
       readAtResultIndex.insert(v);
   }
-  // Memory every read of which is at the results' index: the loop over
-  // the results then serves its reads from the 16-byte pieces it loads.
-  // (The memory lambda() reads for a fusion's block argument is the
-  // fusion's operand.)
+  // Values that a reader the kernel computes reads at the results' own
+  // index: an elementwise op, or the element of a row op (which reads the
+  // row for its statistics besides, from memory: pieces serve only the
+  // reads the loop makes while it holds them).
+  llvm::DenseSet<Value> readsOwnIndex(results.begin(), results.end());
+  for (Value v : llvm::reverse(order))
+    if (llvm::any_of(v.getUsers(), [&](Operation *user) {
+          return user->getNumResults() &&
+                 readsOwnIndex.contains(user->getResult(0)) &&
+                 countOf(v) == countOf(user->getResult(0)) &&
+                 (isElementwise(user) ||
+                  isa<ReshapeOp, LayerNormOp, LayerNormGradOp, RmsNormOp,
+                      RmsNormGradOp, SoftmaxOp, SoftmaxGradOp, LogSoftmaxOp,
+                      LogSoftmaxGradOp, CrossEntropyGradOp>(user));
+        }))
+      readsOwnIndex.insert(v);
+  // Their memory, which the loop over the results loads in 16-byte pieces
+  // (the memory lambda() reads for a fusion's block argument is the
+  // fusion's operand).
   for (Value v : order) {
-    Value read = v;
-    auto argument = dyn_cast<BlockArgument>(v);
-    if (auto fusion =
-            argument ? dyn_cast<FusionOp>(argument.getOwner()->getParentOp())
-                     : FusionOp())
-      read = fusion->getOperand(argument.getArgNumber());
-    else if (computed.contains(v))
+    if (!readsOwnIndex.contains(v))
       continue;
-    Value memory = materialized.contains(read) ? read : external(read);
-    if (!memory)
-      continue;
-    auto [it, added] = memoryAtResultIndex.try_emplace(memory, true);
-    it->second &= readAtResultIndex.contains(v);
+    if (auto argument = dyn_cast<BlockArgument>(v))
+      if (auto fusion = dyn_cast<FusionOp>(argument.getOwner()->getParentOp()))
+        v = fusion->getOperand(argument.getArgNumber());
+    if (Value memory = materialized.contains(v) ? v : external(v))
+      memoryAtResultIndex.insert(memory);
   }
 }
 

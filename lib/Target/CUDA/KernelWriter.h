@@ -304,8 +304,9 @@ private:
   /// other; whether one of them reduces rows.
   int64_t rowLength = 0;
   llvm::DenseSet<mlir::Value> readAtResultIndex;
-  /// Memory the kernel reads, and whether only at the results' index.
-  llvm::DenseMap<mlir::Value, bool> memoryAtResultIndex;
+  /// Memory the loop over the results reads at the results' own index
+  /// (among other reads), which it loads 16 bytes a piece.
+  llvm::DenseSet<mlir::Value> memoryAtResultIndex;
   llvm::SmallVector<std::pair<std::string, std::string>> shared;
   bool sharesRows = false;
   int64_t resultCount = 0;

@@ -59,12 +59,17 @@ int64_t Lowering::constantOffset(Operation *constant) {
 }
 
 unsigned Lowering::kernelIndex(const std::string &body,
-                               const std::string &parameter) {
-  auto [it, added] = kernelBySource.try_emplace(body, kernelNames.size());
+                               const std::string &parameter, int64_t block) {
+  // The launch bounds are the block the kernel runs in, so that ptxas
+  // allots registers for it (a bound of 256 for a 96-thread block made it
+  // spill to keep more blocks than the block size allows).
+  std::string bounds = "__launch_bounds__(" + std::to_string(block) + ")";
+  auto [it, added] =
+      kernelBySource.try_emplace(bounds + body, kernelNames.size());
   if (added) {
     std::string name = "kiln_kernel_" + std::to_string(kernelNames.size());
     kernelNames.push_back(name);
-    source += "\nextern \"C\" __global__ void __launch_bounds__(256) " + name +
+    source += "\nextern \"C\" __global__ void " + bounds + " " + name +
               "(void *const *" + parameter + ") {\n" + body + "}\n";
   }
   return it->second;
@@ -143,14 +148,14 @@ LogicalResult Lowering::emitKernels(Operation *origin,
       if (failed(appendArguments(kernels[k], *launch, origin, resultOffset)))
         return failure();
     if (last - first == 1) {
-      launch->kernel = kernelIndex(declared(kernel), "args");
+      launch->kernel = kernelIndex(declared(kernel), "args", kernel.block);
     } else {
       size_t perLaunch = launch->args.size() / (last - first);
       launch->kernel = kernelIndex(
           "  for (i64 batch = 0; batch < " + std::to_string(last - first) +
               "; ++batch) {\n    void *const *args = tables + batch * " +
               std::to_string(perLaunch) + ";\n" + declared(kernel) + "  }\n",
-          "tables");
+          "tables", kernel.block);
     }
     auto operation = std::make_unique<artifact::OperationT>();
     operation->kernel = std::move(launch);
