@@ -131,13 +131,28 @@ std::string coordinate(ArrayRef<int64_t> shape, int64_t d,
 
 std::string remap(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
                   int64_t base, const std::string &var) {
-  if (base == 0 && ArrayRef<int64_t>(contiguousStrides(shape)) == strides)
+  // Neighbouring dimensions whose strides continue each other are one (the
+  // dimensions a reshape merged): a division and a modulo fewer, and the
+  // index is `var * stride` where it is, as the compiler can then see.
+  SmallVector<int64_t> sizes, steps;
+  for (auto [size, stride] : llvm::zip_equal(shape, strides)) {
+    if (size == 1)
+      continue;
+    if (!sizes.empty() && steps.back() == size * stride) {
+      sizes.back() *= size;
+      steps.back() = stride;
+    } else {
+      sizes.push_back(size);
+      steps.push_back(stride);
+    }
+  }
+  if (base == 0 && sizes.size() == 1 && steps[0] == 1)
     return var;
   std::string expr = indexConstant(base);
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] != 1 && strides[d] != 0)
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (steps[d] != 0)
       expr +=
-          " + " + coordinate(shape, d, var) + " * " + indexConstant(strides[d]);
+          " + " + coordinate(sizes, d, var) + " * " + indexConstant(steps[d]);
   return "(" + expr + ")";
 }
 

@@ -44,7 +44,7 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 
 // The full sum: one block, its threads striding over the input.
 // CHECK-LABEL: kiln_kernel_2(void *const *args)
-// CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x, 128, blockDim.x, Sum(), [&](idx k) { return (double)(v0(o + k)); });
+// CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x, 128, blockDim.x, Sum(), [&](idx k) { return (double)(v0((0) + k)); });
 // CHECK:       acc = block_reduce(acc, Sum());
 // CHECK:       for (idx i = blockIdx.x; i < 1; i += gridDim.x)
 // CHECK:       if (threadIdx.x == 0)
