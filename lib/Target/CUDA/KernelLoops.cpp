@@ -18,12 +18,23 @@ using namespace mlir;
 namespace kiln::cuda {
 
 static constexpr int64_t kMaxBlocks = 4096;
-static constexpr int64_t kThreads = 256;
 
 int64_t KernelWriter::partialsPerBlock() const {
   if (schedule == Schedule::BlockPerColumns)
     return resultCount;
   return sumsAddedInRows(/*perRow=*/false) ? rowLength : 1;
+}
+
+int64_t KernelWriter::pieceLength(ArrayRef<Value> results) const {
+  int64_t smallest = 16;
+  for (Value result : results)
+    smallest = std::min<int64_t>(smallest, storageBytes(elementTypeOf(result)));
+  int64_t vector = 16 / smallest;
+  // A block per row takes 16-byte pieces of its row when rows are whole
+  // pieces, so that every piece is aligned as the row's start is.
+  bool whole = countOf(results.front()) % vector == 0 &&
+               (schedule != Schedule::BlockPerRow || rowLength % vector == 0);
+  return whole ? vector : 1;
 }
 
 KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
@@ -47,22 +58,16 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     pointer("const ", elementTypeOf(operand), "in" + std::to_string(n), next++);
   // 16 bytes of every result per thread and step, where the results' type
   // allows and their count is a multiple: every thread computes that many
-  // elements, reading the operands it reads only at the results' index from
+  // elements, reading the operands it reads at the results' index from
   // 16-byte chunks it loaded, and stores 16-byte pieces, when every pointer
   // involved is 16-byte aligned (arena tensors are; the loop falls back to
   // element accesses otherwise).
-  int64_t smallest = 16;
-  for (Value result : results)
-    smallest = std::min<int64_t>(smallest, storageBytes(elementTypeOf(result)));
-  int64_t vector = 16 / smallest;
-  // A block per row takes 16-byte pieces of its row when rows are whole
-  // pieces, so that every piece is aligned as the row's start is.
-  bool pieceSchedule =
-      (schedule == Schedule::Thread && !rowMemo) ||
-      (schedule == Schedule::BlockPerRow && rowLength % vector == 0);
-  bool vectorized = pieceSchedule &&
-                    (split.phase == SplitPhase::None || sumsInRows) &&
-                    vector > 1 && count % vector == 0;
+  int64_t vector = pieceLength(results);
+  bool vectorized =
+      vector > 1 && (schedule == Schedule::BlockPerRow
+                         ? split.phase == SplitPhase::None || sumsInRows
+                         : schedule == Schedule::Thread && !rowMemo &&
+                               split.phase == SplitPhase::None);
   std::string aligned = "0", chunks;
   for (auto [n, operand] : llvm::enumerate(plan.operands)) {
     std::string in = "in" + std::to_string(n);
@@ -83,12 +88,12 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
           "  auto read_" + in + " = [&](idx i) { return " + in + "[i]; };\n";
     }
   }
-  // The piece the loop holds: its first element, and whether its operands'
-  // pieces are loaded (16-byte aligned). `first` is set whether or not, so
-  // that the loop's reads of piece elements index the pieces by constants,
-  // and `chunked` is false outside a piece, so that no other read (a row's
-  // statistics) indexes them at all: an index the compiler cannot resolve
-  // would put them in local memory.
+  // The piece the loop (or a row statistic's loop) holds: its first
+  // element, and whether its operands' pieces are loaded (16-byte
+  // aligned). `first` is set whether or not, so that the reads of piece
+  // elements index the pieces by constants, and `chunked` is false outside
+  // a piece, so that no other read indexes them at all: an index the
+  // compiler cannot resolve would put them in local memory.
   if (vectorized)
     prologue = "  idx first = 0;\n  bool chunked = false;\n" + prologue;
   for (auto [n, constant] : llvm::enumerate(plan.constants))
@@ -182,20 +187,25 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
   // The elements of piece c: loaded, computed (then `extra`), stored.
   std::string v = std::to_string(vector);
   auto piece = [&](const std::string &extra) {
-    return "    first = c * " + v + ";\n    chunked = aligned;\n" +
-           "    if (aligned) {\n" + chunks + "    }\n" + buffers +
+    return "    load_pieces(c * " + v + ");\n" + buffers +
            "    #pragma unroll\n    for (int v = 0; v < " + v +
            "; ++v) {\n    const idx i = c * " + v + " + v;\n" + compute +
            extra + buffered + "    }\n    chunked = false;\n" +
            "    if (aligned) {\n" + vectorStore + "    } else {\n" +
            elementStore + "    }\n";
   };
-  std::string alignment =
-      vectorized ? "  const bool aligned = ((" + aligned + ") & 15) == 0;\n"
-                 : "";
+  // After every pointer the alignment test reads.
+  auto loadPieces = [&] {
+    return vectorized ? "  const bool aligned = ((" + aligned +
+                            ") & 15) == 0;\n  auto load_pieces = [&](idx at) "
+                            "{\n    first = at;\n    chunked = aligned;\n"
+                            "    if (aligned) {\n" +
+                            chunks + "    }\n  };\n"
+                      : std::string();
+  };
   std::string loop;
   if (vectorized && schedule == Schedule::Thread) {
-    loop = alignment + "  for (idx c = global_thread<idx>(); c < " +
+    loop = "  for (idx c = global_thread<idx>(); c < " +
            indexConstant(count / vector) + "; c += thread_count<idx>()) {\n" +
            piece("") + "  }\n";
     plan.grid = std::clamp<int64_t>((count / vector + kThreads - 1) / kThreads,
@@ -254,8 +264,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
               std::to_string(held) + "; ++h) {\n    const idx o = " + column +
               ";\n    if (o < " + len + ") {\n" + flush + "    }\n  }\n";
     }
-    loop = alignment + hold + "  for (idx row = blockIdx.x; row < " +
-           indexConstant(rows) +
+    loop = hold + "  for (idx row = blockIdx.x; row < " + indexConstant(rows) +
            "; row += gridDim.x) {\n    const idx i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
       loop += "    " + name + "_compute(" + start + ");\n";
@@ -322,7 +331,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.grid =
         std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks);
   }
-  plan.body = prologue + code + loop;
+  plan.body = prologue + loadPieces() + code + loop;
   return std::move(plan);
 }
 

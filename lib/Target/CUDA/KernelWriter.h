@@ -127,6 +127,10 @@ struct Reduction {
 
 //===- The writer ---------------------------------------------------------===//
 
+/// Threads per block of the generated kernels (at most, for a block per
+/// row).
+constexpr int64_t kThreads = 256;
+
 /// A scalar result over a large reduction is computed by two kernels: many
 /// blocks reduce chunks into partials, one combines them.
 enum class SplitPhase { None, Partials, Combine };
@@ -292,6 +296,10 @@ private:
   /// result of a block per columns, one per column of a row loop that adds
   /// up column sums, one otherwise.
   int64_t partialsPerBlock() const;
+  /// Elements per 16-byte piece of the results (of the smallest type),
+  /// where the loop over them can take pieces (their count, and a block
+  /// per row's rows, are whole pieces); 1 otherwise.
+  int64_t pieceLength(llvm::ArrayRef<mlir::Value> results) const;
   std::string constantPointer(mlir::Operation *constant);
 
   llvm::function_ref<mlir::Value(mlir::Value)> external;
@@ -303,6 +311,10 @@ private:
   /// in the order they were defined, which is the order they depend on each
   /// other; whether one of them reduces rows.
   int64_t rowLength = 0;
+  /// A block per row whose loop takes pieces, each thread one of a row's
+  /// (a norm's row of 768 bf16: 96 pieces): their length, so that the
+  /// row's statistics read their terms in the same pieces; 1 otherwise.
+  int64_t rowPieces = 1;
   llvm::DenseSet<mlir::Value> readAtResultIndex;
   /// Memory the loop over the results reads at the results' own index
   /// (among other reads), which it loads 16 bytes a piece.

@@ -165,6 +165,22 @@ KD Acc strided_reduce(Acc acc, Index first, Index end, Index step,
   return acc;
 }
 
+// `acc` combined, in order, with term(k) for the Piece elements k of each
+// piece p = first, first + step, ... below end, after load(p) has loaded
+// the piece's operands 16 bytes at a time, so that the terms read them
+// from registers (a row's statistics over the pieces its kernel stores).
+template <typename Index, int Piece, typename Acc, typename Combine,
+          typename Load, typename Term>
+KD Acc piece_reduce(Acc acc, Index first, Index end, Index step,
+                    Combine combine, Load load, Term term) {
+  for (Index p = first; p < end; p += step) {
+    load(p);
+    _Pragma("unroll") for (int v = 0; v < Piece; ++v)
+      acc = combine(acc, term(p * Piece + v));
+  }
+  return acc;
+}
+
 // Reductions of a block: every thread passes its part and gets the whole.
 // blockDim.x is a multiple of 32 up to 256. A warp combines its lanes by
 // butterfly shuffles (a lane and its partner combine the same two values,

@@ -50,14 +50,22 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK:       if (threadIdx.x == 0)
 
 // Layer norm: a block per row, whose threads compute the row's mean, then
-// its inverse deviation (the mean first, by every thread), then store
-// neighbouring 16-byte pieces (4 f32 elements) of the output, then one
-// thread stores the row's statistics (no kernel reads the rows again). The
-// row loop computes the statistics; everything else reads their values.
+// its inverse deviation (the mean first, by every thread), each thread
+// over the row's 16-byte pieces (4 f32 elements) it then stores the
+// output's, then one thread stores the row's statistics (no kernel reads
+// the rows again). The row loop computes the statistics; everything else
+// reads their values.
 // CHECK-LABEL: kiln_kernel_3(void *const *args)
+// CHECK:       const bool aligned = ((0 | (u64)in0 | (u64)out0) & 15) == 0;
+// CHECK-NEXT:  auto load_pieces = [&](idx at) {
+// CHECK-NEXT:    first = at;
+// CHECK-NEXT:    chunked = aligned;
+// CHECK-NEXT:    if (aligned) {
+// CHECK-NEXT:      copy16(chunk_in0, in0 + first, 1);
 // CHECK:       auto v1_compute = [&](idx o) {
 // CHECK-NEXT:    if (o != v1_at) {
-// CHECK:           acc = strided_reduce<idx>(acc, threadIdx.x, 32, blockDim.x, Sum(), [&](idx k) {
+// CHECK:           acc = piece_reduce<idx, 4>(acc, threadIdx.x, 8, blockDim.x, Sum(), [&](idx p) { load_pieces(o * 32 + p * 4); }, [&](idx k) { return (double)(v0(o * 32 + k)); });
+// CHECK-NEXT:      chunked = false;
 // CHECK:         acc / 32.0
 // CHECK:       auto v1 = [&](idx o) -> double {
 // CHECK-NEXT:    kiln_expect(o == v1_at);
@@ -70,6 +78,7 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK-NEXT:    v1_compute((i0 / 32));
 // CHECK-NEXT:    v2_compute((i0 / 32));
 // CHECK-NEXT:    for (idx c = i0 / 4 + threadIdx.x; c < (i0 + 32) / 4; c += blockDim.x) {
+// CHECK-NEXT:    load_pieces(c * 4);
 // CHECK:           copy16(out0 + c * 4, s0, 1);
 // CHECK:         const double q0 = v{{[0-9]+}}(row);
 // CHECK-NEXT:    if (threadIdx.x == 0)
@@ -86,15 +95,18 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // elements) when the pointers are aligned, element by element otherwise.
 // The piece's reads index its loaded elements by constants (`first` is the
 // piece's start whether or not it was loaded), which keeps them in
-// registers.
+// registers; other reads go to memory (`chunked` is false between pieces).
 // CHECK-LABEL: kiln_kernel_4(void *const *args)
 // CHECK:       auto read_in0 = [&](idx i) { return chunked && (u64)(i - first) < 8ull ? chunk_in0[i - first] : in0[i]; };
 // CHECK:       const bool aligned = ((0 | (u64)in0 | (u64)out0) & 15) == 0;
-// CHECK:       first = c * 8;
-// CHECK-NEXT:  chunked = aligned;
-// CHECK-NEXT:  if (aligned) {
-// CHECK-NEXT:    copy16(chunk_in0, in0 + first, 2);
-// CHECK:       s0[v] = f32_to_bf16((float)(r0));
+// CHECK-NEXT:  auto load_pieces = [&](idx at) {
+// CHECK-NEXT:    first = at;
+// CHECK-NEXT:    chunked = aligned;
+// CHECK-NEXT:    if (aligned) {
+// CHECK-NEXT:      copy16(chunk_in0, in0 + first, 2);
+// CHECK:         load_pieces(c * 8);
+// CHECK:         s0[v] = f32_to_bf16((float)(r0));
+// CHECK:         chunked = false;
 // CHECK:       copy16(out0 + c * 8, s0, 1);
 // CHECK:       for (int v = 0; v < 8; ++v) out0[c * 8 + v] = s0[v];
 
