@@ -213,8 +213,9 @@ public:
   bool atReductionGranularity(mlir::Value value);
 
   /// Prepares a kernel computing `results` to share statistics or to read
-  /// and write 16 bytes at a time: finds the values (and memory) every read
-  /// of which is at the results' own index. The kernel also stores
+  /// and write 16 bytes at a time: finds the values every read of which is
+  /// at the results' own index, and the memory some read of which is. The
+  /// kernel also stores
   /// `sideResults`, which it computes on the way: a block per row one
   /// element per row of `results` (a norm's statistics), a block per 32
   /// columns every element its column sums read (the bf16 copy of a
