@@ -3,8 +3,10 @@
 // The emulation is what checks the generated kernels in CI, so it must fail
 // where a GPU would: threads of a block share memory across barriers, a
 // read of another thread's write with no barrier between sees the write in
-// some blocks, and a barrier that only some threads of a block reach, or a
-// failed kiln_expect (what a kernel's structure guarantees), is reported.
+// some blocks, an asynchronous copy is there only once its thread waited
+// for it and a barrier followed, and a barrier that only some threads of a
+// block reach, a failed kiln_expect (what a kernel's structure
+// guarantees) or a copy never waited for is reported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,8 @@
 
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 using namespace kiln;
 
@@ -83,6 +87,49 @@ TEST(EmulationTest, ThreadOrderAlternatesBetweenBlocks) {
     EXPECT_EQ(x.floats()[t], -1.0) << t;
     EXPECT_EQ(x.floats()[8 + t], t + 1) << t;
   }
+}
+
+/// A kernel body in which each of 8 threads starts copying 4 floats (its
+/// value and the next three) to its slot of shared memory, and after a
+/// barrier does `afterCopy` and stores the first float of its neighbour's
+/// slot.
+std::string copyToNeighbour(const std::string &afterCopy) {
+  return R"(
+  alignas(16) __shared__ float slots[8][4];
+  alignas(16) float values[4];
+  for (int i = 0; i < 4; ++i) values[i] = (float)(threadIdx.x + i);
+  __syncthreads();
+  cp_async16(slots[threadIdx.x], values);
+  __syncthreads();
+)" + afterCopy +
+         R"(
+  x[blockIdx.x * 8 + threadIdx.x] = slots[(threadIdx.x + 1) % 8][0];
+)";
+}
+
+TEST(EmulationTest, AsynchronousCopiesLandWhenAwaited) {
+  Tensor x = runEightThreads(copyToNeighbour(R"(
+  cp_async_wait_all();
+  __syncthreads();
+)"));
+  for (int64_t i = 0; i < 16; ++i)
+    EXPECT_EQ(x.floats()[i], (i % 8 + 1) % 8) << i;
+}
+
+TEST(EmulationTest, AsynchronousCopiesAreNaNUntilAwaited) {
+  // Without a barrier after the wait, the thread that runs first finds its
+  // neighbour's copy not landed; without the wait, every thread does.
+  Tensor early = runEightThreads(copyToNeighbour("  cp_async_wait_all();\n"));
+  EXPECT_TRUE(std::isnan(early.floats()[0]));
+  EXPECT_TRUE(std::isnan(early.floats()[15]));
+  auto a = oneKernel(copyToNeighbour(""), 8);
+  std::string error;
+  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
+  ASSERT_TRUE(emulation) << error;
+  EXPECT_NONFATAL_FAILURE(emulation->run(), "kiln_expect failed");
+  Tensor never = emulation->read("x");
+  for (int64_t i = 0; i < 16; ++i)
+    EXPECT_TRUE(std::isnan(never.floats()[i])) << i;
 }
 
 TEST(EmulationTest, ReportsABarrierOnlySomeThreadsReach) {

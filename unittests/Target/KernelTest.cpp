@@ -1417,8 +1417,10 @@ func.func @main(%q: tensor<1x4x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tens
 )",
      false, false, 0x1p-7},
     // Head dimension 256 (Gemma's) on tensor cores: streamed tiles of 16
-    // rows; grouped heads, causal, forward and the gradient from an exact
-    // forward pass, at the bounds above.
+    // rows, three of them per tile of the other side (the key/value
+    // gradient's six, over both heads of the group), so that the pipeline
+    // copies into each of its buffers again; grouped heads, causal, forward
+    // and the gradient from an exact forward pass, at the bounds above.
     {"TensorCoreAttentionHeadDim256", R"(
 func.func @main(%q: tensor<1x2x40x256xbf16>, %k: tensor<1x1x40x256xbf16>, %v: tensor<1x1x40x256xbf16>, %g: tensor<1x2x40x256xbf16>)
     -> (tensor<1x2x40x256xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x256xbf16>, tensor<1x1x40x256xbf16>, tensor<1x1x40x256xbf16>) {

@@ -242,8 +242,8 @@ struct Min { KD double operator()(double a, double b) const { return kiln_min(a,
 
 // D += A B on tensor cores for one warp: A 16x16 and B 16x8 of 16-bit
 // floats, D 16x8 in f32, as mma.m16n8k16 lays fragments out across lanes.
-// (The CPU emulation of the tests defines these and the ldmatrix loads
-// below for its own warps.)
+// (The CPU emulation of the tests defines these, the ldmatrix loads and
+// the asynchronous copies below for its own warps.)
 #ifdef __CUDA_ARCH__
 #define KILN_MMA(name, type)                                                   \
   KD void name(float d[4], const u32 a[4], const u32 b[2]) {                   \
@@ -275,6 +275,17 @@ KD void ldmatrix_x4_trans(u32 r[4], const u16 *row) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 }
+// Starts copying 16 bytes from global to shared memory (both 16-byte
+// aligned) in the background; cp_async_wait_all waits for the thread's
+// copies, after which a barrier shows them to the block.
+KD void cp_async16(void *to, const void *from) {
+  const u32 address = (u32)__cvta_generic_to_shared(to);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
+               :
+               : "r"(address), "l"(from)
+               : "memory");
+}
+KD void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 #endif
 
 // An index read from a tensor, counted from the end when negative; one

@@ -2,14 +2,15 @@
 //
 // FlashAttention-2 for 16-bit operands. Forward: a block of four warps owns
 // 64 query rows, each warp 16 of them, and streams key and value tiles
-// through shared memory; Q K^T and P V run on tensor cores (mma.m16n8k16,
-// f32 accumulators), the softmax is online (a running maximum and sum per
-// row rescale the accumulators), and the probabilities are rounded to the
-// operands' type for P V. Backward: two kernels, as AttentionKernels.cpp's
-// exact ones: query tiles accumulate dQ = dS K, key tiles dK = dS^T Q and
-// dV = P^T dO; both recompute S and dP on tensor cores. The first also
-// stores each query row's delta = dO . O in scratch, which the second reads
-// for every key tile instead of recomputing it. The f32 scores and
+// through shared memory (by cp.async, the next tile's copies running while
+// the block computes on this one); Q K^T and P V run on tensor cores
+// (mma.m16n8k16, f32 accumulators), the softmax is online (a running maximum
+// and sum per row rescale the accumulators), and the probabilities are rounded
+// to the operands' type for P V. Backward: two kernels, as
+// AttentionKernels.cpp's exact ones: query tiles accumulate dQ = dS K, key
+// tiles dK = dS^T Q and dV = P^T dO; both recompute S and dP on tensor cores.
+// The first also stores each query row's delta = dO . O in scratch, which the
+// second reads for every key tile instead of recomputing it. The f32 scores and
 // the forward pass's unnormalized 16-bit probabilities differ from the
 // interpreter's rounding (AttentionKernels.cpp keeps that exactly): outputs
 // agree to the probabilities' rounding, 2^-8 of the largest value. The
@@ -140,28 +141,47 @@ static const char *kPrologue = R"cuda(
         _Pragma("unroll") for (int c = 0; c < 2; ++c)
           base[rows[r] * step + n * 8 + 2 * t + c] = store(acc[n][2 * r + c]);
   };
-  // Copies `rows` rows of D elements, `step` apart from `from` (zero from
-  // row `valid` on), to a row-major tile (rows D + 8 apart); 16 bytes a
-  // thread where the rows are 16-byte aligned. A thread loads four pieces
-  // before it stores them, so that their loads wait on memory together.
+  // Starts copying `rows` rows of D elements, `step` apart from `from`
+  // (zero from row `valid` on), to a row-major tile (rows D + 8 apart):
+  // 16 bytes a copy by cp.async where the rows are 16-byte aligned, which
+  // land while the thread goes on (cp_async_wait_all waits for them),
+  // element by element where they are not.
   auto stage = [&](const u16 *from, idx step, int rows, idx valid, u16 *tile) {
     const bool wide = ((u64)from & 15) == 0 && step % 8 == 0;
-    const int pieces = rows * ($D / 8);
-    for (int e0 = threadIdx.x; e0 < pieces; e0 += 4 * blockDim.x) {
-      alignas(16) u16 x[4][8];
-      _Pragma("unroll") for (int n = 0; n < 4; ++n) {
-        const int e = e0 + n * blockDim.x, r = e / ($D / 8), c = e % ($D / 8) * 8;
-        if (e >= pieces || r >= valid)
-          _Pragma("unroll") for (int i = 0; i < 8; ++i) x[n][i] = 0;
-        else if (wide)
-          copy16(x[n], from + r * step + c, 1);
-        else
-          _Pragma("unroll") for (int i = 0; i < 8; ++i) x[n][i] = from[r * step + c + i];
-      }
-      _Pragma("unroll") for (int n = 0; n < 4 && e0 + n * blockDim.x < pieces; ++n) {
-        const int e = e0 + n * blockDim.x;
-        copy16(tile + e / ($D / 8) * ($D + 8) + e % ($D / 8) * 8, x[n], 1);
-      }
+    for (int e = threadIdx.x; e < rows * ($D / 8); e += blockDim.x) {
+      const int r = e / ($D / 8), c = e % ($D / 8) * 8;
+      u16 *to = tile + r * ($D + 8) + c;
+      if (r >= valid)
+        _Pragma("unroll") for (int i = 0; i < 8; ++i) to[i] = 0;
+      else if (wide)
+        cp_async16(to, from + r * step + c);
+      else
+        _Pragma("unroll") for (int i = 0; i < 8; ++i) to[i] = from[r * step + c + i];
+    }
+  };
+  // Stages the key and value tiles at k0 of key/value head kv.
+  [[maybe_unused]] auto stageKeysAndValues = [&](idx kv, idx k0, u16 *keys, u16 *values) {
+    stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, keys);
+    stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, values);
+  };
+  // Runs body(tile, buffer) for tiles [0, count), on operands that
+  // stageTile(tile, buffer) copies to shared buffer `buffer` (0 or 1): the
+  // next tile's copies run while the block computes on this one. The barrier
+  // after a tile's copies landed also finds every thread done with the
+  // other buffer, which the next tile's copies then overwrite; the one
+  // before the first copies, done with the buffers of the block's previous
+  // work.
+  auto pipeline = [&](idx count, auto stageTile, auto body) {
+    __syncthreads();
+    if (count > 0)
+      stageTile(0, 0);
+    for (idx tile = 0; tile < count; ++tile) {
+      const int buffer = tile % 2;
+      cp_async_wait_all();
+      __syncthreads();
+      if (tile + 1 < count)
+        stageTile(tile + 1, 1 - buffer);
+      body(tile, buffer);
     }
   };
   auto zero = [](float (*acc)[4]) {
@@ -183,8 +203,8 @@ static const char *kPrologue = R"cuda(
 static const char *kTensorCoreForward = R"cuda(
   $OT *out = ($OT *)args[$A];
   $LT *lse = ($LT *)args[$A + 1];
-  // Key and value tiles, row-major.
-  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
+  // Key and value tiles, row-major, two of each (pipeline).
+  alignas(16) __shared__ u16 Ks[2][$BK * ($D + 8)], Vs[2][$BK * ($D + 8)];
   const idx tiles = ($TQ + $BQ - 1) / $BQ;
   for (idx work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
     const idx bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
@@ -200,15 +220,16 @@ static const char *kTensorCoreForward = R"cuda(
     // Only the key tiles some row of the tile may attend to (causal, window).
     idx firstKey, keys;
     keySpan(q0, firstKey, keys);
-    for (idx k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
-      __syncthreads();
-      stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks);
-      stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs);
-      __syncthreads();
+    const idx start = firstKey / $BK * $BK;
+    auto stageTile = [&](idx tile, int buffer) {
+      stageKeysAndValues(kv, start + tile * $BK, Ks[buffer], Vs[buffer]);
+    };
+    pipeline((keys - start + $BK - 1) / $BK, stageTile, [&](idx tile, int buffer) {
+      const idx k0 = start + tile * $BK;
       // s = Q K^T * scale, masked, and each row's maximum over the tile.
       float s[$BK / 8][4];
       float tileMax[2] = {-inf, -inf};
-      againstRows(s, $BK / 8, qa, Ks);
+      againstRows(s, $BK / 8, qa, Ks[buffer]);
       // Called with a constant, so that a whole tile's copy has no tests.
       auto scores = [&](bool whole) {
         _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n) {
@@ -261,9 +282,9 @@ static const char *kTensorCoreForward = R"cuda(
       _Pragma("unroll") for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 pa[4];
         asA(s, kk, pa);
-        accumulate(o, pa, Vs, kk);
+        accumulate(o, pa, Vs[buffer], kk);
       }
-    }
+    });
     _Pragma("unroll") for (int r = 0; r < 2; ++r) {
       _Pragma("unroll") for (int n = 0; n < $D / 8; ++n)
         _Pragma("unroll") for (int c = 0; c < 2; ++c)
@@ -323,8 +344,8 @@ static const char *kGradientPrologue = R"cuda(
 /// delta) scale, each product on tensor cores.
 static const char *kTensorCoreQueryGradient = R"cuda(
   $DQT *dq = ($DQT *)args[$A + 3];
-  // Key and value tiles, row-major.
-  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
+  // Key and value tiles, row-major, two of each (pipeline).
+  alignas(16) __shared__ u16 Ks[2][$BK * ($D + 8)], Vs[2][$BK * ($D + 8)];
   const idx tiles = ($TQ + $BQ - 1) / $BQ;
   for (idx work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
     const idx bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
@@ -352,23 +373,24 @@ static const char *kTensorCoreQueryGradient = R"cuda(
     zero(acc);
     idx firstKey, keys;
     keySpan(q0, firstKey, keys);
-    for (idx k0 = firstKey / $BK * $BK; k0 < keys; k0 += $BK) {
-      __syncthreads();
-      stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks);
-      stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs);
-      __syncthreads();
+    const idx start = firstKey / $BK * $BK;
+    auto stageTile = [&](idx tile, int buffer) {
+      stageKeysAndValues(kv, start + tile * $BK, Ks[buffer], Vs[buffer]);
+    };
+    pipeline((keys - start + $BK - 1) / $BK, stageTile, [&](idx tile, int buffer) {
+      const idx k0 = start + tile * $BK;
       // dS = P (dP - delta) through the cap, scaled.
       float ds[$BK / 8][4], slopes[$BK / 8][4];
-      scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks, Vs, slopes);
+      scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks[buffer], Vs[buffer], slopes);
       _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e)
           ds[n][e] *= slopes[n][e] * (float)$SCALE;
       _Pragma("unroll") for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 sa[4];
         asA(ds, kk, sa);
-        accumulate(acc, sa, Ks, kk);
+        accumulate(acc, sa, Ks[buffer], kk);
       }
-    }
+    });
     storeRows(dq + dqAt(bh, 0), dqStep, row, $TQ, acc, $STOREDQ);
   }
 )cuda";
@@ -381,9 +403,10 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
   $DKT *dk = ($DKT *)args[$A + 4];
   $DVT *dv = ($DVT *)args[$A + 5];
   // Queries and output gradients, row-major; each query row's log-sum-exp
-  // and delta (which the query kernel, launched first, stored).
-  alignas(16) __shared__ u16 Qs[$BQ * ($D + 8)], Gs[$BQ * ($D + 8)];
-  __shared__ float Ls[$BQ], Deltas[$BQ];
+  // and delta (which the query kernel, launched first, stored); two of
+  // each (pipeline).
+  alignas(16) __shared__ u16 Qs[2][$BQ * ($D + 8)], Gs[2][$BQ * ($D + 8)];
+  __shared__ float Ls[2][$BQ], Deltas[2][$BQ];
   const idx tiles = ($TK + $BK - 1) / $BK;
   for (idx work = blockIdx.x; work < $KVHEADS * tiles; work += gridDim.x) {
     const idx kv = work / tiles, k0 = work % tiles * $BK, b = kv / $HKV, group = kv % $HKV;
@@ -394,51 +417,57 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
     float dkAcc[$D / 8][4], dvAcc[$D / 8][4];
     zero(dkAcc);
     zero(dvAcc);
-    // Only the query tiles some row of which may attend to the key tile.
+    // Only the query tiles some row of which may attend to the key tile,
+    // of each head that reads it: tile t is query tile t % queryTiles of
+    // the group's head t / queryTiles.
     idx firstQuery, queries;
     querySpan(k0, firstQuery, queries);
-    for (idx h = group * $GROUP; h < (group + 1) * $GROUP; ++h)
-      for (idx q0 = firstQuery / $BQ * $BQ; q0 < queries; q0 += $BQ) {
-        const idx bh = b * $H + h;
-        __syncthreads();
-        stage(q + qAt(bh, q0), qStep, $BQ, $TQ - q0, Qs);
-        stage(dout + doutAt(bh, q0), doutStep, $BQ, $TQ - q0, Gs);
-        for (idx r = threadIdx.x; r < $BQ; r += blockDim.x) {
-          const bool inside = q0 + r < $TQ;
-          Ls[r] = inside ? lse[bh * $TQ + q0 + r] : -inf;
-          Deltas[r] = inside ? deltaScratch[bh * $TQ + q0 + r] : 0.0f;
-        }
-        __syncthreads();
-        // P^T, and dS^T = P^T (dP^T - delta) through the cap, scaled, in
-        // place of dP^T.
-        float pt[$BQ / 8][4], dst[$BQ / 8][4];
-        againstRows(pt, $BQ / 8, ka, Qs);
-        againstRows(dst, $BQ / 8, va, Gs);
-        auto gradients = [&](bool whole) {
-          _Pragma("unroll") for (int n = 0; n < $BQ / 8; ++n)
-            _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-              const int c = n * 8 + 2 * t + (e & 1);
-              const idx i = q0 + c, j = key[e / 2];
-              const bool live = Ls[c] != -inf && (whole || (i < $TQ && j < $TK && !outside(i, j)));
-              const float x = pt[n][e] * (float)$SCALE;
-              pt[n][e] = live ? __expf(masked(bh, i, j, x) - Ls[c]) : 0.0f;
-              const float f = factor(bh, i, j);
-              dst[n][e] = pt[n][e] * (dst[n][e] * f - Deltas[c]) * slope(x) * (float)$SCALE;
-              pt[n][e] *= f; // dV = (dropped P)^T dO
-            }
-        };
-        if (attendsWhole(q0, $BQ, k0, $BK))
-          gradients(true);
-        else
-          gradients(false);
-        _Pragma("unroll") for (int kk = 0; kk < $BQ / 16; ++kk) {
-          u32 pa[4], sa[4];
-          asA(pt, kk, pa);
-          asA(dst, kk, sa);
-          accumulate(dvAcc, pa, Gs, kk);
-          accumulate(dkAcc, sa, Qs, kk);
-        }
+    const idx start = firstQuery / $BQ * $BQ, queryTiles = (queries - start + $BQ - 1) / $BQ;
+    auto head = [&](idx tile) -> idx { return b * $H + group * $GROUP + tile / queryTiles; };
+    auto queryStart = [&](idx tile) -> idx { return start + tile % queryTiles * $BQ; };
+    auto stageTile = [&](idx tile, int buffer) {
+      const idx bh = head(tile), q0 = queryStart(tile);
+      stage(q + qAt(bh, q0), qStep, $BQ, $TQ - q0, Qs[buffer]);
+      stage(dout + doutAt(bh, q0), doutStep, $BQ, $TQ - q0, Gs[buffer]);
+      for (idx r = threadIdx.x; r < $BQ; r += blockDim.x) {
+        const bool inside = q0 + r < $TQ;
+        Ls[buffer][r] = inside ? lse[bh * $TQ + q0 + r] : -inf;
+        Deltas[buffer][r] = inside ? deltaScratch[bh * $TQ + q0 + r] : 0.0f;
       }
+    };
+    pipeline($GROUP * queryTiles, stageTile, [&](idx tile, int buffer) {
+      const idx bh = head(tile), q0 = queryStart(tile);
+      const float *tileLse = Ls[buffer], *tileDeltas = Deltas[buffer];
+      // P^T, and dS^T = P^T (dP^T - delta) through the cap, scaled, in
+      // place of dP^T.
+      float pt[$BQ / 8][4], dst[$BQ / 8][4];
+      againstRows(pt, $BQ / 8, ka, Qs[buffer]);
+      againstRows(dst, $BQ / 8, va, Gs[buffer]);
+      auto gradients = [&](bool whole) {
+        _Pragma("unroll") for (int n = 0; n < $BQ / 8; ++n)
+          _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+            const int c = n * 8 + 2 * t + (e & 1);
+            const idx i = q0 + c, j = key[e / 2];
+            const bool live = tileLse[c] != -inf && (whole || (i < $TQ && j < $TK && !outside(i, j)));
+            const float x = pt[n][e] * (float)$SCALE;
+            pt[n][e] = live ? __expf(masked(bh, i, j, x) - tileLse[c]) : 0.0f;
+            const float f = factor(bh, i, j);
+            dst[n][e] = pt[n][e] * (dst[n][e] * f - tileDeltas[c]) * slope(x) * (float)$SCALE;
+            pt[n][e] *= f; // dV = (dropped P)^T dO
+          }
+      };
+      if (attendsWhole(q0, $BQ, k0, $BK))
+        gradients(true);
+      else
+        gradients(false);
+      _Pragma("unroll") for (int kk = 0; kk < $BQ / 16; ++kk) {
+        u32 pa[4], sa[4];
+        asA(pt, kk, pa);
+        asA(dst, kk, sa);
+        accumulate(dvAcc, pa, Gs[buffer], kk);
+        accumulate(dkAcc, sa, Qs[buffer], kk);
+      }
+    });
     storeRows(dk + dkAt(kv, 0), dkStep, key, $TK, dkAcc, $STOREDK);
     storeRows(dv + dvAt(kv, 0), dvStep, key, $TK, dvAcc, $STOREDV);
   }
@@ -452,44 +481,45 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
 /// reads; each element of the mask's gradient has one writer.
 static const char *kTensorCoreMaskGradient = R"cuda(
   $MT *dmask = ($MT *)args[$A + 6];
-  alignas(16) __shared__ u16 Ks[$BK * ($D + 8)], Vs[$BK * ($D + 8)];
+  alignas(16) __shared__ u16 Ks[2][$BK * ($D + 8)], Vs[2][$BK * ($D + 8)];
   const idx rowTiles = ($TQ + $BQ - 1) / $BQ, keyTiles = ($TK + $BK - 1) / $BK;
   for (idx work = blockIdx.x; work < $SLICES * rowTiles * keyTiles; work += gridDim.x) {
     const idx slice = work / (rowTiles * keyTiles), q0 = work / keyTiles % rowTiles * $BQ,
               k0 = work % keyTiles * $BK;
     const idx row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     const idx firstB = $MB == 1 ? 0 : slice / $MH, lastBatch = $MB == 1 ? $B : firstB + 1;
-    const idx firstH = $MH == 1 ? 0 : slice % $MH, lastH = $MH == 1 ? $H : firstH + 1;
+    const idx firstH = $MH == 1 ? 0 : slice % $MH, heads = $MH == 1 ? $H : 1;
     float acc[$BK / 8][4];
     _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
       acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
     // A key tile no query row of the tile may attend to (causal, window)
-    // has a zero gradient, computed from nothing.
+    // has a zero gradient, computed from nothing. Tile t is the key tile of
+    // batch entry firstB + t / heads and head firstH + t % heads.
     idx firstKey, keys;
     keySpan(q0, firstKey, keys);
     const idx lastB = k0 + $BK > firstKey && k0 < keys ? lastBatch : firstB;
-    for (idx b = firstB; b < lastB; ++b)
-      for (idx h = firstH; h < lastH; ++h) {
-        const idx bh = b * $H + h, kv = b * $HKV + h / $GROUP;
-        u32 qa[$D / 16][4], da[$D / 16][4];
-        rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
-        rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
-        float logsumexp[2], deltas[2];
-        _Pragma("unroll") for (int r = 0; r < 2; ++r) {
-          const bool inside = row[r] < $TQ;
-          logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
-          deltas[r] = inside ? deltaScratch[bh * $TQ + row[r]] : 0.0f;
-        }
-        __syncthreads();
-        stage(k + kAt(kv, k0), kStep, $BK, $TK - k0, Ks);
-        stage(v + vAt(kv, k0), vStep, $BK, $TK - k0, Vs);
-        __syncthreads();
-        float ds[$BK / 8][4];
-        scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks, Vs, nullptr);
-        _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
-          _Pragma("unroll") for (int e = 0; e < 4; ++e)
-            acc[n][e] += ds[n][e];
+    auto head = [&](idx tile) -> idx { return (firstB + tile / heads) * $H + firstH + tile % heads; };
+    auto stageTile = [&](idx tile, int buffer) {
+      const idx bh = head(tile);
+      stageKeysAndValues(bh / $H * $HKV + bh % $H / $GROUP, k0, Ks[buffer], Vs[buffer]);
+    };
+    pipeline((lastB - firstB) * heads, stageTile, [&](idx tile, int buffer) {
+      const idx bh = head(tile);
+      u32 qa[$D / 16][4], da[$D / 16][4];
+      rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
+      rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
+      float logsumexp[2], deltas[2];
+      _Pragma("unroll") for (int r = 0; r < 2; ++r) {
+        const bool inside = row[r] < $TQ;
+        logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
+        deltas[r] = inside ? deltaScratch[bh * $TQ + row[r]] : 0.0f;
       }
+      float ds[$BK / 8][4];
+      scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks[buffer], Vs[buffer], nullptr);
+      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
+        _Pragma("unroll") for (int e = 0; e < 4; ++e)
+          acc[n][e] += ds[n][e];
+    });
     _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
       _Pragma("unroll") for (int e = 0; e < 4; ++e) {
         const idx j = k0 + n * 8 + 2 * t + (e & 1), i = row[e / 2];
