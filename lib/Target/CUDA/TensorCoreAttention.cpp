@@ -308,19 +308,21 @@ static const char *kGradientPrologue = R"cuda(
   float *deltaScratch = (float *)args[$SCRATCH_ARG];
   // ds = P (dP - delta), the gradient of the masked scores (the mask's),
   // of query rows `row` (of the tile at q0) of head bh (their fragments of Q and dO,
-  // log-sum-exps and deltas) against the key tile at k0 (its keys and
+  // log-sum-exps and deltas) against the CHUNK keys at k0 (their keys and
   // values row-major in shared memory): S and dP again on tensor cores,
   // P = exp(S - L), 0 where a key takes no part; with `slopes`, also the
-  // soft cap's slope at each score.
+  // soft cap's slope at each score. A streamed tile is taken in chunks so
+  // that these products' accumulators, live at once, hold 32 columns at
+  // most: the gradient kernels' registers bound their blocks per SM.
   auto scoreGradients = [&](float (*ds)[4], idx bh, idx q0, const idx *row,
                             u32 (*qa)[4], u32 (*da)[4], const float *logsumexp,
                             const float *deltas, idx k0, const u16 *keys,
                             const u16 *values, float (*slopes)[4]) {
-    float dp[$BK / 8][4];
-    againstRows(ds, $BK / 8, qa, keys);
-    againstRows(dp, $BK / 8, da, values);
+    float dp[$CHUNK / 8][4];
+    againstRows(ds, $CHUNK / 8, qa, keys);
+    againstRows(dp, $CHUNK / 8, da, values);
     auto gradients = [&](bool whole) {
-      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
+      _Pragma("unroll") for (int n = 0; n < $CHUNK / 8; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e) {
           const idx j = k0 + n * 8 + 2 * t + (e & 1);
           const int r = e / 2;
@@ -332,7 +334,7 @@ static const char *kGradientPrologue = R"cuda(
             slopes[n][e] = slope(x);
         }
     };
-    if (attendsWhole(q0, $BQ, k0, $BK))
+    if (attendsWhole(q0, $BQ, k0, $CHUNK))
       gradients(true);
     else
       gradients(false);
@@ -379,16 +381,20 @@ static const char *kTensorCoreQueryGradient = R"cuda(
     };
     pipeline((keys - start + $BK - 1) / $BK, stageTile, [&](idx tile, int buffer) {
       const idx k0 = start + tile * $BK;
-      // dS = P (dP - delta) through the cap, scaled.
-      float ds[$BK / 8][4], slopes[$BK / 8][4];
-      scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks[buffer], Vs[buffer], slopes);
-      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
-        _Pragma("unroll") for (int e = 0; e < 4; ++e)
-          ds[n][e] *= slopes[n][e] * (float)$SCALE;
-      _Pragma("unroll") for (int kk = 0; kk < $BK / 16; ++kk) {
-        u32 sa[4];
-        asA(ds, kk, sa);
-        accumulate(acc, sa, Ks[buffer], kk);
+      _Pragma("unroll 1") for (int c0 = 0; c0 < $BK; c0 += $CHUNK) {
+        const u16 *keyChunk = Ks[buffer] + c0 * ($D + 8);
+        // dS = P (dP - delta) through the cap, scaled.
+        float ds[$CHUNK / 8][4], slopes[$CHUNK / 8][4];
+        scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0 + c0, keyChunk,
+                       Vs[buffer] + c0 * ($D + 8), slopes);
+        _Pragma("unroll") for (int n = 0; n < $CHUNK / 8; ++n)
+          _Pragma("unroll") for (int e = 0; e < 4; ++e)
+            ds[n][e] *= slopes[n][e] * (float)$SCALE;
+        _Pragma("unroll") for (int kk = 0; kk < $CHUNK / 16; ++kk) {
+          u32 sa[4];
+          asA(ds, kk, sa);
+          accumulate(acc, sa, keyChunk, kk);
+        }
       }
     });
     storeRows(dq + dqAt(bh, 0), dqStep, row, $TQ, acc, $STOREDQ);
@@ -437,35 +443,39 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
     };
     pipeline($GROUP * queryTiles, stageTile, [&](idx tile, int buffer) {
       const idx bh = head(tile), q0 = queryStart(tile);
-      const float *tileLse = Ls[buffer], *tileDeltas = Deltas[buffer];
-      // P^T, and dS^T = P^T (dP^T - delta) through the cap, scaled, in
-      // place of dP^T.
-      float pt[$BQ / 8][4], dst[$BQ / 8][4];
-      againstRows(pt, $BQ / 8, ka, Qs[buffer]);
-      againstRows(dst, $BQ / 8, va, Gs[buffer]);
-      auto gradients = [&](bool whole) {
-        _Pragma("unroll") for (int n = 0; n < $BQ / 8; ++n)
-          _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-            const int c = n * 8 + 2 * t + (e & 1);
-            const idx i = q0 + c, j = key[e / 2];
-            const bool live = tileLse[c] != -inf && (whole || (i < $TQ && j < $TK && !outside(i, j)));
-            const float x = pt[n][e] * (float)$SCALE;
-            pt[n][e] = live ? __expf(masked(bh, i, j, x) - tileLse[c]) : 0.0f;
-            const float f = factor(bh, i, j);
-            dst[n][e] = pt[n][e] * (dst[n][e] * f - tileDeltas[c]) * slope(x) * (float)$SCALE;
-            pt[n][e] *= f; // dV = (dropped P)^T dO
-          }
-      };
-      if (attendsWhole(q0, $BQ, k0, $BK))
-        gradients(true);
-      else
-        gradients(false);
-      _Pragma("unroll") for (int kk = 0; kk < $BQ / 16; ++kk) {
-        u32 pa[4], sa[4];
-        asA(pt, kk, pa);
-        asA(dst, kk, sa);
-        accumulate(dvAcc, pa, Gs[buffer], kk);
-        accumulate(dkAcc, sa, Qs[buffer], kk);
+      // In chunks of queries, as scoreGradients takes keys.
+      _Pragma("unroll 1") for (int c0 = 0; c0 < $BQ; c0 += $CHUNK) {
+        const u16 *queryChunk = Qs[buffer] + c0 * ($D + 8), *gradientChunk = Gs[buffer] + c0 * ($D + 8);
+        const float *chunkLse = Ls[buffer] + c0, *chunkDeltas = Deltas[buffer] + c0;
+        // P^T, and dS^T = P^T (dP^T - delta) through the cap, scaled, in
+        // place of dP^T.
+        float pt[$CHUNK / 8][4], dst[$CHUNK / 8][4];
+        againstRows(pt, $CHUNK / 8, ka, queryChunk);
+        againstRows(dst, $CHUNK / 8, va, gradientChunk);
+        auto gradients = [&](bool whole) {
+          _Pragma("unroll") for (int n = 0; n < $CHUNK / 8; ++n)
+            _Pragma("unroll") for (int e = 0; e < 4; ++e) {
+              const int c = n * 8 + 2 * t + (e & 1);
+              const idx i = q0 + c0 + c, j = key[e / 2];
+              const bool live = chunkLse[c] != -inf && (whole || (i < $TQ && j < $TK && !outside(i, j)));
+              const float x = pt[n][e] * (float)$SCALE;
+              pt[n][e] = live ? __expf(masked(bh, i, j, x) - chunkLse[c]) : 0.0f;
+              const float f = factor(bh, i, j);
+              dst[n][e] = pt[n][e] * (dst[n][e] * f - chunkDeltas[c]) * slope(x) * (float)$SCALE;
+              pt[n][e] *= f; // dV = (dropped P)^T dO
+            }
+        };
+        if (attendsWhole(q0 + c0, $CHUNK, k0, $BK))
+          gradients(true);
+        else
+          gradients(false);
+        _Pragma("unroll") for (int kk = 0; kk < $CHUNK / 16; ++kk) {
+          u32 pa[4], sa[4];
+          asA(pt, kk, pa);
+          asA(dst, kk, sa);
+          accumulate(dvAcc, pa, gradientChunk, kk);
+          accumulate(dkAcc, sa, queryChunk, kk);
+        }
       }
     });
     storeRows(dk + dkAt(kv, 0), dkStep, key, $TK, dkAcc, $STOREDK);
@@ -514,11 +524,14 @@ static const char *kTensorCoreMaskGradient = R"cuda(
         logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
         deltas[r] = inside ? deltaScratch[bh * $TQ + row[r]] : 0.0f;
       }
-      float ds[$BK / 8][4];
-      scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0, Ks[buffer], Vs[buffer], nullptr);
-      _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
-        _Pragma("unroll") for (int e = 0; e < 4; ++e)
-          acc[n][e] += ds[n][e];
+      _Pragma("unroll") for (int c0 = 0; c0 < $BK; c0 += $CHUNK) {
+        float ds[$CHUNK / 8][4];
+        scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0 + c0,
+                       Ks[buffer] + c0 * ($D + 8), Vs[buffer] + c0 * ($D + 8), nullptr);
+        _Pragma("unroll") for (int n = 0; n < $CHUNK / 8; ++n)
+          _Pragma("unroll") for (int e = 0; e < 4; ++e)
+            acc[c0 / 8 + n][e] += ds[n][e];
+      }
     });
     _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
       _Pragma("unroll") for (int e = 0; e < 4; ++e) {
@@ -675,7 +688,8 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
       {"HEADS", indexConstant(qs[0] * qs[1])},
       {"KVHEADS", indexConstant(ks[0] * ks[1])},
       {"D", indexConstant(d)},
-      {"STREAMED", indexConstant(streamedRows(d))}};
+      {"STREAMED", indexConstant(streamedRows(d))},
+      {"CHUNK", indexConstant(std::min<int64_t>(32, streamedRows(d)))}};
 }
 
 std::pair<std::string, std::string> storer(const char *name, Value value) {
