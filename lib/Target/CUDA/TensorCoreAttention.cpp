@@ -184,6 +184,33 @@ static const char *kPrologue = R"cuda(
       body(tile, buffer);
     }
   };
+  // Runs body(bh, q0, kv, row) for each tile of BQ query rows the block
+  // owns: of head bh (which reads key/value head kv), from row q0, the
+  // warp's 16 of them from row[0], the lane's (g, g + 8) row[0] and row[1].
+  [[maybe_unused]] auto forQueryTiles = [&](auto body) {
+    const idx tiles = ($TQ + $BQ - 1) / $BQ;
+    for (idx work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
+      const idx bh = work / tiles, q0 = work % tiles * $BQ;
+      const idx row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+      body(bh, q0, bh / $H * $HKV + bh % $H / $GROUP, row);
+    }
+  };
+  // Runs body(k0, keys, values) for the key tiles that some row of the
+  // query tile at q0 may attend to (causal, window), of key/value head kv:
+  // the tile at k0, its keys and values row-major in shared memory, staged
+  // by the pipeline.
+  [[maybe_unused]] auto forKeyTiles = [&](idx q0, idx kv, auto body) {
+    alignas(16) __shared__ u16 Ks[2][$BK * ($D + 8)], Vs[2][$BK * ($D + 8)];
+    idx firstKey, keys;
+    keySpan(q0, firstKey, keys);
+    const idx start = firstKey / $BK * $BK;
+    auto stageTile = [&](idx tile, int buffer) {
+      stageKeysAndValues(kv, start + tile * $BK, Ks[buffer], Vs[buffer]);
+    };
+    pipeline((keys - start + $BK - 1) / $BK, stageTile, [&](idx tile, int buffer) {
+      body(start + tile * $BK, Ks[buffer], Vs[buffer]);
+    });
+  };
   auto zero = [](float (*acc)[4]) {
     _Pragma("unroll") for (int n = 0; n < $D / 8; ++n)
       acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
@@ -203,33 +230,19 @@ static const char *kPrologue = R"cuda(
 static const char *kTensorCoreForward = R"cuda(
   $OT *out = ($OT *)args[$A];
   $LT *lse = ($LT *)args[$A + 1];
-  // Key and value tiles, row-major, two of each (pipeline).
-  alignas(16) __shared__ u16 Ks[2][$BK * ($D + 8)], Vs[2][$BK * ($D + 8)];
-  const idx tiles = ($TQ + $BQ - 1) / $BQ;
-  for (idx work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
-    const idx bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
-    const idx kv = b * $HKV + h / $GROUP;
+  forQueryTiles([&](idx bh, idx q0, idx kv, const idx *row) {
     // The warp's 16 query rows as A fragments; per row (g, g + 8) the
     // running maximum and sum, and the output.
-    const idx row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
     u32 qa[$D / 16][4];
     rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
     float maximum[2] = {-inf, -inf}, sum[2] = {0.0f, 0.0f};
     float o[$D / 8][4];
     zero(o);
-    // Only the key tiles some row of the tile may attend to (causal, window).
-    idx firstKey, keys;
-    keySpan(q0, firstKey, keys);
-    const idx start = firstKey / $BK * $BK;
-    auto stageTile = [&](idx tile, int buffer) {
-      stageKeysAndValues(kv, start + tile * $BK, Ks[buffer], Vs[buffer]);
-    };
-    pipeline((keys - start + $BK - 1) / $BK, stageTile, [&](idx tile, int buffer) {
-      const idx k0 = start + tile * $BK;
+    forKeyTiles(q0, kv, [&](idx k0, const u16 *keys, const u16 *values) {
       // s = Q K^T * scale, masked, and each row's maximum over the tile.
       float s[$BK / 8][4];
       float tileMax[2] = {-inf, -inf};
-      againstRows(s, $BK / 8, qa, Ks[buffer]);
+      againstRows(s, $BK / 8, qa, keys);
       // Called with a constant, so that a whole tile's copy has no tests.
       auto scores = [&](bool whole) {
         _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n) {
@@ -282,7 +295,7 @@ static const char *kTensorCoreForward = R"cuda(
       _Pragma("unroll") for (int kk = 0; kk < $BK / 16; ++kk) {
         u32 pa[4];
         asA(s, kk, pa);
-        accumulate(o, pa, Vs[buffer], kk);
+        accumulate(o, pa, values, kk);
       }
     });
     _Pragma("unroll") for (int r = 0; r < 2; ++r) {
@@ -293,7 +306,7 @@ static const char *kTensorCoreForward = R"cuda(
         lse[bh * $TQ + row[r]] = ($LT)(sum[r] == 0.0f ? -inf : maximum[r] + logf(sum[r]));
     }
     storeRows(out + outAt(bh, 0), outStep, row, $TQ, o, $STOREO);
-  }
+  });
 )cuda";
 
 /// The gradient's operands after q, k, v: the output, its log-sum-exp and
@@ -346,13 +359,7 @@ static const char *kGradientPrologue = R"cuda(
 /// delta) scale, each product on tensor cores.
 static const char *kTensorCoreQueryGradient = R"cuda(
   $DQT *dq = ($DQT *)args[$A + 3];
-  // Key and value tiles, row-major, two of each (pipeline).
-  alignas(16) __shared__ u16 Ks[2][$BK * ($D + 8)], Vs[2][$BK * ($D + 8)];
-  const idx tiles = ($TQ + $BQ - 1) / $BQ;
-  for (idx work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
-    const idx bh = work / tiles, q0 = work % tiles * $BQ, b = bh / $H, h = bh % $H;
-    const idx kv = b * $HKV + h / $GROUP;
-    const idx row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  forQueryTiles([&](idx bh, idx q0, idx kv, const idx *row) {
     u32 qa[$D / 16][4], da[$D / 16][4];
     rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
     rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
@@ -373,20 +380,13 @@ static const char *kTensorCoreQueryGradient = R"cuda(
         deltaScratch[bh * $TQ + row[r]] = d;
     }
     zero(acc);
-    idx firstKey, keys;
-    keySpan(q0, firstKey, keys);
-    const idx start = firstKey / $BK * $BK;
-    auto stageTile = [&](idx tile, int buffer) {
-      stageKeysAndValues(kv, start + tile * $BK, Ks[buffer], Vs[buffer]);
-    };
-    pipeline((keys - start + $BK - 1) / $BK, stageTile, [&](idx tile, int buffer) {
-      const idx k0 = start + tile * $BK;
+    forKeyTiles(q0, kv, [&](idx k0, const u16 *keys, const u16 *values) {
       _Pragma("unroll 1") for (int c0 = 0; c0 < $BK; c0 += $CHUNK) {
-        const u16 *keyChunk = Ks[buffer] + c0 * ($D + 8);
+        const u16 *keyChunk = keys + c0 * ($D + 8);
         // dS = P (dP - delta) through the cap, scaled.
         float ds[$CHUNK / 8][4], slopes[$CHUNK / 8][4];
         scoreGradients(ds, bh, q0, row, qa, da, logsumexp, deltas, k0 + c0, keyChunk,
-                       Vs[buffer] + c0 * ($D + 8), slopes);
+                       values + c0 * ($D + 8), slopes);
         _Pragma("unroll") for (int n = 0; n < $CHUNK / 8; ++n)
           _Pragma("unroll") for (int e = 0; e < 4; ++e)
             ds[n][e] *= slopes[n][e] * (float)$SCALE;
@@ -398,7 +398,7 @@ static const char *kTensorCoreQueryGradient = R"cuda(
       }
     });
     storeRows(dq + dqAt(bh, 0), dqStep, row, $TQ, acc, $STOREDQ);
-  }
+  });
 )cuda";
 
 /// dK = dS^T Q and dV = P^T dO for a tile of 64 key rows (16 per warp) of
