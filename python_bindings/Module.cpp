@@ -93,11 +93,14 @@ cuda_graph), as kiln-run's.)")
   m.def("compile", &compileStep, py::arg("model"), py::arg("output"),
         py::kw_only(), py::arg("arch") = std::vector<std::string>{"sm_90"},
         py::arg("exact_attention") = false, py::arg("batch_launches") = true,
-        py::arg("attention") = "kiln",
+        py::arg("wide_indices") = false, py::arg("attention") = "kiln",
         R"(Writes the training step of `model` as a CUDA artifact for
 kiln-run (kiln-compile --target=cuda); `attention` is "kiln" or "cudnn";
 more keyword arguments are the pipeline options of kiln.Trainer. Needs no
-GPU. Returns what the step runs: operations, gemms, kernel_launches,
-fallback_launches, kernels, cudnn_attentions, arena_bytes, and
-kept_attention (why each attention --attention=cudnn left to kiln).)");
+GPU. `wide_indices` computes every kernel's indices in 64 bits
+(kiln-compile --wide-indices). Returns what the step runs: operations,
+gemms, kernel_launches, fallback_launches, kernels, cudnn_attentions,
+arena_bytes, kept_attention (why each attention --attention=cudnn left to
+kiln) and kernel_resources (per architecture, what ptxas allotted each
+kernel, as kiln-compile --report-kernels lists it).)");
 }

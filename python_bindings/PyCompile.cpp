@@ -18,10 +18,26 @@ namespace py = pybind11;
 
 namespace kiln::python {
 
+/// Per architecture, what ptxas allotted each kernel, as dicts.
+static py::dict kernelResources(const cuda::TargetReport &report) {
+  py::dict resources;
+  for (const auto &[arch, kernels] : report.kernels) {
+    py::list list;
+    for (const cuda::KernelResources &k : kernels)
+      list.append(py::dict(py::arg("kernel") = k.kernel,
+                           py::arg("registers") = k.registers,
+                           py::arg("shared_bytes") = k.sharedBytes,
+                           py::arg("local_bytes") = k.stackBytes,
+                           py::arg("spilled_bytes") = k.spillStoreBytes));
+    resources[py::str(arch)] = list;
+  }
+  return resources;
+}
+
 py::dict compileStep(Model &model, const std::string &output,
                      const std::vector<std::string> &archs, bool exactAttention,
-                     bool batchLaunches, const std::string &attention,
-                     const py::kwargs &keywords) {
+                     bool batchLaunches, bool wideIndices,
+                     const std::string &attention, const py::kwargs &keywords) {
   if (attention != "kiln" && attention != "cudnn")
     raise("attention must be 'kiln' or 'cudnn', got '" + attention + "'");
   TrainerOptions options = trainerOptions(keywords, OptionKinds::Step);
@@ -44,18 +60,14 @@ py::dict compileStep(Model &model, const std::string &output,
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
       llvm::MemoryBuffer::getFile(model.getPath());
   target.modelHash = digest(bytes ? (*bytes)->getBuffer() : llvm::StringRef());
-  target.optionsText = "python|" + identityOf(options);
   target.initialAccumulator = options.initialAccumulator;
   target.exactAttention = exactAttention;
   target.batchLaunches = batchLaunches;
-  if (exactAttention)
-    target.optionsText += "|exact-attention";
-  if (!batchLaunches)
-    target.optionsText += "|unbatched-launches";
-  if (attention == "cudnn") {
+  target.wideIndices = wideIndices;
+  if (attention == "cudnn")
     target.attention = cuda::AttentionBackend::Cudnn;
-    target.optionsText += "|cudnn-attention";
-  }
+  target.optionsText =
+      "python|" + identityOf(options) + cuda::targetOptionsText(target);
   cuda::TargetReport targetReport;
   mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>> compiled =
       cuda::compileFunction(functions->step, target, &targetReport);
@@ -77,6 +89,7 @@ py::dict compileStep(Model &model, const std::string &output,
   report["cudnn_attentions"] = summary.libraryAttentions;
   report["kept_attention"] = targetReport.keptAttention;
   report["arena_bytes"] = result.arena_bytes;
+  report["kernel_resources"] = kernelResources(targetReport);
   return report;
 }
 

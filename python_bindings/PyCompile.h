@@ -23,7 +23,7 @@ namespace kiln::python {
 pybind11::dict compileStep(Model &model, const std::string &output,
                            const std::vector<std::string> &archs,
                            bool exactAttention, bool batchLaunches,
-                           const std::string &attention,
+                           bool wideIndices, const std::string &attention,
                            const pybind11::kwargs &keywords);
 
 } // namespace kiln::python

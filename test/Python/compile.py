@@ -22,6 +22,24 @@ print(f"python: {report['operations']} operations, {report['gemms']} GEMMs, "
       f"{report['fallback_launches']} fallbacks, {report['kernels']} kernels")
 assert report["arena_bytes"] > 0 and os.path.getsize(output) > 0
 
+# What ptxas allotted each kernel, for both architectures: local memory
+# only for spills (none for sm_90, kernel-resources.test), no array the
+# compiler could not keep in registers.
+for arch in ("sm_80", "sm_90"):
+    kernels = report["kernel_resources"][arch]
+    assert len(kernels) == report["kernels"], kernels
+    assert all(k["registers"] > 0 and k["local_bytes"] == k["spilled_bytes"]
+               for k in kernels), kernels
+assert not any(k["local_bytes"] for k in report["kernel_resources"]["sm_90"])
+
+# 64-bit indices in every kernel, as kiln-compile --wide-indices: the
+# artifact's source declares them so (the example's tensors, far below 2^30
+# elements, otherwise give most kernels 32-bit ones).
+wide = kiln.compile(model, output + ".wide", precision="bf16", wide_indices=True)
+declared = lambda path: open(path, "rb").read().count(b"typedef i64 idx;")
+assert declared(output + ".wide") == wide["kernels"] > 4 * declared(output), (
+    declared(output + ".wide"), declared(output))
+
 # cuDNN's attention: all four passes of the bf16 step; none in f32, each
 # kept on kiln's kernels with the reason.
 cudnn = kiln.compile(model, output + ".cudnn", precision="bf16",

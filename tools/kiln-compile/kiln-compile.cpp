@@ -411,20 +411,13 @@ static int compileForCuda(PlannedStep &planned) {
   auto modelBytes = MemoryBuffer::getFile(modelPath);
   targetOptions.modelHash =
       kiln::digest(modelBytes ? (*modelBytes)->getBuffer() : StringRef());
-  targetOptions.optionsText = kiln::pipelineOptionsIdentity();
   targetOptions.initialAccumulator = kiln::initialAccumulatorFromOptions();
   targetOptions.exactAttention = exactAttention;
-  if (exactAttention)
-    targetOptions.optionsText += "|exact-attention";
   targetOptions.batchLaunches = batchLaunches;
-  if (!batchLaunches)
-    targetOptions.optionsText += "|unbatched-launches";
   targetOptions.wideIndices = wideIndices;
-  if (wideIndices)
-    targetOptions.optionsText += "|wide-indices";
   targetOptions.attention = attentionBackend;
-  if (attentionBackend == kiln::cuda::AttentionBackend::Cudnn)
-    targetOptions.optionsText += "|cudnn-attention";
+  targetOptions.optionsText = kiln::pipelineOptionsIdentity() +
+                              kiln::cuda::targetOptionsText(targetOptions);
   if (!recomputedToFit.empty())
     targetOptions.optionsText += "|recomputed-to-fit: " + recomputedToFit;
   kiln::cuda::TargetReport targetReport;

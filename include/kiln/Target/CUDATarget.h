@@ -90,6 +90,11 @@ compileFunction(mlir::func::FuncOp function, const TargetOptions &options,
 /// gradient over the logits it alone reads, a row at a time.
 bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
 
+/// The options of `options` that change what the artifact computes or how
+/// it launches, as its options text records them after the pipeline's
+/// ("|exact-attention|cudnn-attention"; empty for the defaults).
+std::string targetOptionsText(const TargetOptions &options);
+
 /// Whether `arch` names a GPU architecture as --arch takes it ("sm_90").
 bool isArchitectureName(llvm::StringRef arch);
 

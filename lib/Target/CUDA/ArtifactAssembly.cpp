@@ -267,6 +267,19 @@ FailureOr<std::unique_ptr<artifact::ArtifactT>> Lowering::run() {
   return result;
 }
 
+std::string targetOptionsText(const TargetOptions &options) {
+  std::string text;
+  if (options.exactAttention)
+    text += "|exact-attention";
+  if (!options.batchLaunches)
+    text += "|unbatched-launches";
+  if (options.wideIndices)
+    text += "|wide-indices";
+  if (options.attention == AttentionBackend::Cudnn)
+    text += "|cudnn-attention";
+  return text;
+}
+
 FailureOr<std::unique_ptr<artifact::ArtifactT>>
 compileFunction(func::FuncOp function, const TargetOptions &options,
                 TargetReport *report) {

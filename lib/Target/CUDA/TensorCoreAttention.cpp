@@ -184,15 +184,15 @@ static const char *kPrologue = R"cuda(
       body(tile, buffer);
     }
   };
-  // Runs body(bh, q0, kv, row) for each tile of BQ query rows the block
-  // owns: of head bh (which reads key/value head kv), from row q0, the
-  // warp's 16 of them from row[0], the lane's (g, g + 8) row[0] and row[1].
+  // Runs body(bh, q0, kv, row0) for each tile of BQ query rows the block
+  // owns: of head bh (which reads key/value head kv), from row q0; the
+  // lane's rows are row0 and row0 + 8 (g and g + 8 of the warp's 16). (An
+  // array of them, passed by address, stayed in local memory under NVRTC.)
   [[maybe_unused]] auto forQueryTiles = [&](auto body) {
     const idx tiles = ($TQ + $BQ - 1) / $BQ;
     for (idx work = blockIdx.x; work < $HEADS * tiles; work += gridDim.x) {
       const idx bh = work / tiles, q0 = work % tiles * $BQ;
-      const idx row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-      body(bh, q0, bh / $H * $HKV + bh % $H / $GROUP, row);
+      body(bh, q0, bh / $H * $HKV + bh % $H / $GROUP, q0 + warp * 16 + g);
     }
   };
   // Runs body(k0, keys, values) for the key tiles that some row of the
@@ -230,9 +230,10 @@ static const char *kPrologue = R"cuda(
 static const char *kTensorCoreForward = R"cuda(
   $OT *out = ($OT *)args[$A];
   $LT *lse = ($LT *)args[$A + 1];
-  forQueryTiles([&](idx bh, idx q0, idx kv, const idx *row) {
+  forQueryTiles([&](idx bh, idx q0, idx kv, idx row0) {
     // The warp's 16 query rows as A fragments; per row (g, g + 8) the
     // running maximum and sum, and the output.
+    const idx row[2] = {row0, row0 + 8};
     u32 qa[$D / 16][4];
     rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
     float maximum[2] = {-inf, -inf}, sum[2] = {0.0f, 0.0f};
@@ -359,7 +360,8 @@ static const char *kGradientPrologue = R"cuda(
 /// delta) scale, each product on tensor cores.
 static const char *kTensorCoreQueryGradient = R"cuda(
   $DQT *dq = ($DQT *)args[$A + 3];
-  forQueryTiles([&](idx bh, idx q0, idx kv, const idx *row) {
+  forQueryTiles([&](idx bh, idx q0, idx kv, idx row0) {
+    const idx row[2] = {row0, row0 + 8};
     u32 qa[$D / 16][4], da[$D / 16][4];
     rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
     rowFragments(da, dout + doutAt(bh, 0), doutStep, row, $TQ);
