@@ -35,16 +35,8 @@ start=$(now)
   --target=cuda --arch=sm_90 -o "$work/model.kiln" "$@" > "$work/compile.txt"
 compiled=$(now)
 
-"$python" - "$work" "$batch" "$seq" "$vocab" "$labels" <<'PY'
-import sys
-import numpy as np
-work, batch, seq, vocab, labels = sys.argv[1], *map(int, sys.argv[2:5]), sys.argv[5]
-rng = np.random.default_rng(0)
-ids = rng.integers(0, vocab, size=(4 * batch, seq), dtype=np.int64)
-np.save(f"{work}/input_ids.npy", ids)
-np.save(f"{work}/labels.npy", ids if labels == "tokens" else
-        rng.integers(0, int(labels), size=(4 * batch,), dtype=np.int64))
-PY
+"$python" "$(dirname "$0")/random_batches.py" "$work" "$batch" "$seq" "$vocab" \
+  "$labels"
 
 "$bin/kiln-run" "$work/model.kiln" --train --steps "$steps" --lr 3e-4 \
   --input "input_ids=$work/input_ids.npy" --input "labels=$work/labels.npy" \

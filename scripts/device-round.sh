@@ -11,6 +11,10 @@
 #   bash scripts/device-round.sh gpt2-row   # bench: kiln's GPT-2 row alone, profiled
 #   bash scripts/device-round.sh ablation   # bench: the ablation and eager/AMP
 #   bash scripts/device-round.sh bert       # bench: BERT-base, kiln and PyTorch
+#   bash scripts/device-round.sh ncu        # GPT-2's step under Nsight Compute:
+#                                           # the top kernels' throughput and occupancy
+#   bash scripts/device-round.sh sanitize   # the kernel tests under compute-sanitizer:
+#                                           # memcheck, racecheck (shared memory), synccheck
 #
 # Each check runs under a time limit (a hang costs that check, not the
 # call). Its outcome and the end of its log go to $OUT/summary.txt, printed
@@ -74,6 +78,23 @@ for part in "$@"; do
       50257 tokens --weight-decay 0.1 --precision bf16 ;;
   ablation) run bench-ablation 540 bash bench/run.sh gpt2-ablation gpt2-torch-eager ;;
   bert) run bench-bert 540 env KILN_BENCH_PROFILE=20 bash bench/run.sh bert-kiln bert-torch ;;
+  ncu)
+    run ncu-gpt2 540 bash bench/ncu_step.sh gpt2 \
+      "$KILN_SHARED/fixtures/graphs/gpt2_124m.onnx" 16 1024 50257 tokens \
+      --weight-decay 0.1 --precision bf16 ;;
+  sanitize)
+    # Every kernel test under memcheck; those with shared memory and
+    # barriers (attention's pipeline, the row and column reductions) under
+    # racecheck and synccheck.
+    shared=$(printf '*KernelTest*%s*:' Attention Norm Softmax ColumnSums \
+      Reductions LongRows Loss TopK)
+    shared="${shared%:}"
+    run sanitize-memcheck 240 compute-sanitizer --tool memcheck \
+      --error-exitcode 1 "$bin/kiln-gpu-tests" --gtest_filter='*KernelTest*'
+    run sanitize-racecheck 180 compute-sanitizer --tool racecheck \
+      --error-exitcode 1 "$bin/kiln-gpu-tests" --gtest_filter="$shared"
+    run sanitize-synccheck 100 compute-sanitizer --tool synccheck \
+      --error-exitcode 1 "$bin/kiln-gpu-tests" --gtest_filter="$shared" ;;
   *) echo "device-round.sh: unknown part '$part'" >&2; exit 1 ;;
   esac
 done
