@@ -13,10 +13,11 @@
 // second reads for every key tile instead of recomputing it. The f32 scores and
 // the forward pass's unnormalized 16-bit probabilities differ from the
 // interpreter's rounding (AttentionKernels.cpp keeps that exactly): outputs
-// agree to the probabilities' rounding, 2^-8 of the largest value. The
-// probabilities' exponentials are the GPU's fast ones: CUDA bounds
-// __expf's error by 2 + 1.17 |x| f32 ulps, under 2^-16 relative for the
-// |x| < 88 that leave e^x a normal f32, far inside that bound.
+// agree to the probabilities' rounding, 2^-8 of the largest value. Scores
+// are kept in base 2 (times log2 e, folded into the scale), so that each
+// probability is one exp2 of a difference, an ex2 instruction (CUDA bounds
+// exp2f's error by 2 f32 ulps, far inside that bound; FlashAttention-2 does
+// the same).
 //
 // Fragments follow the PTX ISA's layout for mma.m16n8k16: lane = 4 g + t;
 // A holds rows g and g + 8, columns 2t, 2t + 1 and those + 8; B columns
@@ -32,6 +33,8 @@
 #include "KernelWriter.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -58,6 +61,7 @@ static const char *kPrologue = R"cuda(
   // gradient takes): x and 1 without a cap.
   auto capped = [&](float x) -> float { return $CAPPED; };
   auto slope = [&](float x) -> float { return $SLOPE; };
+  const float log2e = 1.4426950408889634f;
   // Score x (scaled) of query i against key j of head bh, capped, after the
   // mask.
   auto masked = [&](idx bh, idx i, idx j, float x) -> float {
@@ -67,6 +71,10 @@ static const char *kPrologue = R"cuda(
     $MASK
     return x;
   };
+  // The score of query i against key j of head bh from its product s, in
+  // base 2: scaled, capped and masked, times log2 e (one product where
+  // there is no cap or mask).
+  auto log2Score = [&](idx bh, idx i, idx j, float s) -> float { return $LOG2SCORE; };
   // Whether every query row of [q0, q0 + rows) may attend to every key of
   // [k0, k0 + keys), all of them inside the tensors: such a tile's scores
   // skip the tests of every score (most tiles of a long sequence). Causal
@@ -232,7 +240,7 @@ static const char *kTensorCoreForward = R"cuda(
   $LT *lse = ($LT *)args[$A + 1];
   forQueryTiles([&](idx bh, idx q0, idx kv, idx row0) {
     // The warp's 16 query rows as A fragments; per row (g, g + 8) the
-    // running maximum and sum, and the output.
+    // running maximum (in base 2) and sum, and the output.
     const idx row[2] = {row0, row0 + 8};
     u32 qa[$D / 16][4];
     rowFragments(qa, q + qAt(bh, 0), qStep, row, $TQ);
@@ -250,8 +258,8 @@ static const char *kTensorCoreForward = R"cuda(
           _Pragma("unroll") for (int e = 0; e < 4; ++e) {
             const idx j = k0 + n * 8 + 2 * t + (e & 1);
             const idx i = row[e / 2];
-            float x = s[n][e] * (float)$SCALE;
-            x = !whole && (j >= $TK || i >= $TQ || outside(i, j)) ? -inf : masked(bh, i, j, x);
+            const float x = !whole && (j >= $TK || i >= $TQ || outside(i, j))
+                                ? -inf : log2Score(bh, i, j, s[n][e]);
             s[n][e] = x;
             tileMax[e / 2] = fmaxf(tileMax[e / 2], x);
           }
@@ -267,13 +275,15 @@ static const char *kTensorCoreForward = R"cuda(
         tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(0xffffffffu, tileMax[r], 1));
         tileMax[r] = fmaxf(tileMax[r], __shfl_xor_sync(0xffffffffu, tileMax[r], 2));
         const float next = fmaxf(maximum[r], tileMax[r]);
-        scale[r] = next == -inf ? 1.0f : expf(maximum[r] - next);
+        scale[r] = next == -inf ? 1.0f : exp2f(maximum[r] - next);
         maximum[r] = next;
       }
+      // A row with no score yet (all -inf) subtracts 0: exp2(-inf) = 0.
+      const float base[2] = {maximum[0] == -inf ? 0.0f : maximum[0],
+                             maximum[1] == -inf ? 0.0f : maximum[1]};
       _Pragma("unroll") for (int n = 0; n < $BK / 8; ++n)
         _Pragma("unroll") for (int e = 0; e < 4; ++e) {
-          const float m = maximum[e / 2];
-          s[n][e] = m == -inf ? 0.0f : __expf(s[n][e] - m);
+          s[n][e] = exp2f(s[n][e] - base[e / 2]);
           tileSum[e / 2] += s[n][e];
         }
       _Pragma("unroll") for (int r = 0; r < 2; ++r) {
@@ -304,7 +314,7 @@ static const char *kTensorCoreForward = R"cuda(
         _Pragma("unroll") for (int c = 0; c < 2; ++c)
           o[n][2 * r + c] = sum[r] == 0.0f ? 0.0f : o[n][2 * r + c] / sum[r];
       if (t == 0 && row[r] < $TQ)
-        lse[bh * $TQ + row[r]] = ($LT)(sum[r] == 0.0f ? -inf : maximum[r] + logf(sum[r]));
+        lse[bh * $TQ + row[r]] = ($LT)(sum[r] == 0.0f ? -inf : maximum[r] / log2e + logf(sum[r]));
     }
     storeRows(out + outAt(bh, 0), outStep, row, $TQ, o, $STOREO);
   });
@@ -322,7 +332,7 @@ static const char *kGradientPrologue = R"cuda(
   float *deltaScratch = (float *)args[$SCRATCH_ARG];
   // ds = P (dP - delta), the gradient of the masked scores (the mask's),
   // of query rows `row` (of the tile at q0) of head bh (their fragments of Q and dO,
-  // log-sum-exps and deltas) against the CHUNK keys at k0 (their keys and
+  // log-sum-exps in base 2 and deltas) against the CHUNK keys at k0 (their keys and
   // values row-major in shared memory): S and dP again on tensor cores,
   // P = exp(S - L), 0 where a key takes no part; with `slopes`, also the
   // soft cap's slope at each score. A streamed tile is taken in chunks so
@@ -341,11 +351,11 @@ static const char *kGradientPrologue = R"cuda(
           const idx j = k0 + n * 8 + 2 * t + (e & 1);
           const int r = e / 2;
           const bool live = logsumexp[r] != -inf && (whole || (j < $TK && !outside(row[r], j)));
-          const float x = ds[n][e] * (float)$SCALE;
-          const float p = live ? __expf(masked(bh, row[r], j, x) - logsumexp[r]) : 0.0f;
+          const float s = ds[n][e];
+          const float p = live ? exp2f(log2Score(bh, row[r], j, s) - logsumexp[r]) : 0.0f;
           ds[n][e] = p * (dp[n][e] * factor(bh, row[r], j) - deltas[r]);
           if (slopes)
-            slopes[n][e] = slope(x);
+            slopes[n][e] = slope(s * (float)$SCALE);
         }
     };
     if (attendsWhole(q0, $BQ, k0, $CHUNK))
@@ -377,7 +387,7 @@ static const char *kTensorCoreQueryGradient = R"cuda(
       d += __shfl_xor_sync(0xffffffffu, d, 1);
       d += __shfl_xor_sync(0xffffffffu, d, 2);
       deltas[r] = d;
-      logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
+      logsumexp[r] = inside ? lse[bh * $TQ + row[r]] * log2e : -inf;
       if (inside && t == 0)
         deltaScratch[bh * $TQ + row[r]] = d;
     }
@@ -411,8 +421,8 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
   $DKT *dk = ($DKT *)args[$A + 4];
   $DVT *dv = ($DVT *)args[$A + 5];
   // Queries and output gradients, row-major; each query row's log-sum-exp
-  // and delta (which the query kernel, launched first, stored); two of
-  // each (pipeline).
+  // (in base 2) and delta (which the query kernel, launched first,
+  // stored); two of each (pipeline).
   alignas(16) __shared__ u16 Qs[2][$BQ * ($D + 8)], Gs[2][$BQ * ($D + 8)];
   __shared__ float Ls[2][$BQ], Deltas[2][$BQ];
   const idx tiles = ($TK + $BK - 1) / $BK;
@@ -439,7 +449,7 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
       stage(dout + doutAt(bh, q0), doutStep, $BQ, $TQ - q0, Gs[buffer]);
       for (idx r = threadIdx.x; r < $BQ; r += blockDim.x) {
         const bool inside = q0 + r < $TQ;
-        Ls[buffer][r] = inside ? lse[bh * $TQ + q0 + r] : -inf;
+        Ls[buffer][r] = inside ? lse[bh * $TQ + q0 + r] * log2e : -inf;
         Deltas[buffer][r] = inside ? deltaScratch[bh * $TQ + q0 + r] : 0.0f;
       }
     };
@@ -460,10 +470,11 @@ static const char *kTensorCoreKeyValueGradient = R"cuda(
               const int c = n * 8 + 2 * t + (e & 1);
               const idx i = q0 + c0 + c, j = key[e / 2];
               const bool live = chunkLse[c] != -inf && (whole || (i < $TQ && j < $TK && !outside(i, j)));
-              const float x = pt[n][e] * (float)$SCALE;
-              pt[n][e] = live ? __expf(masked(bh, i, j, x) - chunkLse[c]) : 0.0f;
+              const float s = pt[n][e];
+              pt[n][e] = live ? exp2f(log2Score(bh, i, j, s) - chunkLse[c]) : 0.0f;
               const float f = factor(bh, i, j);
-              dst[n][e] = pt[n][e] * (dst[n][e] * f - chunkDeltas[c]) * slope(x) * (float)$SCALE;
+              dst[n][e] = pt[n][e] * (dst[n][e] * f - chunkDeltas[c]) * slope(s * (float)$SCALE) *
+                          (float)$SCALE;
               pt[n][e] *= f; // dV = (dropped P)^T dO
             }
         };
@@ -523,7 +534,7 @@ static const char *kTensorCoreMaskGradient = R"cuda(
       float logsumexp[2], deltas[2];
       _Pragma("unroll") for (int r = 0; r < 2; ++r) {
         const bool inside = row[r] < $TQ;
-        logsumexp[r] = inside ? lse[bh * $TQ + row[r]] : -inf;
+        logsumexp[r] = inside ? lse[bh * $TQ + row[r]] * log2e : -inf;
         deltas[r] = inside ? deltaScratch[bh * $TQ + row[r]] : 0.0f;
       }
       _Pragma("unroll") for (int c0 = 0; c0 < $BK; c0 += $CHUNK) {
@@ -682,6 +693,11 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
       {"SPANS", spans(op)},
       {"CAPPED", capped},
       {"SLOPE", slope},
+      {"LOG2SCORE",
+       op.getMask() || op.getSoftcap()
+           ? "masked(bh, i, j, s * (float)$SCALE) * log2e"
+           : "s * (float)" + literal(op.getScale().convertToDouble() *
+                                     llvm::numbers::log2e)},
       {"TQ", indexConstant(qs[2])},
       {"TK", indexConstant(ks[2])},
       {"H", indexConstant(qs[1])},
