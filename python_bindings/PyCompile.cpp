@@ -28,7 +28,9 @@ static py::dict kernelResources(const cuda::TargetReport &report) {
                            py::arg("registers") = k.registers,
                            py::arg("shared_bytes") = k.sharedBytes,
                            py::arg("local_bytes") = k.stackBytes,
-                           py::arg("spilled_bytes") = k.spillStoreBytes));
+                           py::arg("spilled_bytes") = k.spillStoreBytes,
+                           py::arg("block") = k.block,
+                           py::arg("blocks_per_sm") = k.blocksPerSM));
     resources[py::str(arch)] = list;
   }
   return resources;

@@ -29,6 +29,7 @@ for arch in ("sm_80", "sm_90"):
     kernels = report["kernel_resources"][arch]
     assert len(kernels) == report["kernels"], kernels
     assert all(k["registers"] > 0 and k["local_bytes"] == k["spilled_bytes"]
+               and k["block"] > 0 and k["blocks_per_sm"] > 0
                for k in kernels), kernels
 assert not any(k["local_bytes"] for k in report["kernel_resources"]["sm_90"])
 

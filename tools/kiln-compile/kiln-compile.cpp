@@ -364,7 +364,6 @@ static void printTraffic(const kiln::artifact::ArtifactT &artifact) {
 static void printKernels(const kiln::artifact::ArtifactT &artifact,
                          const kiln::cuda::TargetReport &report) {
   struct Use {
-    int64_t block = 0;
     std::string origin;
     size_t launches = 0;
   };
@@ -373,14 +372,13 @@ static void printKernels(const kiln::artifact::ArtifactT &artifact,
     if (!operation->kernel)
       continue;
     Use &use = uses[operation->kernel->kernel];
-    use.block = operation->kernel->block;
     if (use.launches++ == 0)
       use.origin = operation->origin;
   }
   for (const auto &[arch, kernels] : report.kernels) {
     outs() << "kernels for " << arch
            << ": block, registers, shared memory, local memory per thread "
-              "(spilled registers), launches, op\n";
+              "(spilled registers), blocks per SM, launches, op\n";
     // In the artifact's order (ptxas reports the last first).
     std::vector<std::pair<size_t, const kiln::cuda::KernelResources *>> byIndex;
     for (const kiln::cuda::KernelResources &k : kernels) {
@@ -393,10 +391,11 @@ static void printKernels(const kiln::artifact::ArtifactT &artifact,
     for (auto [n, resources] : byIndex) {
       const kiln::cuda::KernelResources &k = *resources;
       outs() << formatv("  {0,-16} {1,4} {2,4} regs {3,6} B smem {4,5} B local "
-                        "({5} B spilled) {6,4}x {7}\n",
-                        k.kernel, uses[n].block, k.registers, k.sharedBytes,
-                        k.stackBytes, k.spillStoreBytes, uses[n].launches,
-                        uses[n].origin);
+                        "({5} B spilled) {6,2} per SM {7,4}x {8}\n",
+                        k.kernel, k.block, k.registers, k.sharedBytes,
+                        k.stackBytes, k.spillStoreBytes,
+                        k.blocksPerSM ? std::to_string(k.blocksPerSM) : "?",
+                        uses[n].launches, uses[n].origin);
     }
   }
 }

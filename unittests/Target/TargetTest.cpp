@@ -619,6 +619,33 @@ TEST(KernelResourcesTest, ParsesPtxasReport) {
   EXPECT_EQ(kernels[1].sharedBytes, 18432);
 }
 
+// Blocks per SM by CUDA's occupancy rules: registers are allotted per warp
+// in units of 256 within each of an SM's four 16K-register partitions, and
+// each block takes 1 KiB of shared memory beside its own.
+TEST(KernelResourcesTest, ResidentBlocks) {
+  auto blocks = [](const char *arch, int64_t block, int64_t registers,
+                   int64_t shared) {
+    cuda::KernelResources kernel;
+    kernel.registers = registers;
+    kernel.sharedBytes = shared;
+    return cuda::residentBlocks(arch, block, kernel);
+  };
+  // Attention's kernels: four warps of 128, 168 and 242 registers.
+  EXPECT_EQ(blocks("sm_90", 128, 128, 36864), 4);
+  EXPECT_EQ(blocks("sm_90", 128, 168, 36864), 3);
+  EXPECT_EQ(blocks("sm_90", 128, 242, 37888), 2);
+  // Three warps of 56 registers: 9 warps per partition, 12 blocks.
+  EXPECT_EQ(blocks("sm_90", 96, 56, 64), 12);
+  // Threads bound 32-register blocks of 256 (2048 per SM).
+  EXPECT_EQ(blocks("sm_90", 256, 32, 0), 8);
+  // Shared memory: blocks of 40 KiB (41 with the reserved), five on an
+  // H100 (228 KiB per SM), four on an A100 (164 KiB).
+  EXPECT_EQ(blocks("sm_90", 128, 32, 40 << 10), 5);
+  EXPECT_EQ(blocks("sm_80", 128, 32, 40 << 10), 4);
+  // No limits known for other architectures.
+  EXPECT_EQ(blocks("sm_75", 128, 32, 0), 0);
+}
+
 // Kernels over small tensors compute their indices in 32 bits; the 64-bit
 // form, which kernels over tensors of 2^30 elements or more take, computes
 // the same step.

@@ -60,10 +60,21 @@ struct KernelResources {
   int64_t stackBytes = 0, spillStoreBytes = 0, spillLoadBytes = 0;
   /// Bytes of static shared memory per block.
   int64_t sharedBytes = 0;
+  /// Threads per block it launches with, and how many of its blocks one
+  /// SM holds at once (residentBlocks; 0 where kiln does not know the
+  /// architecture's limits).
+  int64_t block = 0, blocksPerSM = 0;
 };
 
 /// The kernels `ptxasInfo` (ptxas's `-v` report) describes, in its order.
 std::vector<KernelResources> parsePtxasInfo(llvm::StringRef ptxasInfo);
+
+/// How many blocks of `block` threads of `kernel` one SM of `arch` holds at
+/// once (CUDA's occupancy calculator: registers, shared memory, threads,
+/// blocks); 0 for an architecture whose limits kiln does not know (it
+/// knows sm_80's and sm_90's).
+int64_t residentBlocks(llvm::StringRef arch, int64_t block,
+                       const KernelResources &kernel);
 
 /// What compileFunction reports beside the artifact: the attention ops that
 /// `--attention=cudnn` left to kiln's kernels, and those that run on the

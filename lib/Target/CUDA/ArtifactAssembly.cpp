@@ -196,6 +196,23 @@ void Lowering::placeAreas(artifact::ArtifactT &result) {
   result.arena_bytes = constantsAt + constantBytes;
 }
 
+/// `kernels` (ptxas's report for `arch`) with the block each launches with
+/// in `artifact` and the blocks of it one SM holds.
+static std::vector<KernelResources>
+withOccupancy(std::vector<KernelResources> kernels,
+              const artifact::ArtifactT &artifact, StringRef arch) {
+  std::map<std::string, int64_t> blocks;
+  for (const auto &operation : artifact.operations)
+    if (operation->kernel)
+      blocks[artifact.kernel_names[operation->kernel->kernel]] =
+          operation->kernel->block;
+  for (KernelResources &kernel : kernels) {
+    kernel.block = blocks[kernel.kernel];
+    kernel.blocksPerSM = residentBlocks(arch, kernel.block, kernel);
+  }
+  return kernels;
+}
+
 LogicalResult Lowering::compileKernels(artifact::ArtifactT &result) {
   if (options.archs.empty())
     return success();
@@ -230,7 +247,8 @@ LogicalResult Lowering::compileKernels(artifact::ArtifactT &result) {
       continue;
     }
     if (report)
-      report->kernels[options.archs[i]] = parsePtxasInfo(ptxasInfo[i]);
+      report->kernels[options.archs[i]] =
+          withOccupancy(parsePtxasInfo(ptxasInfo[i]), result, options.archs[i]);
     auto entry = std::make_unique<artifact::CubinT>();
     entry->arch = options.archs[i];
     entry->image = std::move(*image);

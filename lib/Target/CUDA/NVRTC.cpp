@@ -16,41 +16,6 @@ bool isArchitectureName(llvm::StringRef arch) {
                       [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::vector<KernelResources> parsePtxasInfo(llvm::StringRef ptxasInfo) {
-  // ptxas -v says, per kernel:
-  //   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
-  //   ptxas info    : Function properties for NAME
-  //       S bytes stack frame, T bytes spill stores, L bytes spill loads
-  //   ptxas info    : Used R registers, used 1 barriers, M bytes smem
-  std::vector<KernelResources> kernels;
-  llvm::SmallVector<llvm::StringRef> lines;
-  ptxasInfo.split(lines, '\n');
-  // The number before `unit` in `line`, if any.
-  auto number = [](llvm::StringRef line, llvm::StringRef unit) -> int64_t {
-    size_t at = line.find(unit);
-    if (at == llvm::StringRef::npos)
-      return 0;
-    llvm::StringRef digits = line.take_front(at).rtrim().rsplit(' ').second;
-    int64_t value = 0;
-    return digits.getAsInteger(10, value) ? 0 : value;
-  };
-  for (llvm::StringRef line : lines) {
-    if (line.contains("Compiling entry function '")) {
-      llvm::StringRef name =
-          line.split("Compiling entry function '").second.split('\'').first;
-      kernels.push_back({name.str()});
-    } else if (!kernels.empty() && line.contains("bytes stack frame")) {
-      kernels.back().stackBytes = number(line, " bytes stack frame");
-      kernels.back().spillStoreBytes = number(line, " bytes spill stores");
-      kernels.back().spillLoadBytes = number(line, " bytes spill loads");
-    } else if (!kernels.empty() && line.contains(" registers")) {
-      kernels.back().registers = number(line, " registers");
-      kernels.back().sharedBytes = number(line, " bytes smem");
-    }
-  }
-  return kernels;
-}
-
 llvm::Expected<std::vector<uint8_t>> compileWithNVRTC(const std::string &source,
                                                       const std::string &arch,
                                                       bool ptx,
