@@ -79,7 +79,8 @@ static cl::opt<bool> reportKernels(
     "report-kernels",
     cl::desc("--target=cuda: print, for each compiled kernel, its block, "
              "the registers, shared and local memory ptxas allotted it "
-             "(spills), and the ops it runs for"),
+             "(spills), how many of its blocks an SM holds, and the ops it "
+             "runs for"),
     cl::cat(category));
 static cl::opt<bool> exactAttention(
     "exact-attention",
@@ -359,8 +360,8 @@ static void printTraffic(const kiln::artifact::ArtifactT &artifact) {
     print(name, share);
 }
 
-/// What ptxas allotted each kernel, with its block and the first op it
-/// runs for (--report-kernels).
+/// What ptxas allotted each kernel, with its block, its blocks per SM and
+/// the first op it runs for (--report-kernels).
 static void printKernels(const kiln::artifact::ArtifactT &artifact,
                          const kiln::cuda::TargetReport &report) {
   struct Use {
