@@ -16,18 +16,13 @@
 # by operation and the table goes to ${OUT:-.}/profile-NAME.txt),
 # KILN_RUN_FLAGS (more kiln-run options, such as
 # --gemm-bias-gradients=false).
-set -euo pipefail
-name="$1" model="$2" batch="$3" seq="$4" vocab="$5" labels="$6"
+source "$(dirname "$0")/arguments.sh"
 shift 6
-bin="${KILN_BIN:-build/bin}"
 steps="${KILN_BENCH_STEPS:-40}"
-python="${PYTHON:-python3}"
 profile=()
 if [ "${KILN_BENCH_PROFILE:-0}" -gt 0 ]; then
   profile=(--profile "$KILN_BENCH_PROFILE")
 fi
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 
 now() { date +%s.%N; }
 start=$(now)

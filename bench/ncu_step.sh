@@ -13,15 +13,10 @@
 # (every launch's metrics) and kernels-NAME.txt (kiln-compile
 # --report-kernels) and prints the summary. Environment: KILN_BIN (default
 # build/bin), PYTHON (default python3, with numpy), NCU (default ncu).
-set -euo pipefail
-name="$1" model="$2" batch="$3" seq="$4" vocab="$5" labels="$6"
-shift 6
-bin="${KILN_BIN:-build/bin}"
-python="${PYTHON:-python3}"
-out="${OUT:-.}"
 here="$(dirname "$0")"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$here/arguments.sh"
+shift 6
+out="${OUT:-.}"
 
 "$bin/kiln-compile" "$model" --dim "batch=$batch" --dim "seq=$seq" \
   --target=cuda --arch=sm_90 --report-kernels -o "$work/model.kiln" "$@" \
