@@ -10,9 +10,10 @@
 #                       fusion, + kiln's attention, + vocab 50304, + CUDA
 #                       graph
 #   gpt2-kiln           GPT-2 124M with everything on (+ batched optimizer
-#                       launches), then with the bias gradients summed by
-#                       kernels instead of their GEMMs, then with cuDNN's
-#                       attention instead of kiln's
+#                       launches), then in the artifact's grids instead of
+#                       one wave of the GPU, with cuDNN's attention instead
+#                       of kiln's, with the bias gradients summed by
+#                       kernels instead of their GEMMs
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
@@ -71,10 +72,12 @@ for part in "${parts[@]}"; do
     ;;
   gpt2-kiln)
     gpt2_row "kiln bf16, all on" --precision bf16
-    KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
-      "kiln bf16, all on, bias gradients by kernels" --precision bf16
+    KILN_RUN_FLAGS=--device-grids=false gpt2_row \
+      "kiln bf16, all on, the artifact's grids" --precision bf16
     gpt2_row "kiln bf16, all on, cuDNN attention" --precision bf16 \
       --attention=cudnn
+    KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
+      "kiln bf16, all on, bias gradients by kernels" --precision bf16
     ;;
   gpt2-torch-eager) "$python" "$shared/anchors/gpt2_torch.py" eager | tee -a "$results" ;;
   gpt2-torch-compile) "$python" "$shared/anchors/gpt2_torch.py" compile | tee -a "$results" ;;

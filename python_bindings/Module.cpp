@@ -71,7 +71,7 @@ pad_max_overhead, recompute.)")
 (kiln.compile, kiln-compile --target=cuda) on a GPU as kiln-run does. The
 keyword arguments are the run's options (lr, schedule, warmup, min_lr,
 steps, seed) and the session's (tune_gemms, gemm_bias_gradients,
-cuda_graph), as kiln-run's.)")
+cuda_graph, device_grids), as kiln-run's.)")
       .def(py::init<const std::string &, int, const py::kwargs &>(),
            py::arg("artifact"), py::arg("device") = 0)
       .def("step", &PyGpuTrainer::step, py::arg("feeds"),

@@ -22,7 +22,8 @@ PyGpuTrainer::PyGpuTrainer(const std::string &artifact, int device,
   std::map<std::string, bool *> switches = {
       {"tune_gemms", &sessionOptions.tuneGemms},
       {"gemm_bias_gradients", &sessionOptions.gemmBiasGradients},
-      {"cuda_graph", &sessionOptions.cudaGraph}};
+      {"cuda_graph", &sessionOptions.cudaGraph},
+      {"device_grids", &sessionOptions.deviceGrids}};
   py::dict run;
   for (const auto &[key, value] : keywords) {
     auto option = switches.find(py::str(key).cast<std::string>());

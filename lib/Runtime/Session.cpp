@@ -185,7 +185,7 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
   for (size_t i = 0; i < operations; ++i)
     s.tables.push_back(s.argumentTables + starts[i]);
 
-  if (!planGemms(options, error))
+  if (!sizeGrids(options, error) || !planGemms(options, error))
     return false;
   skipFallbacks();
   if (s.cudnn &&
@@ -307,6 +307,39 @@ void Session::skipFallbacks() {
   }
 }
 
+bool Session::sizeGrids(const SessionOptions &options, std::string &error) {
+  State &s = *state;
+  int processors = 0;
+  if (cudaDeviceGetAttribute(&processors, cudaDevAttrMultiProcessorCount,
+                             s.device) != cudaSuccess) {
+    error = "cannot query the GPU's multiprocessors";
+    return false;
+  }
+  size_t operations = model->operations() ? model->operations()->size() : 0;
+  for (size_t i = 0; i < operations; ++i) {
+    const artifact::Operation *operation = model->operations()->Get(i);
+    const artifact::KernelLaunch *launch = operation->kernel();
+    unsigned grid = launch ? launch->grid() : 0;
+    int resident = 0;
+    if (launch && options.deviceGrids && launch->grid_strided()) {
+      cudaError_t status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &resident,
+          reinterpret_cast<const void *>(s.kernels[launch->kernel()]),
+          launch->block(), 0);
+      if (status != cudaSuccess) {
+        error = "cannot size the grid of " + operation->origin()->str() + ": " +
+                cudaMessage(status);
+        return false;
+      }
+      // A kernel that fits no block per SM fails at its launch, naming it.
+      if (resident > 0)
+        grid = std::min<unsigned>(grid, unsigned(resident) * processors);
+    }
+    s.grids.push_back(grid);
+  }
+  return true;
+}
+
 bool Session::enqueueOperations(std::string &error) {
   State &s = *state;
   size_t gemm = 0;
@@ -317,8 +350,9 @@ bool Session::enqueueOperations(std::string &error) {
     if (s.skipped[i])
       continue;
     if (const artifact::KernelLaunch *launch = operation->kernel()) {
-      cudaError_t status = launchKernel(s.kernels[launch->kernel()],
-                                        s.tables[i], *launch, s.stream);
+      cudaError_t status =
+          launchKernel(s.kernels[launch->kernel()], s.tables[i], s.grids[i],
+                       launch->block(), s.stream);
       if (status != cudaSuccess) {
         error = "cannot launch " + operation->origin()->str() + ": " +
                 cudaMessage(status);

@@ -64,14 +64,13 @@ cublasStatus_t runGemm(cublasLtHandle_t blas, const GemmPlan &plan,
                        const cublasLtMatmulAlgo_t &algorithm, char *arena,
                        void *workspace, cudaStream_t stream);
 
-/// Launches `launch` with the argument table at `table` on `stream`.
-inline cudaError_t launchKernel(cudaKernel_t kernel, void *table,
-                                const artifact::KernelLaunch &launch,
-                                cudaStream_t stream) {
+/// Launches `kernel` in `grid` blocks of `block` threads with the argument
+/// table at `table` on `stream`.
+inline cudaError_t launchKernel(cudaKernel_t kernel, void *table, unsigned grid,
+                                unsigned block, cudaStream_t stream) {
   void *arguments[] = {&table};
-  return cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
-                          dim3(launch.grid()), dim3(launch.block()), arguments,
-                          0, stream);
+  return cudaLaunchKernel(reinterpret_cast<const void *>(kernel), dim3(grid),
+                          dim3(block), arguments, 0, stream);
 }
 
 struct Session::State {
@@ -81,8 +80,10 @@ struct Session::State {
   void **argumentTables = nullptr;
   cudaLibrary_t library = nullptr;
   std::vector<cudaKernel_t> kernels;
-  /// Per operation: the device address of its argument table.
+  /// Per operation: the device address of its argument table, and the
+  /// blocks a kernel launch runs (SessionOptions::deviceGrids).
   std::vector<void *> tables;
+  std::vector<unsigned> grids;
   cublasLtHandle_t blas = nullptr;
   void *workspace = nullptr;
   std::vector<GemmPlan> gemms;

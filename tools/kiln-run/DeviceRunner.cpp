@@ -40,6 +40,7 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs,
   options.tuneGemms = run.tuneGemms;
   options.gemmBiasGradients = run.gemmBiasGradients;
   options.cudaGraph = run.cudaGraph;
+  options.deviceGrids = run.deviceGrids;
   if (run.profileSteps > 0 && !run.train)
     return fail("--profile times training steps: give --train");
   std::string error;

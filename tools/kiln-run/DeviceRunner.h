@@ -22,6 +22,8 @@ struct ArtifactRunOptions {
   bool gemmBiasGradients = true;
   /// Replay the step as a CUDA graph (SessionOptions).
   bool cudaGraph = true;
+  /// Launch grid-strided kernels in one wave of the GPU (SessionOptions).
+  bool deviceGrids = true;
   /// After training, profile this many more steps and print where their
   /// time goes (0: no profile).
   int profileSteps = 0;

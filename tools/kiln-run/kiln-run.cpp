@@ -63,6 +63,11 @@ static cl::opt<bool> cudaGraph(
     cl::desc("With a .kiln artifact: capture the step once as a CUDA graph "
              "and replay it (=false: launch its operations one by one every "
              "step)"));
+static cl::opt<bool> deviceGrids(
+    cl::cat(category), "device-grids", cl::init(true),
+    cl::desc("With a .kiln artifact: launch each kernel whose loops stride "
+             "over its grid in no more blocks than the GPU holds at once "
+             "(=false: in the grid the artifact names)"));
 static cl::opt<int> profileSteps(
     cl::cat(category), "profile", cl::init(0),
     cl::desc("With a .kiln artifact and --train: after training, time this "
@@ -150,6 +155,7 @@ static int runArtifactCommand() {
   options.tuneGemms = tuneGemms;
   options.gemmBiasGradients = gemmBiasGradients;
   options.cudaGraph = cudaGraph;
+  options.deviceGrids = deviceGrids;
   options.profileSteps = profileSteps;
   options.outputDirectory = outputDirectory;
   return kiln::runArtifact(modelPath, *tensors, options, printOutput);
@@ -179,10 +185,10 @@ int main(int argc, char **argv) {
     return fail("--profile times the steps of a compiled artifact on the "
                 "GPU: give a .kiln file from kiln-compile --target=cuda");
   if (tuneGemms.getNumOccurrences() || gemmBiasGradients.getNumOccurrences() ||
-      cudaGraph.getNumOccurrences())
-    return fail("--tune-gemms, --gemm-bias-gradients and --cuda-graph choose "
-                "how a compiled artifact runs on the GPU: give a .kiln file "
-                "from kiln-compile --target=cuda");
+      cudaGraph.getNumOccurrences() || deviceGrids.getNumOccurrences())
+    return fail("--tune-gemms, --gemm-bias-gradients, --cuda-graph and "
+                "--device-grids choose how a compiled artifact runs on the "
+                "GPU: give a .kiln file from kiln-compile --target=cuda");
   kiln::ImportOptions options;
   for (const std::string &dim : dims)
     if (!kiln::parseDimensionOption(dim, options))

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
@@ -240,8 +241,11 @@ void CudaEmulation::run() {
     pointers.clear();
     for (int64_t offset : launch.args)
       pointers.push_back(arena.data() + offset);
-    int failure = launchKernel(kernels[launch.kernel], pointers.data(),
-                               launch.grid, launch.block);
+    unsigned grid = launch.grid;
+    if (options.deviceGrids && launch.grid_strided)
+      grid = std::min(grid, kEmulatedResidentBlocks);
+    int failure = launchKernel(kernels[launch.kernel], pointers.data(), grid,
+                               launch.block);
     if (failure != 0)
       ADD_FAILURE()
           << "kernel " << artifact.kernel_names[launch.kernel] << " of "

@@ -30,6 +30,7 @@ public:
     options.poison = true;
     options.gemmBiasGradients = executorOptions.gemmBiasGradients;
     options.cudaGraph = executorOptions.cudaGraph;
+    options.deviceGrids = executorOptions.deviceGrids;
     if (written)
       session = runtime::Session::load(path.str().str(), options, error);
     llvm::sys::fs::remove(path);

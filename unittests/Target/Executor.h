@@ -35,6 +35,11 @@ public:
   virtual std::string indexError() = 0;
 };
 
+/// The blocks of any kernel the emulated device holds at once: fewer than
+/// most grids, and a divisor of few row counts, so that the blocks of a
+/// grid-strided kernel take uneven shares (ExecutorOptions::deviceGrids).
+constexpr unsigned kEmulatedResidentBlocks = 5;
+
 /// How an executor runs the artifact (runtime::SessionOptions).
 struct ExecutorOptions {
   /// GEMMs sum bias gradients (BGRADA/BGRADB) where they can; off, the
@@ -43,6 +48,10 @@ struct ExecutorOptions {
   /// On a GPU, the step is replayed as a CUDA graph; off, launched
   /// operation by operation. The emulation always runs them in order.
   bool cudaGraph = true;
+  /// A kernel that strides over its grid runs in as many blocks as the
+  /// device holds at once (kEmulatedResidentBlocks in the emulation), where
+  /// fewer than its grid; off, in its grid.
+  bool deviceGrids = true;
 };
 
 /// The executor this test binary was built for; null with `error` set.

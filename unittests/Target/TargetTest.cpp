@@ -58,6 +58,8 @@ struct StepOptions {
   bool fuse = true;
   bool batchLaunches = true;
   bool cudaGraph = true;
+  /// Grid-strided kernels in as many blocks as the device holds at once.
+  bool deviceGrids = true;
   /// Every kernel's indices in 64 bits (`--wide-indices`).
   bool wideIndices = false;
   /// Attention by cuDNN where it applies (the artifact must then have some).
@@ -136,8 +138,13 @@ protected:
     narrowKernels = kernels.count("  typedef int idx;\n");
     wideKernels = kernels.count("  typedef i64 idx;\n");
     launches = 0;
-    for (const auto &operation : (*compiled)->operations)
+    fewerBlocks = 0;
+    for (const auto &operation : (*compiled)->operations) {
       launches += operation->kernel != nullptr;
+      fewerBlocks +=
+          operation->kernel && operation->kernel->grid_strided &&
+          operation->kernel->grid > kiln::testing::kEmulatedResidentBlocks;
+    }
     for (const auto &operation : (*compiled)->operations)
       if (operation->gemm &&
           operation->gemm->output_type != artifact::ElementType::F32)
@@ -146,6 +153,7 @@ protected:
     kiln::testing::ExecutorOptions executorOptions;
     executorOptions.gemmBiasGradients = stepOptions.gemmBiasGradients;
     executorOptions.cudaGraph = stepOptions.cudaGraph;
+    executorOptions.deviceGrids = stepOptions.deviceGrids;
     auto executor =
         kiln::testing::makeExecutor(**compiled, error, executorOptions);
     ASSERT_TRUE(executor) << error;
@@ -237,8 +245,9 @@ protected:
   mlir::OwningOpRef<mlir::ModuleOp> module;
   /// The compared artifact's GEMMs with a 16-bit result, by epilogue.
   std::map<artifact::Epilogue, int> narrowGemms;
-  /// The compared artifact's kernel launches.
-  int launches = 0;
+  /// The compared artifact's kernel launches, and those an emulated device
+  /// runs in fewer blocks than their grids (ExecutorOptions::deviceGrids).
+  int launches = 0, fewerBlocks = 0;
   /// Kernels that compute their indices in 32 bits, and in 64.
   size_t narrowKernels = 0, wideKernels = 0;
   /// The compared step's results the memory plan puts over an operand.
@@ -663,6 +672,27 @@ TEST_F(TargetTest, WideIndexStepMatchesInterpreter) {
     else // attention's and the templates' kernels index in 64 bits
       EXPECT_GT(narrowKernels, wideKernels);
   }
+}
+
+// A kernel whose loops stride over its grid computes the same results in
+// fewer blocks (the runtime launches no more than the GPU holds at once,
+// the emulation kEmulatedResidentBlocks): row kernels whose blocks add up
+// sums over rows (the loss, a norm's parameter gradients) store a partial
+// per block of their grid, those a smaller grid lacks their sums' initial
+// values. Both ways match the interpreter at the other steps' bound (the
+// partials, added in another order, are doubles).
+TEST_F(TargetTest, StepInFewerBlocksMatchesInterpreter) {
+  std::vector<std::string> batch = {source("examples/gpt2_tiny/input_ids.pb"),
+                                    source("examples/gpt2_tiny/labels.pb")};
+  StepOptions options;
+  for (bool deviceGrids : {true, false}) {
+    options.deviceGrids = deviceGrids;
+    compareStep(source("examples/gpt2_tiny/model.onnx"), batch, Precision::BF16,
+                2e-6, {}, options);
+  }
+  // The loss's kernel and each of the five norms' forward and gradient
+  // kernels, at least, have a grid of a block per row (64).
+  EXPECT_GE(fewerBlocks, 11);
 }
 
 #ifdef KILN_FIXTURES_DIR

@@ -43,6 +43,12 @@ struct SessionOptions {
   /// step launches its operations one by one (the ablation's row without
   /// the graph: the host's launch time shows).
   bool cudaGraph = true;
+  /// Launches a kernel whose loops stride over its grid in no more blocks
+  /// than the GPU holds at once (its SMs times the blocks of that kernel an
+  /// SM holds), which then share the work evenly in one wave; off, in the
+  /// artifact's grid. The partial sums of a split reduction follow the
+  /// grid, so results are reproducible on one kind of GPU.
+  bool deviceGrids = true;
 };
 
 class Session {
@@ -104,6 +110,8 @@ private:
   /// Marks the operations the step skips: the fallbacks of the bias
   /// gradient epilogues that GEMMs compute.
   void skipFallbacks();
+  /// The blocks each kernel launch runs (SessionOptions::deviceGrids).
+  bool sizeGrids(const SessionOptions &options, std::string &error);
   /// Plans cuDNN's graph for each of the artifact's library attentions.
   bool planAttention(std::string &error);
   bool measureCeilings(StepProfile &profile, std::string &error);

@@ -35,6 +35,11 @@ struct KernelPlan {
   std::string body;
   /// Blocks and threads per block.
   int64_t grid = 1, block = 256;
+  /// Whether its loops stride over the grid, so that any number of blocks
+  /// up to `grid` computes the same results: the runtime then launches no
+  /// more than the device holds at once (one wave, its blocks sharing the
+  /// work evenly, instead of a last wave that leaves SMs idle).
+  bool gridStrided = false;
   llvm::SmallVector<mlir::Value, 4> operands, results;
   /// Dense constants the body reads, in the order of their pointers after
   /// `operands` (they get buffers in the arena).

@@ -237,15 +237,18 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     for (auto [j, sum] : llvm::enumerate(rowSums)) {
       std::string sums =
           (sum.perRow ? "row_sum" : "column_sums") + std::to_string(j);
+      // The block's partials go to its slot; the slots of blocks that a
+      // smaller grid does not have hold the sums' initial values, which the
+      // combining kernel adds without changing anything.
       std::string part = "partials[(" + std::to_string(j) + " * " +
-                         indexConstant(split.blocks) + " + blockIdx.x) * " +
+                         indexConstant(split.blocks) + " + slot) * " +
                          indexConstant(partialsPerBlock());
       if (sum.perRow) {
         hold += "  double " + sums + " = " + sum.init + ";\n";
         addRows += "    " + sums + " = " + sum.combiner + "()(" + sums + ", " +
                    sum.term + "(row, 0));\n";
-        flushRows +=
-            "  if (threadIdx.x == 0)\n    " + part + "] = " + sums + ";\n";
+        flushRows += "    if (threadIdx.x == 0)\n      " + part +
+                     "] = mine ? " + sums + " : " + sum.init + ";\n";
         continue;
       }
       std::string at = sums + "[" + slot + "]";
@@ -253,17 +256,24 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
               "(double &s : " + sums + ") s = " + sum.init + ";\n";
       add += "    " + at + " = " + sum.combiner + "()(" + at + ", " + sum.term +
              "(row, i - i0));\n";
-      flush += "      " + part + " + o] = " + sums + "[h];\n";
+      flush += "        " + part + " + o] = mine ? " + sums +
+               "[h] : " + sum.init + ";\n";
     }
     if (!flush.empty()) {
       std::string column = vectorized
                                ? "(threadIdx.x + h / " + v +
                                      " * blockDim.x) * " + v + " + h % " + v
                                : "threadIdx.x + h * blockDim.x";
-      flush = "  #pragma unroll\n  for (int h = 0; h < " +
-              std::to_string(held) + "; ++h) {\n    const idx o = " + column +
-              ";\n    if (o < " + len + ") {\n" + flush + "    }\n  }\n";
+      flush = "    #pragma unroll\n    for (int h = 0; h < " +
+              std::to_string(held) + "; ++h) {\n      const idx o = " + column +
+              ";\n      if (o < " + len + ") {\n" + flush + "      }\n    }\n";
     }
+    if (!rowSums.empty())
+      flush = "  for (idx slot = blockIdx.x; slot < " +
+              indexConstant(split.blocks) +
+              "; slot += gridDim.x) {\n    const bool mine = slot == "
+              "blockIdx.x;\n" +
+              flush + flushRows + "  }\n";
     loop = hold + "  for (idx row = blockIdx.x; row < " + indexConstant(rows) +
            "; row += gridDim.x) {\n    const idx i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
@@ -291,7 +301,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     else
       loop += "    for (idx i = i0 + threadIdx.x; i < i0 + " + len +
               "; i += blockDim.x) {\n" + compute + add + store + "    }\n";
-    loop += rowStore + "  }\n" + flush + flushRows;
+    loop += rowStore + "  }\n" + flush;
     plan.rowsReadBeforeWritten = unshared == 0 && add.empty();
   } else if (schedule == Schedule::BlockPerColumns) {
     // Thread t takes result c0 + t % 32 (the last one past the end), with
@@ -332,6 +342,9 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
         std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks);
   }
   plan.body = prologue + loadPieces() + code + loop;
+  // Every loop above strides over the grid, and the slots of partials
+  // follow the grid too.
+  plan.gridStrided = true;
   return std::move(plan);
 }
 

@@ -144,6 +144,7 @@ LogicalResult Lowering::emitKernels(Operation *origin,
     auto launch = std::make_unique<artifact::KernelLaunchT>();
     launch->grid = kernel.grid;
     launch->block = kernel.block;
+    launch->grid_strided = kernel.gridStrided;
     for (size_t k = first; k < last; ++k)
       if (failed(appendArguments(kernels[k], *launch, origin, resultOffset)))
         return failure();

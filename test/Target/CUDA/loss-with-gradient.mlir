@@ -46,10 +46,15 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
 // CHECK-NEXT:    __syncthreads();
 // CHECK:         copy16(out0 + c * 8, s0, 1);
 // CHECK-NOT:     sum_term
-// CHECK:       if (threadIdx.x == 0)
-// CHECK-NEXT:    partials[(0 * 300 + blockIdx.x) * 1] = row_sum0;
-// CHECK-NEXT:  if (threadIdx.x == 0)
-// CHECK-NEXT:    partials[(1 * 300 + blockIdx.x) * 1] = row_sum1;
+// A block's partials go to its slot; a grid smaller than 300 blocks (the
+// runtime's, on a GPU that holds fewer at once) leaves the other slots the
+// sums' initial value.
+// CHECK:       for (idx slot = blockIdx.x; slot < 300; slot += gridDim.x) {
+// CHECK-NEXT:    const bool mine = slot == blockIdx.x;
+// CHECK-NEXT:    if (threadIdx.x == 0)
+// CHECK-NEXT:      partials[(0 * 300 + slot) * 1] = mine ? row_sum0 : 0.0;
+// CHECK-NEXT:    if (threadIdx.x == 0)
+// CHECK-NEXT:      partials[(1 * 300 + slot) * 1] = mine ? row_sum1 : 0.0;
 
 // The combining kernel: the loss's sum over the total weight, its threads
 // sharing the partials.

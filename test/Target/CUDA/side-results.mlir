@@ -75,7 +75,8 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK-NEXT:  for (double &s : column_sums0) s = 0.0;
 // CHECK-NEXT:  for (idx row = blockIdx.x; row < 32; row += gridDim.x) {
 // CHECK:         column_sums0[[[AT:.*]]] = Sum()(column_sums0[[[AT]]], sum_term0(row, i - i0));
-// CHECK:       partials[(0 * 32 + blockIdx.x) * 32 + o] = column_sums0[h];
+// CHECK:       for (idx slot = blockIdx.x; slot < 32; slot += gridDim.x) {
+// CHECK:         partials[(0 * 32 + slot) * 32 + o] = mine ? column_sums0[h] : 0.0;
 // CHECK-LABEL: kiln_kernel_2(void *const *args)
 // CHECK:       acc = strided_reduce<idx>(acc, threadIdx.x / 32, 32, blockDim.x / 32, Sum(), [&](idx k) { return (double)(partials[(0 * 32 + k) * 32 + o]); });
 // CHECK-NEXT:  acc = column_reduce(acc, Sum());
