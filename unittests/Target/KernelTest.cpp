@@ -4,7 +4,9 @@
 // by the executor on random inputs (never zeros) in a poisoned arena; every
 // output must equal the interpreter's to 2e-6 relative (a few f32 ulps: the
 // kernels round where the interpreter rounds), or 1e-4 where a GEMM runs on
-// cuBLAS, which accumulates in f32. Integer and boolean outputs are exact.
+// cuBLAS, which accumulates in f32; cuDNN's attention, whose order of
+// operations is its own, no less accurate than twice the interpreter
+// against an exact result. Integer and boolean outputs are exact.
 // An integer argument draws from [0, range) (`test.range`, default 8).
 //
 //===----------------------------------------------------------------------===//
@@ -51,6 +53,13 @@ struct KernelCase {
   /// Every kernel's indices in 64 bits (`--wide-indices`); small cases
   /// otherwise compute them in 32.
   bool wideIndices = false;
+  /// Results checked against an exact one instead of the interpreter's
+  /// (result, exact result): the largest error of the executor's result
+  /// must be at most twice the interpreter's own, as FlashAttention's tests
+  /// hold its kernels to PyTorch's 16-bit attention. For a library whose
+  /// order of operations is not kiln's (cuDNN): element by element, its
+  /// roundings need not land where the interpreter's do.
+  std::vector<std::pair<size_t, size_t>> exactReferences = {};
 };
 
 class KernelTest : public ::testing::TestWithParam<KernelCase> {};
@@ -70,6 +79,27 @@ Tensor randomTensor(mlir::RankedTensorType type, int64_t range,
   return tensor;
 }
 
+/// Expects `got`'s largest error against `exact` to be at most twice
+/// `interpreted`'s, plus 2^-16 of the largest exact value (far below a
+/// 16-bit result's own rounding, 2^-9 of it), so that an interpreter
+/// result that happens to be exact does not demand an exact kernel.
+void expectNoWorseThanInterpreter(const Tensor &got, const Tensor &interpreted,
+                                  const Tensor &exact, size_t result) {
+  ASSERT_EQ(got.getNumElements(), exact.getNumElements());
+  double gotError = 0.0, interpretedError = 0.0, largest = 0.0;
+  for (int64_t e = 0; e < exact.getNumElements(); ++e) {
+    double x = exact.floats()[e], error = std::fabs(got.floats()[e] - x);
+    if (std::isnan(error) || error > gotError) // a NaN stays
+      gotError = error;
+    interpretedError =
+        std::max(interpretedError, std::fabs(interpreted.floats()[e] - x));
+    largest = std::max(largest, std::fabs(x));
+  }
+  EXPECT_LE(gotError, 2 * interpretedError + 0x1p-16 * largest)
+      << "result " << result << ": the interpreter's error is "
+      << interpretedError;
+}
+
 /// Checks that `executor`'s results are `expected`, to `c`'s tolerance.
 void expectResults(mlir::func::FuncOp function, llvm::ArrayRef<Tensor> expected,
                    kiln::testing::Executor &executor, const KernelCase &c) {
@@ -87,6 +117,12 @@ void expectResults(mlir::func::FuncOp function, llvm::ArrayRef<Tensor> expected,
       if (result == i)
         bound = own;
     Tensor got = executor.read(resultName(function, i));
+    auto exact = llvm::find_if(c.exactReferences,
+                               [&](auto pair) { return pair.first == i; });
+    if (exact != c.exactReferences.end()) {
+      expectNoWorseThanInterpreter(got, want, expected[exact->second], i);
+      continue;
+    }
     ASSERT_EQ(got.getNumElements(), want.getNumElements());
     for (int64_t e = 0; e < want.getNumElements(); ++e) {
       if (!want.isFloat()) {
@@ -395,23 +431,40 @@ func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>)
 // from an exact forward pass (f32, which cuDNN does not take) as the
 // tensor-core gradients are checked: a forward output 2^-8 off moves
 // delta = dO . O, and through it every score gradient, by more than the
-// gradient's own rounding. And fp16 with more keys than rows.
+// gradient's own rounding. And fp16 with more keys than rows. Each result
+// of a 16-bit pass is returned with its exact value: attention in f32 on
+// the same operands (the last seven results).
 const std::string kCudnnAttention =
     R"(
 func.func @main(%p: tensor<80x384xbf16>, %g: tensor<1x2x80x64xbf16>,
                 %q2: tensor<2x2x24x32xf16>, %k2: tensor<2x2x40x32xf16>, %v2: tensor<2x2x40x32xf16>)
     -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>,
-        tensor<1x2x80x64xbf16>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>) {
+        tensor<1x2x80x64xbf16>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>,
+        tensor<1x2x80x64xf32>, tensor<1x2x80xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>,
+        tensor<1x2x80x64xf32>, tensor<2x2x24x32xf32>, tensor<2x2x24xf32>) {
 )" + std::string(kPackedQkvHeads) +
     R"(
   %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
       : (tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>)
 )" + std::string(kGradientFromExactForward) +
     R"(
+  %g32 = kiln.cast %g : tensor<1x2x80x64xbf16> to tensor<1x2x80x64xf32>
+  %edq, %edk, %edv = kiln.attention_grad %q32, %k32, %v32 output %exact, %exactLse, %g32 {causal, scale = 0.125 : f64}
+      : (tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80xf32>, tensor<1x2x80x64xf32>)
+      -> (tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>)
   %out2, %lse2 = kiln.attention %q2, %k2, %v2 {scale = 0.2 : f64}
       : (tensor<2x2x24x32xf16>, tensor<2x2x40x32xf16>, tensor<2x2x40x32xf16>) -> (tensor<2x2x24x32xf16>, tensor<2x2x24xf32>)
-  return %out, %lse, %dq, %dk, %dv, %out2, %lse2 : tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>,
-      tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>
+  %q2e = kiln.cast %q2 : tensor<2x2x24x32xf16> to tensor<2x2x24x32xf32>
+  %k2e = kiln.cast %k2 : tensor<2x2x40x32xf16> to tensor<2x2x40x32xf32>
+  %v2e = kiln.cast %v2 : tensor<2x2x40x32xf16> to tensor<2x2x40x32xf32>
+  %eout2, %else2 = kiln.attention %q2e, %k2e, %v2e {scale = 0.2 : f64}
+      : (tensor<2x2x24x32xf32>, tensor<2x2x40x32xf32>, tensor<2x2x40x32xf32>) -> (tensor<2x2x24x32xf32>, tensor<2x2x24xf32>)
+  return %out, %lse, %dq, %dk, %dv, %out2, %lse2,
+      %exact, %exactLse, %edq, %edk, %edv, %eout2, %else2
+      : tensor<1x2x80x64xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x64xbf16>,
+      tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>,
+      tensor<1x2x80x64xf32>, tensor<1x2x80xf32>, tensor<1x2x80x64xf32>, tensor<1x2x80x64xf32>,
+      tensor<1x2x80x64xf32>, tensor<2x2x24x32xf32>, tensor<2x2x24xf32>
 }
 )";
 const std::string kTensorCoreAttentionGradientsInPlace =
@@ -1486,9 +1539,14 @@ func.func @main(%q: tensor<1x4x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tens
      /*wideIndices=*/true},
     // cuDNN's fused attention, forward and backward, on causal bf16 heads
     // read in place from a packed projection; fp16 with more keys than
-    // rows. cuDNN rounds as kiln's tensor-core kernels do (unnormalized
-    // probabilities to 16 bits before P V), hence their bound (above), the
-    // gradient, as theirs, from an exact forward pass.
+    // rows. cuDNN rounds unnormalized probabilities to 16 bits before P V,
+    // as kiln's tensor-core kernels do, but its order of operations is its
+    // own: on an H100, one element of its results was 7% past the bound
+    // that holds kiln's kernels to the interpreter element by element. So
+    // each of its results is held, as FlashAttention's tests hold their
+    // kernels, to twice the interpreter's own largest error against the
+    // exact (f32) attention. The exact passes run on kiln's kernels, to
+    // the case's bound.
     {"CudnnAttention",
      kCudnnAttention.c_str(),
      false,
@@ -1496,7 +1554,10 @@ func.func @main(%q: tensor<1x4x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tens
      0x1p-7,
      {},
      {},
-     /*cudnnAttention=*/true},
+     /*cudnnAttention=*/true,
+     {},
+     false,
+     {{0, 7}, {1, 8}, {2, 9}, {3, 10}, {4, 11}, {5, 12}, {6, 13}}},
     {"AttentionMasks", R"(
       func.func @main(%q: tensor<2x3x4x8xbf16>, %k: tensor<2x3x6x8xbf16>, %v: tensor<2x3x6x8xbf16>,
                       %f: tensor<2x1x1x6xf32>, %b: tensor<4x6xi1>, %g: tensor<2x3x4x8xf32>)
