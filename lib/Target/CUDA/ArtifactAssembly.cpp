@@ -172,7 +172,7 @@ void Lowering::placeUpdates() {
 void Lowering::placeAreas(artifact::ArtifactT &result) {
   int64_t partialsAt = alignUp(scratchOffset + scratchBytes);
   for (PartialUse use : partialUses)
-    operations[use.operation]->kernel->args[use.arg] = partialsAt;
+    operations[use.operation]->kernel->args[use.arg] = partialsAt + use.offset;
   int64_t checksAt = alignUp(partialsAt + partialBytes);
   for (auto [k, use] : llvm::enumerate(checkUses)) {
     int64_t offset = checksAt + 4 * static_cast<int64_t>(k);

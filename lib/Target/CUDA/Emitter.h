@@ -47,6 +47,11 @@ struct KernelPlan {
   /// Bytes of scratch for the partial results of a split reduction; its
   /// pointer follows the results.
   int64_t partialBytes = 0;
+  /// Which part of the step's partials area it uses, in units of
+  /// `partialBytes`: a kernel writing partials and the kernel combining
+  /// them share one; equal writers placed in a run (batched into one
+  /// launch) take consecutive ones (Lowering::emitElementKernels).
+  int64_t partialSlot = 0;
   /// Whether the kernel combines partials, reading none of its operands.
   bool combinesPartials = false;
   /// Operands and results it neither reads nor writes, though they are in

@@ -28,6 +28,10 @@ using namespace mlir;
 
 namespace kiln::cuda {
 
+/// A run of equal kernels writing partials (batched into one launch) ends
+/// before its partials pass this many bytes.
+static constexpr int64_t kMaxBatchedPartialBytes = 1 << 20;
+
 /// The bytes `value` occupies in memory.
 static int64_t bytesOf(Value value) {
   return countOf(value) * elementBytes(elementTypeOf(value));
@@ -105,8 +109,9 @@ Lowering::appendArguments(const KernelPlan &kernel,
     launch.args.push_back(offset);
   }
   if (kernel.partialBytes) {
-    partialBytes = std::max(partialBytes, kernel.partialBytes);
-    partialUses.push_back({operations.size(), launch.args.size()});
+    int64_t offset = kernel.partialSlot * kernel.partialBytes;
+    partialBytes = std::max(partialBytes, offset + kernel.partialBytes);
+    partialUses.push_back({operations.size(), launch.args.size(), offset});
     launch.args.push_back(0);
   }
   if (kernel.checksIndices) {
@@ -120,8 +125,9 @@ LogicalResult Lowering::emitKernels(Operation *origin,
                                     ArrayRef<KernelPlan> kernels,
                                     function_ref<int64_t(Value)> resultOffset) {
   // Consecutive launches of one kernel that share no scratch (the
-  // per-parameter updates of a multi-tensor optimizer) become one launch
-  // that walks their argument tables in turn.
+  // per-parameter updates of a multi-tensor optimizer, the sums of squares
+  // of a gradient norm in consecutive parts of the partials area) become
+  // one launch that walks their argument tables in turn.
   // Each body with the index type it declares: 32 bits where its indices
   // stay below 2^30, which leaves room for a grid-stride loop's last step
   // past the end (at most 2^20 threads) and an unrolled reduction's
@@ -131,14 +137,16 @@ LogicalResult Lowering::emitKernels(Operation *origin,
     return (narrow ? "  typedef int idx;\n" : "  typedef i64 idx;\n") +
            kernel.body;
   };
-  auto batches = [&](const KernelPlan &a, const KernelPlan &b) {
+  auto batches = [&](const KernelPlan &a, const KernelPlan &b,
+                     const KernelPlan &previous) {
     return options.batchLaunches && declared(a) == declared(b) &&
-           a.grid == b.grid && a.block == b.block && !a.partialBytes &&
-           !a.checksIndices;
+           a.grid == b.grid && a.block == b.block && !a.checksIndices &&
+           (!a.partialBytes || b.partialSlot == previous.partialSlot + 1);
   };
   for (size_t first = 0; first < kernels.size();) {
     size_t last = first + 1;
-    while (last < kernels.size() && batches(kernels[first], kernels[last]))
+    while (last < kernels.size() &&
+           batches(kernels[first], kernels[last], kernels[last - 1]))
       ++last;
     const KernelPlan &kernel = kernels[first];
     auto launch = std::make_unique<artifact::KernelLaunchT>();
@@ -213,31 +221,50 @@ Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
                         [&](Value v) { return writes(writer, offsetOf(v)); });
   };
   // Among the launches that may go next, one of the kernel just placed
-  // comes first, so that equal kernels end up adjacent and batch; but the
-  // kernel combining a split reduction's partials (which follows the one
-  // writing them in `kernels`) comes right after it, before any other
-  // writes partials over them, and never before.
+  // comes first, so that equal kernels end up adjacent and batch. A kernel
+  // writing a split reduction's partials (the kernel combining them
+  // follows it in `kernels`) starts a run of equal writers, each in the
+  // next part of the partials area while the run's partials stay small;
+  // then their combining kernels come, in the same order and parts, before
+  // any other kernel writes partials over them, and never before.
+  auto writesPartials = [](const KernelPlan &k) {
+    return k.partialBytes && !k.combinesPartials;
+  };
   SmallVector<KernelPlan> ordered;
   SmallVector<bool> done(kernels->size(), false);
-  auto blocked = [&](size_t i) {
+  // Placed after every launch that reads what it overwrites.
+  auto ready = [&](size_t i) {
+    if (done[i])
+      return false;
     for (size_t j = 0; j < kernels->size(); ++j)
       if (!done[j] && j != i && readsWrittenBy((*kernels)[j], (*kernels)[i]))
-        return true;
-    return false;
+        return false;
+    return true;
   };
-  std::optional<size_t> last;
+  // Writers placed whose combining kernels are not, and their slots.
+  SmallVector<std::pair<size_t, int64_t>> uncombined;
   for (size_t placed = 0; placed < kernels->size(); ++placed) {
     std::optional<size_t> next;
-    if (last && (*kernels)[*last].partialBytes &&
-        !(*kernels)[*last].combinesPartials)
-      next = *last + 1;
-    else
+    const KernelPlan *previous = ordered.empty() ? nullptr : &ordered.back();
+    if (!uncombined.empty() && writesPartials(*previous) &&
+        int64_t(uncombined.size() + 1) * previous->partialBytes <=
+            kMaxBatchedPartialBytes)
+      for (size_t i = 0; i < kernels->size() && !next; ++i)
+        if (writesPartials((*kernels)[i]) && ready(i) &&
+            (*kernels)[i].body == previous->body)
+          next = i;
+    if (!next && !uncombined.empty()) {
+      next = uncombined.front().first + 1;
+      (*kernels)[*next].partialSlot = uncombined.front().second;
+      uncombined.erase(uncombined.begin());
+    }
+    if (!next)
       for (size_t i = 0; i < kernels->size(); ++i) {
-        if (done[i] || blocked(i) || (*kernels)[i].combinesPartials)
+        if (!ready(i) || (*kernels)[i].combinesPartials)
           continue;
         if (!next)
           next = i;
-        if (!ordered.empty() && (*kernels)[i].body == ordered.back().body) {
+        if (previous && (*kernels)[i].body == previous->body) {
           next = i;
           break;
         }
@@ -245,8 +272,11 @@ Lowering::emitElementKernels(Operation *origin, ArrayRef<Value> results,
     if (!next)
       return origin->emitError("the CUDA target cannot order the in-place "
                                "updates of this op");
+    if (writesPartials((*kernels)[*next])) {
+      (*kernels)[*next].partialSlot = uncombined.size();
+      uncombined.push_back({*next, uncombined.size()});
+    }
     done[*next] = true;
-    last = next;
     ordered.push_back(std::move((*kernels)[*next]));
   }
   return emitKernels(origin, ordered, resultOffset);

@@ -126,10 +126,13 @@ private:
   };
   std::vector<ConstantUse> constantUses;
   /// The partials of split reductions: one area after the GEMM scratch,
-  /// shared by every launch (each pair of kernels uses it in turn).
+  /// shared by every launch (each run of kernels writing partials and
+  /// their combining kernels uses it in turn), a launch's argument
+  /// `offset` bytes into it.
   int64_t partialBytes = 0;
   struct PartialUse {
     size_t operation, arg;
+    int64_t offset = 0;
   };
   std::vector<PartialUse> partialUses;
   /// Launches that check indices: each gets a status word after the
