@@ -185,7 +185,8 @@ bool Session::initialize(const SessionOptions &options, std::string &error) {
   for (size_t i = 0; i < operations; ++i)
     s.tables.push_back(s.argumentTables + starts[i]);
 
-  if (!sizeGrids(options, error) || !planGemms(options, error))
+  sizeGrids(options);
+  if (!planGemms(options, error))
     return false;
   skipFallbacks();
   if (s.cudnn &&
@@ -307,37 +308,31 @@ void Session::skipFallbacks() {
   }
 }
 
-bool Session::sizeGrids(const SessionOptions &options, std::string &error) {
+void Session::sizeGrids(const SessionOptions &options) {
   State &s = *state;
+  // Any grid computes the same results, so a kernel whose occupancy cannot
+  // be queried keeps the artifact's.
   int processors = 0;
   if (cudaDeviceGetAttribute(&processors, cudaDevAttrMultiProcessorCount,
-                             s.device) != cudaSuccess) {
-    error = "cannot query the GPU's multiprocessors";
-    return false;
-  }
+                             s.device) != cudaSuccess)
+    processors = 0;
   size_t operations = model->operations() ? model->operations()->size() : 0;
   for (size_t i = 0; i < operations; ++i) {
-    const artifact::Operation *operation = model->operations()->Get(i);
-    const artifact::KernelLaunch *launch = operation->kernel();
+    const artifact::KernelLaunch *launch =
+        model->operations()->Get(i)->kernel();
     unsigned grid = launch ? launch->grid() : 0;
     int resident = 0;
-    if (launch && options.deviceGrids && launch->grid_strided()) {
-      cudaError_t status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &resident,
-          reinterpret_cast<const void *>(s.kernels[launch->kernel()]),
-          launch->block(), 0);
-      if (status != cudaSuccess) {
-        error = "cannot size the grid of " + operation->origin()->str() + ": " +
-                cudaMessage(status);
-        return false;
-      }
-      // A kernel that fits no block per SM fails at its launch, naming it.
-      if (resident > 0)
-        grid = std::min<unsigned>(grid, unsigned(resident) * processors);
-    }
+    if (launch && options.deviceGrids && launch->grid_strided() &&
+        processors > 0 &&
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &resident,
+            reinterpret_cast<const void *>(s.kernels[launch->kernel()]),
+            launch->block(), 0) == cudaSuccess &&
+        resident > 0)
+      grid = std::min<unsigned>(grid, unsigned(resident) * processors);
     s.grids.push_back(grid);
   }
-  return true;
+  cudaGetLastError(); // a failed query leaves nothing for later calls
 }
 
 bool Session::enqueueOperations(std::string &error) {

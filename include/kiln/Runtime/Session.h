@@ -111,7 +111,7 @@ private:
   /// gradient epilogues that GEMMs compute.
   void skipFallbacks();
   /// The blocks each kernel launch runs (SessionOptions::deviceGrids).
-  bool sizeGrids(const SessionOptions &options, std::string &error);
+  void sizeGrids(const SessionOptions &options);
   /// Plans cuDNN's graph for each of the artifact's library attentions.
   bool planAttention(std::string &error);
   bool measureCeilings(StepProfile &profile, std::string &error);
