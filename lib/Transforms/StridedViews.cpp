@@ -334,33 +334,37 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
       if (plainStorage(storage, step))
         views[result] = {storage, chain->second.offset, chain->second.strides};
     }
-  // Attention outputs that the first fusion rearranging them holds. Other
-  // fusions rearranging them the same way (recomputed for the backward
-  // pass) read the holder's result as it is.
+  // Attention outputs that the first fusion (or bare transpose: BERT's
+  // head merge, whose token-major result two products read) rearranging
+  // them holds. Others rearranging them the same way (recomputed for the
+  // backward pass) read the holder's result as it is.
   for (auto attention : body.getOps<AttentionOp>()) {
     Value output = attention.getOutput();
-    SmallVector<FusionOp> holders;
+    SmallVector<Operation *> holders;
     bool others = false;
     for (OpOperand &use : output.getUses()) {
-      auto fusion = dyn_cast<FusionOp>(use.getOwner());
-      if (fusion && fusion->getNumOperands() == 1 &&
-          fusion->getNumResults() == 1)
-        holders.push_back(fusion);
+      Operation *user = use.getOwner();
+      if (isa<TransposeOp>(user) ||
+          (isa<FusionOp>(user) && user->getNumOperands() == 1 &&
+           user->getNumResults() == 1))
+        holders.push_back(user);
       else
-        others |= !isa<AttentionGradOp>(use.getOwner()) || !readsStrided(use);
+        others |= !isa<AttentionGradOp>(user) || !readsStrided(use);
     }
     if (others || holders.empty())
       continue;
-    auto layoutIn = [&](FusionOp holder) -> std::optional<Layout> {
-      if (views.count(holder->getResult(0)) ||
-          !plainStorage(holder->getResult(0), step))
+    auto layoutIn = [&](Operation *holder) -> std::optional<Layout> {
+      Value held = holder->getResult(0);
+      if (views.count(held) || !plainStorage(held, step))
         return std::nullopt;
-      auto chain = inverseViewChain(yielded(holder, 0));
+      if (auto transpose = dyn_cast<TransposeOp>(holder))
+        return untransposed(contiguous(shapeOf(held)), transpose);
+      auto chain = inverseViewChain(yielded(cast<FusionOp>(holder), 0));
       return chain ? std::optional<Layout>(chain->second) : std::nullopt;
     };
     std::optional<Layout> layout = layoutIn(holders.front());
     if (!layout || !innermostContiguous(*layout) ||
-        !llvm::all_of(llvm::drop_begin(holders), [&](FusionOp other) {
+        !llvm::all_of(llvm::drop_begin(holders), [&](Operation *other) {
           std::optional<Layout> same = layoutIn(other);
           return same && same->offset == layout->offset &&
                  same->strides == layout->strides;
@@ -369,7 +373,7 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
     Value storage = holders.front()->getResult(0);
     views[output] = {storage, layout->offset, layout->strides,
                      /*writes=*/true};
-    for (FusionOp other : llvm::drop_begin(holders)) {
+    for (Operation *other : llvm::drop_begin(holders)) {
       Value copy = other->getResult(0);
       views[copy] = {storage, 0, contiguousStrides(shapeOf(copy))};
     }

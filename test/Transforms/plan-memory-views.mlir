@@ -113,6 +113,25 @@ func.func @rearranged_twice(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x4x8x16xbf16>
 
 // -----
 
+// Attention's output put in token order by a bare transpose (BERT's head
+// merge, whose result two products read through reshapes): the transpose
+// holds it, and the CUDA target launches nothing for it.
+// CHECK-LABEL: func @merged_by_transpose
+// CHECK: kiln.attention {{.*}}kiln.offsets = array<i64: [[#O:]], {{[0-9]+}}>
+// CHECK: kiln.transpose %output {kiln.offsets = array<i64: [[#O]]>
+func.func @merged_by_transpose(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x4x8x16xbf16>, %v: tensor<2x4x8x16xbf16>, %do: tensor<2x4x8x16xbf16>, %w: tensor<64x64xbf16>)
+    -> (tensor<16x64xbf16>, tensor<64x64xbf16>, tensor<2x4x8x16xbf16>) {
+  %o, %lse = kiln.attention %q, %k, %v {scale = 0.25 : f64} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>)
+  %t = kiln.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xbf16>) -> tensor<2x8x4x16xbf16>
+  %y = kiln.reshape %t : tensor<2x8x4x16xbf16> to tensor<16x64xbf16>
+  %p = kiln.matmul %y, %w : (tensor<16x64xbf16>, tensor<64x64xbf16>) -> tensor<16x64xbf16>
+  %dw = kiln.matmul %y, %p {transpose_lhs} : (tensor<16x64xbf16>, tensor<16x64xbf16>) -> tensor<64x64xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o, %lse, %do {scale = 0.25 : f64} : (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>, tensor<2x4x8x16xbf16>) -> (tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>)
+  return %p, %dw, %dq : tensor<16x64xbf16>, tensor<64x64xbf16>, tensor<2x4x8x16xbf16>
+}
+
+// -----
+
 // Attention's gradients are written where the fusion that assembles them
 // puts them: the packed gradient of the q/k/v projection (dq at its
 // columns 0-63, dk at 64-127, dv at 128-191, 128 bytes apart in bf16),
