@@ -65,6 +65,34 @@ func.func @transposed_products(%a: tensor<8x4xf32>, %b: tensor<8x6xf32>, %c: ten
 
 // -----
 
+// Tests that a product reads an operand whose matrices a transpose swaps as
+// it is stored, with its transpose flag toggled (a Linear layer's weight,
+// exported as W^T; a batched key transposed for the scores, whose flag was
+// set already); the transpose stays while something else reads it, and a
+// transpose of other dimensions stays in the product.
+// CHECK-LABEL: func @transposed_operands
+// CHECK-NEXT: %[[W:.*]] = kiln.matmul %arg0, %arg1 {transpose_rhs} : (tensor<5x4xf32>, tensor<6x4xf32>) -> tensor<5x6xf32>
+// CHECK-NEXT: %[[K:.*]] = kiln.matmul %arg2, %arg2 {accumulate = f32, transpose_lhs} : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>) -> tensor<2x4x4xf32>
+// CHECK-NEXT: %[[T:.*]] = kiln.transpose %arg2 {permutation = array<i64: 1, 0, 2>}
+// CHECK-NEXT: %[[O:.*]] = kiln.matmul %[[T]], %arg3
+// CHECK-NEXT: %[[R:.*]] = kiln.transpose %arg1 {permutation = array<i64: 1, 0>}
+// CHECK-NEXT: %[[S:.*]] = kiln.matmul %arg0, %arg1 {transpose_rhs}
+// CHECK-NEXT: return %[[W]], %[[K]], %[[O]], %[[R]], %[[S]]
+func.func @transposed_operands(%x: tensor<5x4xf32>, %w: tensor<6x4xf32>, %k: tensor<2x3x4xbf16>, %m: tensor<4x5xbf16>)
+    -> (tensor<5x6xf32>, tensor<2x4x4xf32>, tensor<3x2x5xbf16>, tensor<4x6xf32>, tensor<5x6xf32>) {
+  %wt = kiln.transpose %w {permutation = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %y = kiln.matmul %x, %wt : (tensor<5x4xf32>, tensor<4x6xf32>) -> tensor<5x6xf32>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 2, 1>} : (tensor<2x3x4xbf16>) -> tensor<2x4x3xbf16>
+  %s = kiln.matmul %kt, %kt {transpose_rhs, accumulate = f32} : (tensor<2x4x3xbf16>, tensor<2x4x3xbf16>) -> tensor<2x4x4xf32>
+  %ko = kiln.transpose %k {permutation = array<i64: 1, 0, 2>} : (tensor<2x3x4xbf16>) -> tensor<3x2x4xbf16>
+  %o = kiln.matmul %ko, %m : (tensor<3x2x4xbf16>, tensor<4x5xbf16>) -> tensor<3x2x5xbf16>
+  %wt2 = kiln.transpose %w {permutation = array<i64: 1, 0>} : (tensor<6x4xf32>) -> tensor<4x6xf32>
+  %y2 = kiln.matmul %x, %wt2 : (tensor<5x4xf32>, tensor<4x6xf32>) -> tensor<5x6xf32>
+  return %y, %s, %o, %wt2, %y2 : tensor<5x6xf32>, tensor<2x4x4xf32>, tensor<3x2x5xbf16>, tensor<4x6xf32>, tensor<5x6xf32>
+}
+
+// -----
+
 // Tests that multiplying or dividing by one folds when the shape is kept,
 // and that adding float zero does not (it would turn -0.0 into +0.0).
 // CHECK-LABEL: func @identities

@@ -113,6 +113,16 @@ struct ComposeTransposes : OpRewritePattern<TransposeOp> {
     return success();
   }
 };
+/// Whether `op` swaps the last two dimensions and no other: the transpose of
+/// the matrices of a batch.
+bool swapsMatrices(TransposeOp op) {
+  ArrayRef<int64_t> permutation = op.getPermutation();
+  int64_t rank = permutation.size();
+  for (int64_t i = 0; i < rank; ++i)
+    if (permutation[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
+      return false;
+  return rank >= 2;
+}
 /// transpose(matmul(a, b)) over the last two dimensions -> matmul(b, a) with
 /// the operands' transposes swapped: (op(A) op(B))^T = op(B)^T op(A)^T, the
 /// same sums, stored in the order the transpose reads them.
@@ -123,11 +133,8 @@ struct TransposedProduct : OpRewritePattern<TransposeOp> {
     auto product = op.getInput().getDefiningOp<MatmulOp>();
     if (!product || !product->hasOneUse())
       return rewriter.notifyMatchFailure(op, "input is not a product alone");
-    ArrayRef<int64_t> permutation = op.getPermutation();
-    int64_t rank = permutation.size();
-    for (int64_t i = 0; i < rank; ++i)
-      if (permutation[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
-        return rewriter.notifyMatchFailure(op, "not the last two dimensions");
+    if (!swapsMatrices(op))
+      return rewriter.notifyMatchFailure(op, "not the last two dimensions");
     rewriter.replaceOpWithNewOp<MatmulOp>(
         op, op.getType(), product.getRhs(), product.getLhs(),
         !product.getTransposeRhs(), !product.getTransposeLhs(),
@@ -136,11 +143,40 @@ struct TransposedProduct : OpRewritePattern<TransposeOp> {
     return success();
   }
 };
+/// matmul(transpose(a), b) with a transpose of the matrices -> matmul(a, b)
+/// with `transpose_lhs` toggled, and likewise for b: the product reads the
+/// operand as it is stored (a Linear layer's weight, exported as W^T), the
+/// same sums, and no transpose is computed (nor, once a precision pass
+/// narrows the weight, a transposed 16-bit copy of it).
+struct TransposedOperand : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto unswapped = [](Value operand) -> Value {
+      auto transpose = operand.getDefiningOp<TransposeOp>();
+      return transpose && swapsMatrices(transpose) ? transpose.getInput()
+                                                   : Value();
+    };
+    Value lhs = unswapped(op.getLhs()), rhs = unswapped(op.getRhs());
+    if (!lhs && !rhs)
+      return rewriter.notifyMatchFailure(op, "no operand is a transpose");
+    rewriter.replaceOpWithNewOp<MatmulOp>(
+        op, op.getType(), lhs ? lhs : op.getLhs(), rhs ? rhs : op.getRhs(),
+        op.getTransposeLhs() != bool(lhs), op.getTransposeRhs() != bool(rhs),
+        op.getAccumulateAttr());
+    return success();
+  }
+};
 } // namespace
 
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
   patterns.add<ComposeTransposes, TransposedProduct>(context);
+}
+
+void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                           MLIRContext *context) {
+  patterns.add<TransposedOperand>(context);
 }
 
 OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {

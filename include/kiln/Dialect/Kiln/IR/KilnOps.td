@@ -515,6 +515,7 @@ def Kiln_MatmulOp : Kiln_Op<"matmul",
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat =
     "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_ReduceSumOp : Kiln_ReductionOp<"reduce_sum", "the sum">;
