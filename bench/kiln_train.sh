@@ -4,7 +4,9 @@
 # and prints one JSON line: tokens and samples per second and step time
 # over the steps after the tenth (the first captures the CUDA graph; steps
 # 10 and STEPS both wait for the GPU), GPU memory held (arena, GEMM
-# workspace, argument tables), compile and load time, the last loss.
+# workspace, argument tables), compile and load time, the last loss, how
+# many bias gradients cuBLASLt sums and how many kernel launches run in
+# one wave of the GPU.
 #
 #   bench/kiln_train.sh NAME MODEL.onnx BATCH SEQ VOCAB LABELS [options...]
 #
@@ -52,12 +54,15 @@ run = open(f"{work}/run.txt").read()
 loaded = re.search(r"in ([0-9.]+) s: ([0-9.]+) GiB", run)
 # How many bias gradients cuBLASLt sums in their GEMMs, of those it could.
 sums = re.search(r"cuBLASLt sums ([0-9]+) of the step's ([0-9]+)", run)
+# How many kernel launches run in one wave of the GPU (--device-grids).
+wave = re.search(r"([0-9]+) of the step's ([0-9]+) kernel launches run in one wave", run)
 print(json.dumps(dict(
     name=name, model=model.rsplit("/", 1)[-1], B=batch, T=seq,
     tok_s=round(batch * seq / step_s), samples_s=round(batch / step_s, 1),
     step_ms=round(step_s * 1e3, 2), gpu_GiB=float(loaded.group(2)),
     compile_s=round(compile_s, 1), load_s=float(loaded.group(1)),
     loss=round(log[steps]["loss"], 4),
-    gemm_bias_gradients=f"{sums.group(1)}/{sums.group(2)}" if sums else "0/0")),
+    gemm_bias_gradients=f"{sums.group(1)}/{sums.group(2)}" if sums else "0/0",
+    one_wave=f"{wave.group(1)}/{wave.group(2)}" if wave else "0")),
     flush=True)
 PY

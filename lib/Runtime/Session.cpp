@@ -390,6 +390,17 @@ std::pair<int, int> Session::gemmBiasGradients() const {
   return {computed, all};
 }
 
+std::pair<int, int> Session::launchesInOneWave() const {
+  int fewer = 0, all = 0;
+  for (size_t i = 0; i < state->grids.size(); ++i)
+    if (const artifact::KernelLaunch *launch =
+            model->operations()->Get(i)->kernel()) {
+      ++all;
+      fewer += state->grids[i] < launch->grid();
+    }
+  return {fewer, all};
+}
+
 bool Session::step(std::string &error) {
   State &s = *state;
   if (s.launchEachStep)

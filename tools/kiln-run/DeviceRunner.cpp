@@ -59,6 +59,10 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs,
     outs() << formatv("cuBLASLt sums {0} of the step's {1} bias gradients "
                       "that GEMMs can sum; kernels sum the rest\n",
                       inGemms, all);
+  if (auto [fewer, all] = session->launchesInOneWave(); fewer > 0)
+    outs() << formatv("{0} of the step's {1} kernel launches run in one "
+                      "wave of the GPU, fewer blocks than their grids\n",
+                      fewer, all);
   if (run.train) {
     spec->totalSteps = trainingSteps();
     std::unique_ptr<StepRunner> runner = makeDeviceRunner(*session, *spec);

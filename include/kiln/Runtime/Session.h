@@ -93,6 +93,9 @@ public:
   /// How many of the artifact's bias gradient epilogues the GEMMs compute
   /// (the others' fallback kernels run), and how many there are.
   std::pair<int, int> gemmBiasGradients() const;
+  /// How many kernel launches run in fewer blocks than the artifact's grid
+  /// (SessionOptions::deviceGrids), and how many launches there are.
+  std::pair<int, int> launchesInOneWave() const;
   /// A one-line description of the device, for logs.
   const std::string &deviceName() const { return description; }
   /// The GPU memory the session holds: the arena, the GEMM workspace and the
