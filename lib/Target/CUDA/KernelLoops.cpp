@@ -18,6 +18,11 @@ using namespace mlir;
 namespace kiln::cuda {
 
 static constexpr int64_t kMaxBlocks = 4096;
+/// Column sums a block-per-row thread holds in shared memory rather than
+/// registers: at least this many doubles, in at most this many bytes per
+/// block (half of the 48 KiB a block may declare).
+static constexpr int64_t kSharedColumnSums = 8;
+static constexpr int64_t kMaxSharedColumnSumBytes = 24 * 1024;
 
 int64_t KernelWriter::partialsPerBlock() const {
   if (schedule == Schedule::BlockPerColumns)
@@ -231,6 +236,18 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     int64_t rounds = (perRow + plan.block - 1) / plan.block;
     int64_t held = rounds * (vectorized ? vector : 1);
     std::string slot = vectorized ? "round * " + v + " + v" : "round";
+    // Many held sums take shared memory instead, each thread its own
+    // column of them (no barriers): their registers would cost the
+    // kernel blocks per SM (GPT-2's norm gradients, three sums of eight
+    // columns each: 128 registers and 5 blocks per SM, 94 and 7 so).
+    int64_t columnSums = llvm::count_if(
+        rowSums, [](const RowSum &sum) { return !sum.perRow; });
+    bool sumsInShared =
+        held * columnSums >= kSharedColumnSums &&
+        held * columnSums * plan.block * 8 <= kMaxSharedColumnSumBytes;
+    auto heldSum = [&](const std::string &sums, const std::string &h) {
+      return sums + "[" + h + "]" + (sumsInShared ? "[threadIdx.x]" : "");
+    };
     // Sums of a term per row: every thread adds the row's term (the same
     // value, from the row's shared statistics), one stores the partial.
     std::string hold, add, addRows, flush, flushRows;
@@ -251,13 +268,18 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                      "] = mine ? " + sums + " : " + sum.init + ";\n";
         continue;
       }
-      std::string at = sums + "[" + slot + "]";
-      hold += "  double " + sums + "[" + std::to_string(held) + "];\n  for " +
-              "(double &s : " + sums + ") s = " + sum.init + ";\n";
+      std::string at = heldSum(sums, slot);
+      hold += sumsInShared
+                  ? "  __shared__ double " + sums + "[" +
+                        std::to_string(held) + "][" +
+                        std::to_string(plan.block) + "];\n"
+                  : "  double " + sums + "[" + std::to_string(held) + "];\n";
+      hold += "  for (int h = 0; h < " + std::to_string(held) + "; ++h) " +
+              heldSum(sums, "h") + " = " + sum.init + ";\n";
       add += "    " + at + " = " + sum.combiner + "()(" + at + ", " + sum.term +
              "(row, i - i0));\n";
-      flush += "        " + part + " + o] = mine ? " + sums +
-               "[h] : " + sum.init + ";\n";
+      flush += "        " + part + " + o] = mine ? " + heldSum(sums, "h") +
+               " : " + sum.init + ";\n";
     }
     if (!flush.empty()) {
       std::string column = vectorized

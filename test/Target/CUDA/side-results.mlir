@@ -72,7 +72,7 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // CHECK-LABEL: kiln_kernel_1(void *const *args)
 // CHECK-NOT:   side_out
 // CHECK:       double column_sums0[4];
-// CHECK-NEXT:  for (double &s : column_sums0) s = 0.0;
+// CHECK-NEXT:  for (int h = 0; h < 4; ++h) column_sums0[h] = 0.0;
 // CHECK-NEXT:  for (idx row = blockIdx.x; row < 32; row += gridDim.x) {
 // CHECK:         column_sums0[[[AT:.*]]] = Sum()(column_sums0[[[AT]]], sum_term0(row, i - i0));
 // CHECK:       for (idx slot = blockIdx.x; slot < 32; slot += gridDim.x) {
