@@ -611,19 +611,19 @@ bool KernelWriter::atReductionGranularity(Value value) {
 }
 
 void KernelWriter::planSharing(ArrayRef<Value> results,
-                               ArrayRef<Value> sideResults) {
+                               ArrayRef<Value> sideResults,
+                               bool addsColumnSums) {
   ArrayRef<int64_t> shape = shapeOf(results.front());
   rowLength = shape.empty() ? 1 : shape.back();
   resultCount = countOf(results.front());
-  // Only where each thread takes one piece of a row: one load of each
-  // operand's piece instead of a strided loop's rounds of element loads,
-  // at no register cost. (A longer row's statistics keep four loads in
-  // flight per thread as element loads, which a piece at a time would not;
-  // and where the row loop also adds up column sums, its pieces held the
-  // sums' registers up: GPT-2's norm gradients took 128 -> 162.)
+  // A row's statistics read the operands' 16-byte pieces, as the loop over
+  // the row's elements does: one load of 16 bytes where element loads read
+  // 2 or 4 (a loss's log-sum-exp over 50304 bf16 logits: 25 loads per
+  // thread instead of 197). Not where the row loop holds column sums,
+  // whose registers the pieces would add to (BERT's norm gradients: 80 ->
+  // 96 registers, 8 -> 6 blocks per SM).
   int64_t piece = pieceLength(results);
-  if (schedule == Schedule::BlockPerRow && split.phase == SplitPhase::None &&
-      piece > 1 && rowLength / piece <= kThreads)
+  if (schedule == Schedule::BlockPerRow && piece > 1 && !addsColumnSums)
     rowPieces = piece;
   this->sideResults.assign(sideResults.begin(), sideResults.end());
   llvm::DenseSet<Value> isResult(results.begin(), results.end());

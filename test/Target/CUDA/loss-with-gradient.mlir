@@ -25,12 +25,16 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
   return %a#0, %a#1 : tensor<f32>, tensor<300x48xbf16>
 }
 
-// The row kernel: the row's log-sum-exp in one pass over it, and the total
+// The row kernel: the row's log-sum-exp in one pass over it (its 16-byte
+// pieces, which the loop over the row's gradient loads too, then the 5
+// classes past the last whole piece element by element), and the total
 // weight the gradient divides by, by the block; nothing else reduces.
 // CHECK-LABEL: kiln_kernel_0(void *const *args)
 // CHECK:       double *partials = (double *)args[4];
 // CHECK:       MaxSum acc = MaxSum{(-1.0 / 0.0), 0.0};
-// CHECK-NEXT:  acc = strided_reduce<idx>(acc, threadIdx.x, 45, blockDim.x, LogSumExp(), [&](idx k) {
+// CHECK-NEXT:  acc = piece_reduce<idx, 8>(acc, threadIdx.x, 5, blockDim.x, LogSumExp(), [&](idx p) { load_pieces(o * 48 + p * 8); }, [&](idx k) {
+// CHECK-NEXT:  chunked = false;
+// CHECK-NEXT:  acc = strided_reduce<idx>(acc, 40 + threadIdx.x, 45, blockDim.x, LogSumExp(), [&](idx k) {
 // CHECK-NEXT:  acc = block_reduce(acc, LogSumExp());
 // CHECK-NEXT:  v{{[0-9]+}}_value = (acc.m == 1.0 / 0.0 || acc.m == -1.0 / 0.0 ? 0.0 / 0.0 : acc.m + log(acc.s));
 // CHECK:       block_reduce(acc, Sum())
