@@ -330,6 +330,8 @@ void Session::sizeGrids(const SessionOptions &options) {
             launch->block(), 0) == cudaSuccess &&
         resident > 0)
       grid = std::min<unsigned>(grid, unsigned(resident) * processors);
+    if (launch && launch->grid_strided() && options.gridLimit > 0)
+      grid = std::min(grid, options.gridLimit);
     s.grids.push_back(grid);
   }
   cudaGetLastError(); // a failed query leaves nothing for later calls

@@ -244,6 +244,8 @@ void CudaEmulation::run() {
     unsigned grid = launch.grid;
     if (options.deviceGrids && launch.grid_strided)
       grid = std::min(grid, kEmulatedResidentBlocks);
+    if (launch.grid_strided && options.gridLimit > 0)
+      grid = std::min(grid, options.gridLimit);
     int failure = launchKernel(kernels[launch.kernel], pointers.data(), grid,
                                launch.block);
     if (failure != 0)

@@ -31,6 +31,7 @@ public:
     options.gemmBiasGradients = executorOptions.gemmBiasGradients;
     options.cudaGraph = executorOptions.cudaGraph;
     options.deviceGrids = executorOptions.deviceGrids;
+    options.gridLimit = executorOptions.gridLimit;
     if (written)
       session = runtime::Session::load(path.str().str(), options, error);
     llvm::sys::fs::remove(path);

@@ -52,6 +52,9 @@ struct ExecutorOptions {
   /// device holds at once (kEmulatedResidentBlocks in the emulation), where
   /// fewer than its grid; off, in its grid.
   bool deviceGrids = true;
+  /// At most this many blocks for such a kernel, on either executor (0: no
+  /// limit; runtime::SessionOptions::gridLimit).
+  unsigned gridLimit = 0;
 };
 
 /// The executor this test binary was built for; null with `error` set.

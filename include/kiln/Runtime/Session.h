@@ -49,6 +49,10 @@ struct SessionOptions {
   /// artifact's grid. The partial sums of a split reduction follow the
   /// grid, so results are reproducible on one kind of GPU.
   bool deviceGrids = true;
+  /// At most this many blocks for a kernel that strides over its grid (0:
+  /// no limit), as a GPU with fewer SMs would run it: the GPU tests run
+  /// grids smaller than their rows, as the emulation does.
+  unsigned gridLimit = 0;
 };
 
 class Session {
