@@ -296,8 +296,11 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
               "; slot += gridDim.x) {\n    const bool mine = slot == "
               "blockIdx.x;\n" +
               flush + flushRows + "  }\n";
+    // The row's first element, which lambdas read elements of the row
+    // through (KernelWriter::rowStart).
+    prologue += "  idx i0 = 0;\n";
     loop = hold + "  for (idx row = blockIdx.x; row < " + indexConstant(rows) +
-           "; row += gridDim.x) {\n    const idx i0 = row * " + len + ";\n";
+           "; row += gridDim.x) {\n    i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
       loop += "    " + name + "_compute(" + start + ");\n";
     // The row's terms of sums over rows read the row (a loss, the label's

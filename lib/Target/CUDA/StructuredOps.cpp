@@ -394,9 +394,17 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     share = w.once("double", share) + "(0)";
   std::string p =
       logits ? "exp(" + at(input, "i") + " - " + row.lse + "(r))" : "0.0";
+  // In a block per row, the row is the block's, from its first element:
+  // no division per element (GPT-2's loss kernel: 2 divisions or
+  // remainders in its PTX instead of 11), and the row's label and weight
+  // are invariant in the loop over its elements.
+  std::string blockRow = rowStart(split);
+  std::string r = blockRow.empty() ? split.row("i") : blockRow;
+  std::string c = blockRow.empty() ? "i / " + indexConstant(split.inner) +
+                                         " % " + indexConstant(split.extent)
+                                   : "i - r * " + indexConstant(split.extent);
   return returns(
-      "    const idx r = " + split.row("i") + ", c = i / " +
-      indexConstant(split.inner) + " % " + indexConstant(split.extent) +
+      "    const idx r = " + r + ", c = " + c +
       ";\n    if (c >= " + indexConstant(valid) + ") return 0.0;\n    return " +
       rounded(type, "(" + share + ") * " + row.weight + "(r) * (" + p +
                         " - (c == " + row.label + "(r) ? 1.0 : 0.0))") +

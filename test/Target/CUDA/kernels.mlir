@@ -74,7 +74,7 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK-NEXT:    if (o != v2_at) {
 // CHECK-NEXT:      v1_compute(o);
 // CHECK:       for (idx row = blockIdx.x; row < 4; row += gridDim.x) {
-// CHECK-NEXT:    const idx i0 = row * 32;
+// CHECK-NEXT:    i0 = row * 32;
 // CHECK-NEXT:    v1_compute((i0 / 32));
 // CHECK-NEXT:    v2_compute((i0 / 32));
 // CHECK-NEXT:    for (idx c = i0 / 4 + threadIdx.x; c < (i0 + 32) / 4; c += blockDim.x) {

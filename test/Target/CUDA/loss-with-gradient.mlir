@@ -40,6 +40,10 @@ func.func @main(%x: tensor<300x48xbf16>, %y: tensor<300xi64>, %s: tensor<f32>)
 // CHECK:       block_reduce(acc, Sum())
 // CHECK-NOT:   block_reduce
 // CHECK-NOT:   strided_reduce<idx>(acc, 0,
+// The gradient's row is the block's (`i0`, its first element, which the row
+// loop sets): no division per element, and its label and weight are the
+// same for the whole row loop.
+// CHECK:       const idx r = ((i0) / 48 * 1 + (i0) % 1), c = i - r * 48;
 // CHECK:       auto sum_term0 = [&](idx k, idx o) -> double { return (double)([[WEIGHT:h[0-9]+]](k)); };
 // CHECK:       auto sum_term1 = [&](idx k, idx o) -> double { return (double)([[LOSS:h[0-9]+]](k)); };
 // CHECK:       double row_sum0 = 0.0;
