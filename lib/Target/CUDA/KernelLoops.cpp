@@ -239,7 +239,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     // Many held sums take shared memory instead, each thread its own
     // column of them (no barriers): their registers would cost the
     // kernel blocks per SM (GPT-2's norm gradients, three sums of eight
-    // columns each: 128 registers and 5 blocks per SM, 94 and 7 so).
+    // columns each: 128 registers and 5 blocks per SM, 95 and 6 so).
     int64_t columnSums = llvm::count_if(
         rowSums, [](const RowSum &sum) { return !sum.perRow; });
     bool sumsInShared =
