@@ -12,7 +12,9 @@
 #   gpt2-kiln           GPT-2 124M with everything on (+ batched optimizer
 #                       launches), then in the artifact's grids instead of
 #                       one wave of the GPU, with cuDNN's attention instead
-#                       of kiln's, with the bias gradients summed by
+#                       of kiln's, with attention's query gradient by a
+#                       kernel of its own (seven products instead of five
+#                       and atomics), with the bias gradients summed by
 #                       kernels instead of their GEMMs
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
@@ -76,6 +78,8 @@ for part in "${parts[@]}"; do
       "kiln bf16, all on, the artifact's grids" --precision bf16
     gpt2_row "kiln bf16, all on, cuDNN attention" --precision bf16 \
       --attention=cudnn
+    gpt2_row "kiln bf16, all on, query gradient recomputed" --precision bf16 \
+      --attention-query-gradient=recompute
     KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
       "kiln bf16, all on, bias gradients by kernels" --precision bf16
     ;;

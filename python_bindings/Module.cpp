@@ -94,8 +94,11 @@ cuda_graph, device_grids), as kiln-run's.)")
         py::kw_only(), py::arg("arch") = std::vector<std::string>{"sm_90"},
         py::arg("exact_attention") = false, py::arg("batch_launches") = true,
         py::arg("wide_indices") = false, py::arg("attention") = "kiln",
+        py::arg("attention_query_gradient") = "atomic",
         R"(Writes the training step of `model` as a CUDA artifact for
 kiln-run (kiln-compile --target=cuda); `attention` is "kiln" or "cudnn";
+`attention_query_gradient` is "atomic" or "recompute"
+(kiln-compile --attention-query-gradient);
 more keyword arguments are the pipeline options of kiln.Trainer. Needs no
 GPU. `wide_indices` computes every kernel's indices in 64 bits
 (kiln-compile --wide-indices). Returns what the step runs: operations,

@@ -39,9 +39,15 @@ static py::dict kernelResources(const cuda::TargetReport &report) {
 py::dict compileStep(Model &model, const std::string &output,
                      const std::vector<std::string> &archs, bool exactAttention,
                      bool batchLaunches, bool wideIndices,
-                     const std::string &attention, const py::kwargs &keywords) {
+                     const std::string &attention,
+                     const std::string &attentionQueryGradient,
+                     const py::kwargs &keywords) {
   if (attention != "kiln" && attention != "cudnn")
     raise("attention must be 'kiln' or 'cudnn', got '" + attention + "'");
+  if (attentionQueryGradient != "atomic" &&
+      attentionQueryGradient != "recompute")
+    raise("attention_query_gradient must be 'atomic' or 'recompute', got '" +
+          attentionQueryGradient + "'");
   TrainerOptions options = trainerOptions(keywords, OptionKinds::Step);
   TrainingPipelineConfig config = trainingSpecFrom(options).pipeline;
   if (archs.empty())
@@ -68,6 +74,8 @@ py::dict compileStep(Model &model, const std::string &output,
   target.wideIndices = wideIndices;
   if (attention == "cudnn")
     target.attention = cuda::AttentionBackend::Cudnn;
+  if (attentionQueryGradient == "recompute")
+    target.queryGradient = cuda::QueryGradient::Recomputed;
   target.optionsText =
       "python|" + identityOf(options) + cuda::targetOptionsText(target);
   cuda::TargetReport targetReport;

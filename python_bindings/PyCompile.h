@@ -24,6 +24,7 @@ pybind11::dict compileStep(Model &model, const std::string &output,
                            const std::vector<std::string> &archs,
                            bool exactAttention, bool batchLaunches,
                            bool wideIndices, const std::string &attention,
+                           const std::string &attentionQueryGradient,
                            const pybind11::kwargs &keywords);
 
 } // namespace kiln::python

@@ -56,3 +56,10 @@ assert len(f32["kept_attention"]) == 4, f32
 unfused = kiln.compile(model, output + ".unfused", precision="bf16",
                        fuse=False, batch_launches=False)
 assert unfused["kernel_launches"] > 2 * report["kernel_launches"], unfused
+
+# Attention's query gradient by a kernel of its own: one launch fewer per
+# layer's attention gradient (no kernels clearing and storing f32 sums; a
+# query kernel instead), the same options otherwise.
+recomputed = kiln.compile(model, output + ".recomputed", precision="bf16",
+                          attention_query_gradient="recompute")
+assert recomputed["kernel_launches"] == report["kernel_launches"] - 2, recomputed

@@ -90,6 +90,9 @@ attempt("architecture", lambda: kiln.compile(model, "x.kiln", arch=["90"]))
 # CHECK: attention backend: attention must be 'kiln' or 'cudnn', got 'flash'
 attempt("attention backend",
         lambda: kiln.compile(model, "x.kiln", attention="flash"))
+# CHECK: query gradient: attention_query_gradient must be 'atomic' or 'recompute', got 'exact'
+attempt("query gradient",
+        lambda: kiln.compile(model, "x.kiln", attention_query_gradient="exact"))
 # CHECK: training graph: {{.*}} trains itself (TrainingInfoProto): run it with kiln-run --train
 attempt("training graph", lambda: kiln.Trainer(kiln.Model(training)))
 

@@ -113,6 +113,19 @@ static cl::opt<kiln::cuda::AttentionBackend> attentionBackend(
                           "mask, no dropout); kiln's kernels elsewhere")),
     cl::cat(category));
 
+static cl::opt<kiln::cuda::QueryGradient> queryGradient(
+    "attention-query-gradient", cl::init(kiln::cuda::QueryGradient::Atomic),
+    cl::desc("--target=cuda: how kiln's tensor-core kernels compute "
+             "attention's query gradient"),
+    cl::values(
+        clEnumValN(kiln::cuda::QueryGradient::Atomic, "atomic",
+                   "summed with f32 atomics by the key/value kernel (five "
+                   "products; default; head dimensions up to 128)"),
+        clEnumValN(kiln::cuda::QueryGradient::Recomputed, "recompute",
+                   "by a kernel of its own that computes the scores again "
+                   "(seven products, the same bits every run)")),
+    cl::cat(category));
+
 /// What --max-memory recomputes for the chosen batch to fit: nothing,
 /// "activations", or "activations and N of M products".
 static std::string recomputedToFit;
@@ -416,6 +429,7 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.batchLaunches = batchLaunches;
   targetOptions.wideIndices = wideIndices;
   targetOptions.attention = attentionBackend;
+  targetOptions.queryGradient = queryGradient;
   targetOptions.optionsText = kiln::pipelineOptionsIdentity() +
                               kiln::cuda::targetOptionsText(targetOptions);
   if (!recomputedToFit.empty())

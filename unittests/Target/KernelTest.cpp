@@ -162,52 +162,66 @@ TEST_P(KernelTest, MatchesInterpreter) {
   auto expected = interpret(function, arguments);
   ASSERT_TRUE(mlir::succeeded(expected));
 
-  cuda::TargetOptions options;
-  options.archs = kiln::testing::executorArchitectures();
-  options.exactAttention = c.exactAttention;
-  options.wideIndices = c.wideIndices;
-  if (c.cudnnAttention)
-    options.attention = cuda::AttentionBackend::Cudnn;
-  cuda::TargetReport report;
-  auto compiled = cuda::compileFunction(function, options, &report);
-  ASSERT_TRUE(mlir::succeeded(compiled));
-  // Every 16-bit attention pass on cuDNN; the f32 ones, exact references
-  // for the gradients, on kiln's kernels.
-  for (const std::string &kept : report.keptAttention)
-    EXPECT_NE(kept.find("operands that are not bf16 or fp16"),
-              std::string::npos)
-        << kept;
-  if (!c.epilogues.empty()) {
-    std::vector<artifact::Epilogue> epilogues;
-    std::vector<bool> addsC;
-    for (const auto &operation : (*compiled)->operations)
-      if (operation->gemm) {
-        epilogues.push_back(operation->gemm->epilogue);
-        addsC.push_back(operation->gemm->c >= 0);
-      }
-    EXPECT_EQ(epilogues, c.epilogues);
-    EXPECT_EQ(addsC, c.addsC);
-  }
-  // A bias gradient a GEMM sums, and the kernels that sum it where
-  // cuBLASLt cannot.
-  bool fallbacks = llvm::any_of((*compiled)->operations, [](auto &operation) {
-    return operation->epilogue_fallback_of >= 0;
-  });
-  for (bool gemmBiasGradients : {true, false}) {
-    if (!gemmBiasGradients && !fallbacks)
-      break;
-    SCOPED_TRACE(gemmBiasGradients ? "bias gradients in GEMMs"
-                                   : "bias gradients in kernels");
-    kiln::testing::ExecutorOptions executorOptions;
-    executorOptions.gemmBiasGradients = gemmBiasGradients;
-    std::string error;
-    auto executor =
-        kiln::testing::makeExecutor(**compiled, error, executorOptions);
-    ASSERT_TRUE(executor) << error;
-    for (auto [i, argument] : llvm::enumerate(arguments))
-      executor->write(argumentName(function, i), argument);
-    executor->run();
-    expectResults(function, *expected, *executor, c);
+  // Tensor-core gradients both ways: dQ summed by the key/value kernel and
+  // by a query kernel of its own.
+  std::vector<cuda::QueryGradient> queryGradients = {
+      cuda::QueryGradient::Atomic};
+  bool gradients = false;
+  function.walk([&](AttentionGradOp) { gradients = true; });
+  if (gradients && !c.exactAttention)
+    queryGradients.push_back(cuda::QueryGradient::Recomputed);
+  for (cuda::QueryGradient queryGradient : queryGradients) {
+    SCOPED_TRACE(queryGradient == cuda::QueryGradient::Atomic
+                     ? "dQ summed by atomics"
+                     : "dQ by a kernel of its own");
+    cuda::TargetOptions options;
+    options.archs = kiln::testing::executorArchitectures();
+    options.exactAttention = c.exactAttention;
+    options.wideIndices = c.wideIndices;
+    options.queryGradient = queryGradient;
+    if (c.cudnnAttention)
+      options.attention = cuda::AttentionBackend::Cudnn;
+    cuda::TargetReport report;
+    auto compiled = cuda::compileFunction(function, options, &report);
+    ASSERT_TRUE(mlir::succeeded(compiled));
+    // Every 16-bit attention pass on cuDNN; the f32 ones, exact references
+    // for the gradients, on kiln's kernels.
+    for (const std::string &kept : report.keptAttention)
+      EXPECT_NE(kept.find("operands that are not bf16 or fp16"),
+                std::string::npos)
+          << kept;
+    if (!c.epilogues.empty()) {
+      std::vector<artifact::Epilogue> epilogues;
+      std::vector<bool> addsC;
+      for (const auto &operation : (*compiled)->operations)
+        if (operation->gemm) {
+          epilogues.push_back(operation->gemm->epilogue);
+          addsC.push_back(operation->gemm->c >= 0);
+        }
+      EXPECT_EQ(epilogues, c.epilogues);
+      EXPECT_EQ(addsC, c.addsC);
+    }
+    // A bias gradient a GEMM sums, and the kernels that sum it where
+    // cuBLASLt cannot.
+    bool fallbacks = llvm::any_of((*compiled)->operations, [](auto &operation) {
+      return operation->epilogue_fallback_of >= 0;
+    });
+    for (bool gemmBiasGradients : {true, false}) {
+      if (!gemmBiasGradients && !fallbacks)
+        break;
+      SCOPED_TRACE(gemmBiasGradients ? "bias gradients in GEMMs"
+                                     : "bias gradients in kernels");
+      kiln::testing::ExecutorOptions executorOptions;
+      executorOptions.gemmBiasGradients = gemmBiasGradients;
+      std::string error;
+      auto executor =
+          kiln::testing::makeExecutor(**compiled, error, executorOptions);
+      ASSERT_TRUE(executor) << error;
+      for (auto [i, argument] : llvm::enumerate(arguments))
+        executor->write(argumentName(function, i), argument);
+      executor->run();
+      expectResults(function, *expected, *executor, c);
+    }
   }
 }
 

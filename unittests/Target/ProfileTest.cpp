@@ -121,8 +121,9 @@ TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
 
 // The compiler records every operation's bytes (at least what it writes)
 // and the operations of its products: a GEMM's 2 m n k per batch, the
-// attention kernels' Q K^T-sized products (two forward; three and four in
-// the gradient), none for element kernels.
+// attention kernels' Q K^T-sized products (two forward; five in the
+// gradient, seven where its query kernel recomputes the scores), none for
+// element kernels.
 TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
   mlir::MLIRContext context;
   registerKilnDialects(context);
@@ -138,52 +139,87 @@ TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
   auto trainer = Trainer::create(*module, *forward, spec);
   ASSERT_TRUE(mlir::succeeded(trainer));
   mlir::func::FuncOp step = (*trainer)->stepFunction();
-  // What each kernel of attention's gradient touches: the query kernel
-  // reads the operands, the output and its gradient and writes dq and each
-  // row's delta; the key/value kernel reads the delta instead of the
-  // output and writes dk and dv.
-  int64_t queryBytes = 0, keyValueBytes = 0;
+  // What each kernel of attention's gradient touches, its scratch counted
+  // whole (each row's delta, then, where the key/value kernel sums dq, the
+  // rows' f32 sums). Summed by atomics (the default): the first kernel
+  // reads the output and its gradient, writes the deltas and clears the
+  // sums; the key/value kernel reads the operands and the deltas, adds to
+  // the sums and writes dk and dv; the last stores the sums as dq.
+  // Recomputed: the query kernel reads the operands, the output and its
+  // gradient and writes dq and the deltas; the key/value kernel reads the
+  // deltas instead of the output and writes dk and dv.
+  // Both layers' gradients have the same shapes.
+  std::vector<int64_t> atomicBytes, recomputedBytes;
   step.walk([&](AttentionGradOp op) {
     auto bytes = [](mlir::Value value) {
       auto type = llvm::cast<mlir::RankedTensorType>(value.getType());
       return type.getNumElements() * type.getElementTypeBitWidth() / 8;
     };
-    // The deltas: one f32 per row, as many as log-sum-exps.
+    // One f32 per row, as many as log-sum-exps.
     int64_t delta = bytes(op.getLogsumexp());
-    int64_t common = bytes(op.getQuery()) + bytes(op.getKey()) +
-                     bytes(op.getValue()) + bytes(op.getLogsumexp()) +
-                     bytes(op.getOutputGrad()) + delta;
-    queryBytes = common + bytes(op.getOutput()) + bytes(op.getQueryGrad());
-    keyValueBytes = common + bytes(op.getKeyGrad()) + bytes(op.getValueGrad());
+    int64_t sums = delta * llvm::cast<mlir::RankedTensorType>(
+                               op.getQuery().getType()).getShape()[3];
+    int64_t operands = bytes(op.getQuery()) + bytes(op.getKey()) +
+                       bytes(op.getValue()) + bytes(op.getLogsumexp()) +
+                       bytes(op.getOutputGrad());
+    int64_t keyValue =
+        operands + bytes(op.getKeyGrad()) + bytes(op.getValueGrad());
+    llvm::append_range(
+        atomicBytes,
+        std::vector<int64_t>{
+            delta + sums + bytes(op.getOutput()) + bytes(op.getOutputGrad()),
+            delta + sums + keyValue, delta + sums + bytes(op.getQueryGrad())});
+    llvm::append_range(
+        recomputedBytes,
+        std::vector<int64_t>{delta + operands + bytes(op.getOutput()) +
+                                 bytes(op.getQueryGrad()),
+                             delta + keyValue});
   });
-  auto compiled = cuda::compileFunction(step, {});
-  ASSERT_TRUE(mlir::succeeded(compiled));
-  int gemms = 0, attention = 0;
-  std::vector<int64_t> gradientBytes;
-  for (const auto &operation : (*compiled)->operations) {
-    EXPECT_GT(operation->bytes, 0) << operation->origin;
-    if (const auto &g = operation->gemm) {
-      ++gemms;
-      EXPECT_EQ(operation->flops, 2 * g->batch * g->m * g->n * g->k)
-          << operation->origin;
-      EXPECT_GE(operation->bytes,
-                g->batch * g->m * g->n * artifact::elementBytes(g->output_type))
-          << operation->origin;
-    } else if (llvm::StringRef(operation->origin)
-                   .starts_with("kiln.attention")) {
-      ++attention;
-      EXPECT_GT(operation->flops, 0) << operation->origin;
-      if (llvm::StringRef(operation->origin).starts_with("kiln.attention_grad"))
+  int64_t recomputedFlops = 0;
+  for (cuda::QueryGradient queryGradient :
+       {cuda::QueryGradient::Recomputed, cuda::QueryGradient::Atomic}) {
+    bool atomic = queryGradient == cuda::QueryGradient::Atomic;
+    SCOPED_TRACE(atomic ? "dq summed by atomics" : "dq recomputed");
+    cuda::TargetOptions options;
+    options.queryGradient = queryGradient;
+    auto compiled = cuda::compileFunction(step, options);
+    ASSERT_TRUE(mlir::succeeded(compiled));
+    int gemms = 0, attention = 0;
+    std::vector<int64_t> gradientBytes;
+    int64_t gradientFlops = 0;
+    for (const auto &operation : (*compiled)->operations) {
+      EXPECT_GT(operation->bytes, 0) << operation->origin;
+      llvm::StringRef origin = operation->origin;
+      if (const auto &g = operation->gemm) {
+        ++gemms;
+        EXPECT_EQ(operation->flops, 2 * g->batch * g->m * g->n * g->k)
+            << origin.str();
+        EXPECT_GE(operation->bytes, g->batch * g->m * g->n *
+                                        artifact::elementBytes(g->output_type))
+            << origin.str();
+      } else if (origin.starts_with("kiln.attention_grad")) {
+        ++attention;
         gradientBytes.push_back(operation->bytes);
-    } else {
-      EXPECT_EQ(operation->flops, 0) << operation->origin;
+        gradientFlops += operation->flops;
+      } else if (origin.starts_with("kiln.attention")) {
+        ++attention;
+        EXPECT_GT(operation->flops, 0) << origin.str();
+      } else {
+        EXPECT_EQ(operation->flops, 0) << origin.str();
+      }
     }
+    EXPECT_GT(gemms, 0);
+    // Two layers: one forward launch and three gradient launches each (two
+    // where the query kernel recomputes the scores).
+    EXPECT_EQ(attention, atomic ? 8 : 6);
+    EXPECT_EQ(gradientBytes, atomic ? atomicBytes : recomputedBytes);
+    // Five products (FlashAttention-2's) against seven.
+    EXPECT_GT(gradientFlops, 0);
+    if (atomic)
+      EXPECT_EQ(gradientFlops * 7, recomputedFlops * 5);
+    else
+      recomputedFlops = gradientFlops;
   }
-  EXPECT_GT(gemms, 0);
-  // Two layers: one forward launch and two gradient launches each.
-  EXPECT_EQ(attention, 6);
-  EXPECT_EQ(gradientBytes, (std::vector<int64_t>{queryBytes, keyValueBytes,
-                                                 queryBytes, keyValueBytes}));
 }
 
 } // namespace

@@ -28,6 +28,13 @@ namespace kiln::cuda {
 /// heads, head dimension a multiple of 8 up to 128).
 enum class AttentionBackend { Kiln, Cudnn };
 
+/// How kiln's tensor-core kernels compute attention's query gradient dQ:
+/// summed by the key/value kernel, which has dS already, with f32 atomics
+/// (FlashAttention-2's five products; the order of dQ's additions varies
+/// from run to run), or by a query kernel of its own that computes the
+/// scores again (seven products; the same bits every run).
+enum class QueryGradient { Atomic, Recomputed };
+
 struct TargetOptions {
   /// Architectures to compile cubins for ("sm_80", "sm_90"); PTX is added
   /// for the newest, so that later GPUs can run the artifact. Empty: no
@@ -49,6 +56,7 @@ struct TargetOptions {
   /// for checking the 64-bit form on small models.
   bool wideIndices = false;
   AttentionBackend attention = AttentionBackend::Kiln;
+  QueryGradient queryGradient = QueryGradient::Atomic;
 };
 
 /// What ptxas allotted one compiled kernel (its `-v` report).
@@ -103,7 +111,8 @@ bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
 
 /// The options of `options` that change what the artifact computes or how
 /// it launches, as its options text records them after the pipeline's
-/// ("|exact-attention|cudnn-attention"; empty for the defaults).
+/// ("|exact-attention|cudnn-attention|recomputed-query-gradient"; empty for
+/// the defaults).
 std::string targetOptionsText(const TargetOptions &options);
 
 /// Whether `arch` names a GPU architecture as --arch takes it ("sm_90").

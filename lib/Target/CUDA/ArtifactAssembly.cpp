@@ -295,6 +295,8 @@ std::string targetOptionsText(const TargetOptions &options) {
     text += "|wide-indices";
   if (options.attention == AttentionBackend::Cudnn)
     text += "|cudnn-attention";
+  if (options.queryGradient == QueryGradient::Recomputed)
+    text += "|recomputed-query-gradient";
   return text;
 }
 

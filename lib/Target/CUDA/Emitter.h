@@ -11,6 +11,7 @@
 #define KILN_LIB_TARGET_CUDA_EMITTER_H
 
 #include "kiln/Artifact/Artifact.h"
+#include "kiln/Target/CUDATarget.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
@@ -35,6 +36,10 @@ struct KernelPlan {
   std::string body;
   /// Blocks and threads per block.
   int64_t grid = 1, block = 256;
+  /// Blocks one SM is to hold at once, which ptxas then fits its
+  /// registers to (spilling if it must; `__launch_bounds__`'s second
+  /// bound); 0 leaves that to ptxas.
+  int64_t minBlocksPerSM = 0;
   /// Whether its loops stride over the grid, so that any number of blocks
   /// up to `grid` computes the same results: the runtime then launches no
   /// more than the device holds at once (one wave, its blocks sharing the
@@ -93,11 +98,12 @@ planElementKernels(llvm::ArrayRef<mlir::Value> results,
 using StridesOf = llvm::function_ref<llvm::SmallVector<int64_t>(mlir::Value)>;
 
 /// Kernels of ops with a schedule of their own: attention and its gradient
-/// (on tensor cores where they apply, unless `exactAttention`; their
-/// tensors addressed through `stridesOf`), the scatter-add of gather_grad.
+/// (on tensor cores where they apply, unless `exactAttention`, the query
+/// gradient as `queryGradient` says; their tensors addressed through
+/// `stridesOf`), the scatter-add of gather_grad.
 mlir::FailureOr<llvm::SmallVector<KernelPlan>>
 planTemplateKernels(mlir::Operation *op, bool exactAttention,
-                    StridesOf stridesOf);
+                    QueryGradient queryGradient, StridesOf stridesOf);
 
 /// Why cuDNN's fused attention cannot compute attention or its gradient
 /// `op` (LibraryAttention.cpp): its mask, dropout, grouped-query heads,

@@ -426,9 +426,12 @@ std::optional<std::string> tensorCoreAttentionUnsupported(mlir::Operation *op);
 std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
                                                      StridesOf stridesOf);
 /// The gradient on tensor cores, for what the forward pass takes and a
-/// gradient of the operands' type; none otherwise.
+/// gradient of the operands' type; none otherwise. dQ as `queryGradient`
+/// says where the head dimension is at most 128 (its B fragments stay in
+/// registers), by a query kernel of its own above.
 std::optional<llvm::SmallVector<KernelPlan>>
-tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf);
+tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
+                            StridesOf stridesOf);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

@@ -63,11 +63,15 @@ int64_t Lowering::constantOffset(Operation *constant) {
 }
 
 unsigned Lowering::kernelIndex(const std::string &body,
-                               const std::string &parameter, int64_t block) {
+                               const std::string &parameter,
+                               const KernelPlan &plan) {
   // The launch bounds are the block the kernel runs in, so that ptxas
   // allots registers for it (a bound of 256 for a 96-thread block made it
   // spill to keep more blocks than the block size allows).
-  std::string bounds = "__launch_bounds__(" + std::to_string(block) + ")";
+  std::string bounds = "__launch_bounds__(" + std::to_string(plan.block);
+  if (plan.minBlocksPerSM)
+    bounds += ", " + std::to_string(plan.minBlocksPerSM);
+  bounds += ")";
   auto [it, added] =
       kernelBySource.try_emplace(bounds + body, kernelNames.size());
   if (added) {
@@ -140,7 +144,8 @@ LogicalResult Lowering::emitKernels(Operation *origin,
   auto batches = [&](const KernelPlan &a, const KernelPlan &b,
                      const KernelPlan &previous) {
     return options.batchLaunches && declared(a) == declared(b) &&
-           a.grid == b.grid && a.block == b.block && !a.checksIndices &&
+           a.grid == b.grid && a.block == b.block &&
+           a.minBlocksPerSM == b.minBlocksPerSM && !a.checksIndices &&
            (!a.partialBytes || b.partialSlot == previous.partialSlot + 1);
   };
   for (size_t first = 0; first < kernels.size();) {
@@ -157,14 +162,14 @@ LogicalResult Lowering::emitKernels(Operation *origin,
       if (failed(appendArguments(kernels[k], *launch, origin, resultOffset)))
         return failure();
     if (last - first == 1) {
-      launch->kernel = kernelIndex(declared(kernel), "args", kernel.block);
+      launch->kernel = kernelIndex(declared(kernel), "args", kernel);
     } else {
       size_t perLaunch = launch->args.size() / (last - first);
       launch->kernel = kernelIndex(
           "  for (i64 batch = 0; batch < " + std::to_string(last - first) +
               "; ++batch) {\n    void *const *args = tables + batch * " +
               std::to_string(perLaunch) + ";\n" + declared(kernel) + "  }\n",
-          "tables", kernel.block);
+          "tables", kernel);
     }
     auto operation = std::make_unique<artifact::OperationT>();
     operation->kernel = std::move(launch);
@@ -456,7 +461,7 @@ LogicalResult Lowering::lowerOp(Operation &op) {
               tensorCoreAttentionUnsupported(&op))
         report->exactAttention[*reason].push_back(describe(&op));
     FailureOr<SmallVector<KernelPlan>> kernels =
-        planTemplateKernels(&op, options.exactAttention,
+        planTemplateKernels(&op, options.exactAttention, options.queryGradient,
                             [&](Value value) { return stridesOf(value); });
     if (failed(kernels))
       return failure();

@@ -57,11 +57,11 @@ private:
   }
   mlir::LogicalResult lowerOp(mlir::Operation &op);
   mlir::LogicalResult lowerFusion(FusionOp fusion);
-  /// The index of the kernel with `body` for blocks of `block` threads,
-  /// added to the source if new; its one parameter, the table of arena
-  /// pointers, is named `parameter`.
+  /// The index of the kernel with `body` for the launch bounds of `plan`
+  /// (its block, its blocks per SM), added to the source if new; its one
+  /// parameter, the table of arena pointers, is named `parameter`.
   unsigned kernelIndex(const std::string &body, const std::string &parameter,
-                       int64_t block);
+                       const KernelPlan &plan);
   /// Appends the arena offsets `kernel` reads and writes to `launch`.
   mlir::LogicalResult
   appendArguments(const KernelPlan &kernel, artifact::KernelLaunchT &launch,

@@ -173,7 +173,8 @@ static SmallVector<KernelPlan> scatterElements(ScatterElementsOp op) {
 }
 
 FailureOr<SmallVector<KernelPlan>>
-planTemplateKernels(Operation *op, bool exactAttention, StridesOf stridesOf) {
+planTemplateKernels(Operation *op, bool exactAttention,
+                    QueryGradient queryGradient, StridesOf stridesOf) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     std::optional<KernelPlan> fast;
     if (!exactAttention)
@@ -184,7 +185,7 @@ planTemplateKernels(Operation *op, bool exactAttention, StridesOf stridesOf) {
   if (auto gradient = dyn_cast<AttentionGradOp>(op)) {
     std::optional<SmallVector<KernelPlan>> fast;
     if (!exactAttention)
-      fast = tensorCoreAttentionGradient(gradient, stridesOf);
+      fast = tensorCoreAttentionGradient(gradient, queryGradient, stridesOf);
     return fast ? *fast : attentionGradient(gradient, stridesOf);
   }
   if (auto gather = dyn_cast<GatherGradOp>(op))

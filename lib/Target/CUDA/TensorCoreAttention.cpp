@@ -267,8 +267,26 @@ static std::optional<KernelPlan> tensorCoreMaskGradient(AttentionGradOp op,
   return plan;
 }
 
+/// A kernel of attention's gradient that touches only `touched` of the
+/// arguments it shares with `like`, striding over a grid of `grid` blocks.
+static KernelPlan gradientPass(const KernelPlan &like, std::string body,
+                               ArrayRef<Value> touched, int64_t grid) {
+  KernelPlan plan = like;
+  plan.body = std::move(body);
+  plan.untouched.clear();
+  for (Value value : llvm::concat<const Value>(like.operands, like.results))
+    if (!llvm::is_contained(touched, value))
+      plan.untouched.push_back(value);
+  plan.block = 128;
+  plan.grid = std::clamp<int64_t>(grid, 1, 4096);
+  plan.gridStrided = true;
+  plan.flops = 0;
+  return plan;
+}
+
 std::optional<SmallVector<KernelPlan>>
-tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
+tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
+                            StridesOf stridesOf) {
   std::optional<Values> values = tensorCoreValues(op, stridesOf);
   if (!values)
     return std::nullopt;
@@ -292,9 +310,13 @@ tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
     query.untouched.push_back(maskGrad);
   }
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
-  // The rows' deltas go to scratch, whose pointer follows the results.
-  query.partialBytes = qs[0] * qs[1] * qs[2] * 4;
-  query.indexBound = indexBound(op, stridesOf);
+  // The rows' deltas go to scratch, whose pointer follows the results;
+  // where the key/value kernel sums dQ, its f32 sums after them.
+  bool atomic = queryGradient == QueryGradient::Atomic && qs[3] <= 128;
+  int64_t rows = qs[0] * qs[1] * qs[2],
+          scratch = atomic ? rows * (1 + qs[3]) : rows;
+  query.partialBytes = scratch * 4;
+  query.indexBound = std::max(indexBound(op, stridesOf), scratch);
   values->push_back({"SCRATCH_ARG", std::to_string(query.operands.size() +
                                                    query.results.size())});
   KernelPlan keyValue = query;
@@ -304,6 +326,7 @@ tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
   queryValues.push_back({"BK", "$STREAMED"});
   keyValues.push_back({"BQ", "$STREAMED"});
   keyValues.push_back({"BK", "64"});
+  keyValues.push_back({"ATOMIC_DQ", atomic ? "true" : "false"});
   query.body = substitute(prologue + kTensorCoreQueryGradient, queryValues);
   keyValue.body = substitute(prologue + kTensorCoreKeyValueGradient, keyValues);
   // The query kernel stores dq and each row's delta (dO . O), which the
@@ -313,8 +336,27 @@ tensorCoreAttentionGradient(AttentionGradOp op, StridesOf stridesOf) {
   launchTiles(query, qs[0] * qs[1], qs[2]);
   launchTiles(keyValue, ks[0] * ks[1], ks[2]);
   query.flops = 3 * attentionProductFlops(op);
-  keyValue.flops = 4 * attentionProductFlops(op);
+  keyValue.flops = (atomic ? 5 : 4) * attentionProductFlops(op);
+  // With dQ's product, ptxas took GPT-2's key/value kernel (head
+  // dimension 64) from 168 registers (3 blocks per SM) to 242 (2); held to
+  // 3 blocks, it spills 80 bytes, as the kernel without it spilled 16 to
+  // get there. At 128 the kernel takes 255 registers either way (2 blocks
+  // per SM, spilling 136 bytes, as the recomputing one spills 60); held to
+  // 3, it would spill 1.5 KB.
+  if (atomic && qs[3] <= 64)
+    keyValue.minBlocksPerSM = 3;
   SmallVector<KernelPlan> plans = {query, keyValue};
+  if (atomic) {
+    // The deltas and cleared sums first (32 rows a block), the sums
+    // stored as dq last.
+    plans.front() = gradientPass(
+        query, substitute(prologue + kTensorCoreGradientStart, queryValues),
+        {op.getOutput(), op.getOutputGrad()}, (rows + 31) / 32);
+    plans.push_back(gradientPass(
+        query,
+        substitute(prologue + kTensorCoreQueryGradientStore, queryValues),
+        {op.getQueryGrad()}, (rows * qs[3] + 127) / 128));
+  }
   if (op.getMaskGrad())
     plans.push_back(tensorCoreMaskGradient(op, query, *values)
                         .value_or(attentionMaskGradient(op, stridesOf)));

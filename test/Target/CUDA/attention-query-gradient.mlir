@@ -1,0 +1,65 @@
+// Attention's gradient on tensor cores, its query gradient two ways. By
+// default the key/value kernel adds dQ = dS K to f32 sums with atomics
+// (FlashAttention-2's five products): a kernel before it stores the rows'
+// deltas and clears the sums, one after it stores them as dq. At head
+// dimension 64 the key/value kernel is held to three blocks per SM, at 128
+// it is not (it would spill 1.5 KB).
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
+
+// CHECK:     __launch_bounds__(128) kiln_kernel_0(
+// CHECK:       deltaScratch[row] = d;
+// CHECK:       dqSums[row * 64 + c] = 0.0f;
+// CHECK:     __launch_bounds__(128, 3) kiln_kernel_1(
+// CHECK:       atomicAdd(&dqSums[(bh * 128 + i) * 64 + column]
+// CHECK:     __launch_bounds__(128) kiln_kernel_2(
+// CHECK:       dq[dqAt(row / 128, 0) + row % 128 * dqStep + e % 64] =
+// CHECK:     __launch_bounds__(128) kiln_kernel_3(
+// CHECK:       dqSums[row * 128 + c] = 0.0f;
+// CHECK:     __launch_bounds__(128) kiln_kernel_4(
+// CHECK:       atomicAdd(&dqSums[(bh * 48 + i) * 128 + column]
+// CHECK:     __launch_bounds__(128) kiln_kernel_5(
+// CHECK-NOT: kiln_kernel_6
+
+// --attention-query-gradient=recompute: a query kernel recomputes the
+// scores for dQ and stores the deltas, the key/value kernel reads them and
+// keeps no dS^T in shared memory; no sums cleared or stored.
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda \
+// RUN:   --attention-query-gradient=recompute | FileCheck %s --check-prefix=RECOMPUTE
+// RECOMPUTE:     __launch_bounds__(128) kiln_kernel_0(
+// RECOMPUTE:       deltaScratch[bh * 128 + row[r]] = deltas[r];
+// RECOMPUTE:       storeRows(dq + dqAt(bh, 0)
+// RECOMPUTE:     __launch_bounds__(128) kiln_kernel_1(
+// RECOMPUTE:       __shared__ u16 dSs[2][false ?
+// RECOMPUTE:     __launch_bounds__(128) kiln_kernel_2(
+// RECOMPUTE:       storeRows(dq + dqAt(bh, 0)
+// RECOMPUTE:     __launch_bounds__(128) kiln_kernel_3(
+// RECOMPUTE-NOT: kiln_kernel_4
+// RECOMPUTE-NOT: (dqSums[e])
+
+// Both forms compile for both architectures, and the artifact records the
+// option.
+// RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.kiln \
+// RUN:   | FileCheck %s --check-prefix=WROTE
+// RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.recompute.kiln \
+// RUN:   --attention-query-gradient=recompute | FileCheck %s --check-prefix=WROTE-RECOMPUTE
+// WROTE: 6 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 6 distinct kernels
+// WROTE-RECOMPUTE: 4 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 4 distinct kernels
+// RUN: grep -c "recomputed-query-gradient" %t.recompute.kiln
+// RUN: not grep -c "recomputed-query-gradient" %t.kiln
+func.func @main(%q: tensor<1x2x128x64xbf16>, %k: tensor<1x2x128x64xbf16>, %v: tensor<1x2x128x64xbf16>,
+                %o: tensor<1x2x128x64xbf16>, %l: tensor<1x2x128xf32>, %g: tensor<1x2x128x64xbf16>,
+                %q2: tensor<1x2x48x128xf16>, %k2: tensor<1x1x64x128xf16>, %v2: tensor<1x1x64x128xf16>,
+                %o2: tensor<1x2x48x128xf16>, %l2: tensor<1x2x48xf32>, %g2: tensor<1x2x48x128xf16>)
+    -> (tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>,
+        tensor<1x2x48x128xf16>, tensor<1x1x64x128xf16>, tensor<1x1x64x128xf16>) {
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o, %l, %g {causal, scale = 0.125 : f64}
+      : (tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>,
+         tensor<1x2x128xf32>, tensor<1x2x128x64xbf16>)
+      -> (tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>)
+  %dq2, %dk2, %dv2 = kiln.attention_grad %q2, %k2, %v2 output %o2, %l2, %g2 {scale = 0.09 : f64}
+      : (tensor<1x2x48x128xf16>, tensor<1x1x64x128xf16>, tensor<1x1x64x128xf16>, tensor<1x2x48x128xf16>,
+         tensor<1x2x48xf32>, tensor<1x2x48x128xf16>)
+      -> (tensor<1x2x48x128xf16>, tensor<1x1x64x128xf16>, tensor<1x1x64x128xf16>)
+  return %dq, %dk, %dv, %dq2, %dk2, %dv2 : tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>,
+      tensor<1x2x48x128xf16>, tensor<1x1x64x128xf16>, tensor<1x1x64x128xf16>
+}
