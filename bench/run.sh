@@ -18,6 +18,10 @@
 #                       kernels instead of their GEMMs
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
+#   gpt2-quick          the target's two rows alone, for a short device
+#                       call: the anchor's torch.compile configuration at
+#                       B16, kiln with everything on, and kiln with
+#                       attention's query gradient recomputed
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
 #                       the exported attention and with kiln's
 #   bert-torch          the BERT anchor (eager, AMP, torch.compile)
@@ -85,6 +89,19 @@ for part in "${parts[@]}"; do
     ;;
   gpt2-torch-eager) "$python" "$shared/anchors/gpt2_torch.py" eager | tee -a "$results" ;;
   gpt2-torch-compile) "$python" "$shared/anchors/gpt2_torch.py" compile | tee -a "$results" ;;
+  gpt2-quick)
+    # The anchor's first torch.compile configuration (bench/ratios.py's
+    # baseline), by the anchor's own run().
+    "$python" -c 'import sys, torch
+sys.path.insert(0, sys.argv[1])
+import gpt2_torch
+gpt2_torch.run("bf16 AMP torch.compile, SDPA, fused AdamW", B=16,
+               amp=torch.bfloat16, tf32=True, compile=True)' \
+      "$shared/anchors" | tee -a "$results"
+    gpt2_row "kiln bf16, all on" --precision bf16
+    gpt2_row "kiln bf16, all on, query gradient recomputed" --precision bf16 \
+      --attention-query-gradient=recompute
+    ;;
   bert-kiln)
     bert_row "kiln bf16, exported attention" --precision bf16 \
       --rewrite-attention=false
