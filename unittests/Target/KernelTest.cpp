@@ -272,6 +272,75 @@ TEST(IndexCheckTest, OutOfRangeIndicesAreReported) {
   EXPECT_NE(run({0, 1, 2}, {0, 5, 2}).find("loss"), std::string::npos);
 }
 
+// A scalar over many terms (a gradient norm's sum of squares, a mean) is
+// split into parts that the blocks of any grid take in turn, each part a
+// fixed chunk of the terms: the artifact's grid, one wave of the device
+// and 3 blocks store the same partials, so the sums are the same to the
+// bit (f64 squares, whose sum's last bits follow the order of the
+// additions), and match the interpreter's within 2e-6, as the other
+// kernels.
+TEST(SplitSumTest, PartialsAreTheSameInAnyGrid) {
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    func.func @main(%x: tensor<128x128xf64>, %y: tensor<20011xf32>)
+        -> (tensor<f64>, tensor<f32>) {
+      %s:2 = kiln.fusion %x, %y : (tensor<128x128xf64>, tensor<20011xf32>)
+          -> (tensor<f64>, tensor<f32>) {
+      ^bb0(%a: tensor<128x128xf64>, %b: tensor<20011xf32>):
+        %a2 = kiln.mul %a, %a : (tensor<128x128xf64>, tensor<128x128xf64>) -> tensor<128x128xf64>
+        %sa = kiln.reduce_sum %a2 {axes = array<i64: 0, 1>} : (tensor<128x128xf64>) -> tensor<f64>
+        %mb = kiln.reduce_mean %b {axes = array<i64: 0>} : (tensor<20011xf32>) -> tensor<f32>
+        kiln.yield %sa, %mb : tensor<f64>, tensor<f32>
+      }
+      return %s#0, %s#1 : tensor<f64>, tensor<f32>
+    })",
+                                                        &context);
+  ASSERT_TRUE(module);
+  auto function = *module->getOps<mlir::func::FuncOp>().begin();
+  std::mt19937_64 generator(5);
+  llvm::SmallVector<Tensor> arguments;
+  for (mlir::Type type : function.getArgumentTypes())
+    arguments.push_back(
+        randomTensor(mlir::cast<mlir::RankedTensorType>(type), 8, generator));
+  auto expected = interpret(function, arguments);
+  ASSERT_TRUE(mlir::succeeded(expected));
+  cuda::TargetOptions options;
+  options.archs = kiln::testing::executorArchitectures();
+  auto compiled = cuda::compileFunction(function, options);
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  // Both sums' partials, in kernels whose grids the executor may shrink.
+  int strided = 0;
+  for (const auto &operation : (*compiled)->operations)
+    strided += operation->kernel && operation->kernel->grid_strided &&
+               operation->kernel->grid >= 1024;
+  EXPECT_GE(strided, 1);
+  std::vector<std::vector<double>> sums;
+  for (auto [deviceGrids, limit] :
+       {std::pair(false, 0u), std::pair(true, 0u), std::pair(true, 3u)}) {
+    kiln::testing::ExecutorOptions executorOptions;
+    executorOptions.deviceGrids = deviceGrids;
+    executorOptions.gridLimit = limit;
+    std::string error;
+    auto executor =
+        kiln::testing::makeExecutor(**compiled, error, executorOptions);
+    ASSERT_TRUE(executor) << error;
+    for (auto [i, argument] : llvm::enumerate(arguments))
+      executor->write(argumentName(function, i), argument);
+    executor->run();
+    sums.emplace_back();
+    for (auto [i, want] : llvm::enumerate(*expected)) {
+      double got = executor->read(resultName(function, i)).floats()[0];
+      double y = want.floats()[0];
+      EXPECT_LE(std::fabs(got - y), 2e-6 * std::max(1.0, std::fabs(y)))
+          << "result " << i << ": " << got << " vs " << y;
+      sums.back().push_back(got);
+    }
+  }
+  EXPECT_EQ(sums[0], sums[1]);
+  EXPECT_EQ(sums[0], sums[2]);
+}
+
 // Kernels round after every op, as the interpreter does, in integer
 // arithmetic on the double's bits: exactly the interpreter's rounding for
 // ties, carries into the exponent, overflow, subnormals and non-finite

@@ -19,9 +19,13 @@ using namespace mlir;
 
 namespace kiln::cuda {
 
-/// Scalar reductions at least this long are split over kSplitBlocks blocks.
+/// Scalar reductions at least this long are split into kSplitParts parts,
+/// which a grid of at most as many blocks takes in turn: one wave of 8
+/// blocks of 256 threads per SM of a large GPU, so that a sum over a whole
+/// gradient has loads enough in flight to keep memory busy (256 blocks, two
+/// per SM, had half as many as its bandwidth needs).
 static constexpr int64_t kSplitExtent = 8192;
-static constexpr int64_t kSplitBlocks = 256;
+static constexpr int64_t kSplitParts = 1024;
 /// Column sums are split over parts of at least kColumnPartRows rows until
 /// about kColumnBlocks blocks (8 blocks of 256 threads per SM of a large
 /// GPU) share them.
@@ -297,12 +301,12 @@ planElementKernels(ArrayRef<Value> results,
     // one block busy with all of it: many blocks reduce chunks instead.
     if (group.cooperative && group.count == 1) {
       auto partials = write(group, Schedule::BlockPerElement,
-                            SplitPhase::Partials, kSplitBlocks);
+                            SplitPhase::Partials, kSplitParts);
       if (failed(partials))
         return failure();
       if (partials->splitExtent >= kSplitExtent) {
         auto combine = write(group, Schedule::BlockPerElement,
-                             SplitPhase::Combine, kSplitBlocks);
+                             SplitPhase::Combine, kSplitParts);
         if (failed(combine))
           return failure();
         plans.push_back(std::move(partials->plan));

@@ -144,11 +144,16 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     return std::move(plan);
   }
   if (split.phase == SplitPhase::Partials && !sumsInRows) {
-    std::string calls;
+    // The blocks take the parts in turn, each part's sums computed anew.
+    std::string calls = "  for (part = blockIdx.x; part < " +
+                        indexConstant(split.blocks) +
+                        "; part += gridDim.x) {\n";
     for (const std::string &name : split.reductions)
-      calls += "  " + name + "_compute(0);\n";
+      calls += "    " + name + "_at = -1;\n    " + name + "_compute(0);\n";
+    calls += "  }\n";
     plan.grid = split.blocks;
-    plan.body = prologue + code + calls;
+    plan.gridStrided = true;
+    plan.body = prologue + "  idx part = 0;\n" + code + calls;
     return std::move(plan);
   }
   std::string compute, store, buffers, buffered, vectorStore, elementStore,

@@ -402,24 +402,27 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
                 : combineAll("threadIdx.x", extent, "blockDim.x") +
                       "      acc = block_reduce(acc, " + r.combiner + "());\n";
   } else {
-    // Split over blocks: each block reduces one chunk of k into the
-    // partials; the next kernel's threads share combining them.
-    std::string slot = std::to_string(split.reductions.size()) + " * " +
-                       indexConstant(split.blocks);
+    // Split into parts: each part (of the kernel's `part` loop, over the
+    // grid) reduces one chunk of k into the partials; the next kernel's
+    // threads share combining them. The chunks follow the parts, not the
+    // grid, so that any grid gives the same partials.
+    std::string parts = indexConstant(split.blocks);
+    std::string slot = std::to_string(split.reductions.size()) + " * " + parts;
     split.reductions.push_back(name);
     split.largestExtent = std::max(split.largestExtent, r.extent);
     if (split.phase == SplitPhase::Partials)
-      loop += "      const idx chunk = (" + extent +
-              " + gridDim.x - 1) / gridDim.x;\n"
-              "      const idx end = (blockIdx.x + 1) * chunk < " +
-              extent + " ? (blockIdx.x + 1) * chunk : " + extent + ";\n" +
-              (r.uniform ? combineAll("blockIdx.x * chunk", "end", "1")
-                         : combineAll("blockIdx.x * chunk + threadIdx.x", "end",
+      loop += "      const idx chunk = (" + extent + " + " + parts +
+              " - 1) / " + parts +
+              ";\n"
+              "      const idx end = (part + 1) * chunk < " +
+              extent + " ? (part + 1) * chunk : " + extent + ";\n" +
+              (r.uniform ? combineAll("part * chunk", "end", "1")
+                         : combineAll("part * chunk + threadIdx.x", "end",
                                       "blockDim.x") +
                                "      acc = block_reduce(acc, " + r.combiner +
                                "());\n") +
               "      if (threadIdx.x == 0) partials[" + slot +
-              " + blockIdx.x] = acc;\n";
+              " + part] = acc;\n";
     else
       loop += combineAll("threadIdx.x", indexConstant(split.blocks),
                          "blockDim.x", "partials[" + slot + " + k]") +

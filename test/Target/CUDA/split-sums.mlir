@@ -1,6 +1,8 @@
 // Sums of squares over tensors of 2^14 elements, as a gradient norm takes
-// them (each parameter's a result of one fusion): each is split over blocks
-// whose partials a second kernel combines. Equal sums (of tensors of one
+// them (each parameter's a result of one fusion): each is split into 1024
+// parts, which the blocks of a grid of any size take in turn (the chunks
+// follow the parts, so the partials do not depend on the grid), and whose
+// partials a second kernel combines. Equal sums (of tensors of one
 // shape) write their partials to consecutive parts of the partials area,
 // so that one launch computes all their partials and one combines them;
 // without batched launches, each sum takes two.
@@ -16,10 +18,12 @@
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s --check-prefix=SOURCE
 // SOURCE-LABEL: kiln_kernel_0(void *const *tables)
 // SOURCE:       for (i64 batch = 0; batch < 3; ++batch) {
-// SOURCE:         partials[0 * 256 + blockIdx.x] = acc;
+// SOURCE:         const idx chunk = (16384 + 1024 - 1) / 1024;
+// SOURCE:         partials[0 * 1024 + part] = acc;
+// SOURCE:       for (part = blockIdx.x; part < 1024; part += gridDim.x) {
 // SOURCE-LABEL: kiln_kernel_1(void *const *tables)
 // SOURCE:       for (i64 batch = 0; batch < 3; ++batch) {
-// SOURCE:         partials[0 * 256 + k]
+// SOURCE:         partials[0 * 1024 + k]
 
 func.func @main(%x: tensor<128x128xf32>, %y: tensor<128x128xf32>, %z: tensor<128x128xf32>)
     -> (tensor<f32>, tensor<f32>, tensor<f32>) {
