@@ -8,13 +8,14 @@
 
 // CHECK:     __launch_bounds__(128) kiln_kernel_0(
 // CHECK:       deltaScratch[row] = d;
-// CHECK:       dqSums[row * 64 + c] = 0.0f;
+// CHECK:       const idx end = (first + rowsPerBlock < 2 * 128 ? first + rowsPerBlock : 2 * 128) * 64;
+// CHECK:       dqSums[e] = 0.0f;
 // CHECK:     __launch_bounds__(128, 3) kiln_kernel_1(
 // CHECK:       atomicAdd(&dqSums[(bh * 128 + i) * 64 + column]
 // CHECK:     __launch_bounds__(128) kiln_kernel_2(
 // CHECK:       dq[dqAt(row / 128, 0) + row % 128 * dqStep + e % 64] =
 // CHECK:     __launch_bounds__(128) kiln_kernel_3(
-// CHECK:       dqSums[row * 128 + c] = 0.0f;
+// CHECK:       const idx end = (first + rowsPerBlock < 2 * 48 ? first + rowsPerBlock : 2 * 48) * 128;
 // CHECK:     __launch_bounds__(128) kiln_kernel_4(
 // CHECK:       atomicAdd(&dqSums[(bh * 48 + i) * 128 + column]
 // CHECK:     __launch_bounds__(128) kiln_kernel_5(
