@@ -143,6 +143,76 @@ void expectResults(mlir::func::FuncOp function, llvm::ArrayRef<Tensor> expected,
   }
 }
 
+/// An executor that has run `artifact`, compiled from `function`, on
+/// `arguments`; null, with the failure reported, where there is none.
+std::unique_ptr<kiln::testing::Executor>
+run(const artifact::ArtifactT &artifact, mlir::func::FuncOp function,
+    llvm::ArrayRef<Tensor> arguments,
+    const kiln::testing::ExecutorOptions &options) {
+  std::string error;
+  auto executor = kiln::testing::makeExecutor(artifact, error, options);
+  if (!executor) {
+    ADD_FAILURE() << error;
+    return nullptr;
+  }
+  for (auto [i, argument] : llvm::enumerate(arguments))
+    executor->write(argumentName(function, i), argument);
+  executor->run();
+  return executor;
+}
+
+/// Compiles `function` as `c` says, with attention's query gradient as
+/// `queryGradient` says, runs it on `arguments` and checks its results
+/// against the interpreter's, `expected`.
+void compileAndCompare(mlir::func::FuncOp function,
+                       llvm::ArrayRef<Tensor> arguments,
+                       llvm::ArrayRef<Tensor> expected, const KernelCase &c,
+                       cuda::QueryGradient queryGradient) {
+  cuda::TargetOptions options;
+  options.archs = kiln::testing::executorArchitectures();
+  options.exactAttention = c.exactAttention;
+  options.wideIndices = c.wideIndices;
+  options.queryGradient = queryGradient;
+  if (c.cudnnAttention)
+    options.attention = cuda::AttentionBackend::Cudnn;
+  cuda::TargetReport report;
+  auto compiled = cuda::compileFunction(function, options, &report);
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  // Every 16-bit attention pass on cuDNN; the f32 ones, exact references
+  // for the gradients, on kiln's kernels.
+  for (const std::string &kept : report.keptAttention)
+    EXPECT_NE(kept.find("operands that are not bf16 or fp16"),
+              std::string::npos)
+        << kept;
+  if (!c.epilogues.empty()) {
+    std::vector<artifact::Epilogue> epilogues;
+    std::vector<bool> addsC;
+    for (const auto &operation : (*compiled)->operations)
+      if (operation->gemm) {
+        epilogues.push_back(operation->gemm->epilogue);
+        addsC.push_back(operation->gemm->c >= 0);
+      }
+    EXPECT_EQ(epilogues, c.epilogues);
+    EXPECT_EQ(addsC, c.addsC);
+  }
+  // A bias gradient a GEMM sums, and the kernels that sum it where
+  // cuBLASLt cannot.
+  bool fallbacks = llvm::any_of((*compiled)->operations, [](auto &operation) {
+    return operation->epilogue_fallback_of >= 0;
+  });
+  for (bool gemmBiasGradients : {true, false}) {
+    if (!gemmBiasGradients && !fallbacks)
+      break;
+    SCOPED_TRACE(gemmBiasGradients ? "bias gradients in GEMMs"
+                                   : "bias gradients in kernels");
+    kiln::testing::ExecutorOptions executorOptions;
+    executorOptions.gemmBiasGradients = gemmBiasGradients;
+    auto executor = run(**compiled, function, arguments, executorOptions);
+    ASSERT_TRUE(executor);
+    expectResults(function, expected, *executor, c);
+  }
+}
+
 TEST_P(KernelTest, MatchesInterpreter) {
   const KernelCase &c = GetParam();
   mlir::MLIRContext context;
@@ -162,66 +232,19 @@ TEST_P(KernelTest, MatchesInterpreter) {
   auto expected = interpret(function, arguments);
   ASSERT_TRUE(mlir::succeeded(expected));
 
-  // Tensor-core gradients both ways: dQ summed by the key/value kernel and
-  // by a query kernel of its own.
-  std::vector<cuda::QueryGradient> queryGradients = {
-      cuda::QueryGradient::Atomic};
+  {
+    SCOPED_TRACE("dQ summed by atomics");
+    compileAndCompare(function, arguments, *expected, c,
+                      cuda::QueryGradient::Atomic);
+  }
+  // Tensor-core gradients the other way too: dQ by a query kernel of its
+  // own.
   bool gradients = false;
   function.walk([&](AttentionGradOp) { gradients = true; });
-  if (gradients && !c.exactAttention)
-    queryGradients.push_back(cuda::QueryGradient::Recomputed);
-  for (cuda::QueryGradient queryGradient : queryGradients) {
-    SCOPED_TRACE(queryGradient == cuda::QueryGradient::Atomic
-                     ? "dQ summed by atomics"
-                     : "dQ by a kernel of its own");
-    cuda::TargetOptions options;
-    options.archs = kiln::testing::executorArchitectures();
-    options.exactAttention = c.exactAttention;
-    options.wideIndices = c.wideIndices;
-    options.queryGradient = queryGradient;
-    if (c.cudnnAttention)
-      options.attention = cuda::AttentionBackend::Cudnn;
-    cuda::TargetReport report;
-    auto compiled = cuda::compileFunction(function, options, &report);
-    ASSERT_TRUE(mlir::succeeded(compiled));
-    // Every 16-bit attention pass on cuDNN; the f32 ones, exact references
-    // for the gradients, on kiln's kernels.
-    for (const std::string &kept : report.keptAttention)
-      EXPECT_NE(kept.find("operands that are not bf16 or fp16"),
-                std::string::npos)
-          << kept;
-    if (!c.epilogues.empty()) {
-      std::vector<artifact::Epilogue> epilogues;
-      std::vector<bool> addsC;
-      for (const auto &operation : (*compiled)->operations)
-        if (operation->gemm) {
-          epilogues.push_back(operation->gemm->epilogue);
-          addsC.push_back(operation->gemm->c >= 0);
-        }
-      EXPECT_EQ(epilogues, c.epilogues);
-      EXPECT_EQ(addsC, c.addsC);
-    }
-    // A bias gradient a GEMM sums, and the kernels that sum it where
-    // cuBLASLt cannot.
-    bool fallbacks = llvm::any_of((*compiled)->operations, [](auto &operation) {
-      return operation->epilogue_fallback_of >= 0;
-    });
-    for (bool gemmBiasGradients : {true, false}) {
-      if (!gemmBiasGradients && !fallbacks)
-        break;
-      SCOPED_TRACE(gemmBiasGradients ? "bias gradients in GEMMs"
-                                     : "bias gradients in kernels");
-      kiln::testing::ExecutorOptions executorOptions;
-      executorOptions.gemmBiasGradients = gemmBiasGradients;
-      std::string error;
-      auto executor =
-          kiln::testing::makeExecutor(**compiled, error, executorOptions);
-      ASSERT_TRUE(executor) << error;
-      for (auto [i, argument] : llvm::enumerate(arguments))
-        executor->write(argumentName(function, i), argument);
-      executor->run();
-      expectResults(function, *expected, *executor, c);
-    }
+  if (gradients && !c.exactAttention) {
+    SCOPED_TRACE("dQ by a kernel of its own");
+    compileAndCompare(function, arguments, *expected, c,
+                      cuda::QueryGradient::Recomputed);
   }
 }
 
@@ -321,13 +344,8 @@ TEST(SplitSumTest, PartialsAreTheSameInAnyGrid) {
     kiln::testing::ExecutorOptions executorOptions;
     executorOptions.deviceGrids = deviceGrids;
     executorOptions.gridLimit = limit;
-    std::string error;
-    auto executor =
-        kiln::testing::makeExecutor(**compiled, error, executorOptions);
-    ASSERT_TRUE(executor) << error;
-    for (auto [i, argument] : llvm::enumerate(arguments))
-      executor->write(argumentName(function, i), argument);
-    executor->run();
+    auto executor = run(**compiled, function, arguments, executorOptions);
+    ASSERT_TRUE(executor);
     sums.emplace_back();
     for (auto [i, want] : llvm::enumerate(*expected)) {
       double got = executor->read(resultName(function, i)).floats()[0];
