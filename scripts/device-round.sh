@@ -4,8 +4,8 @@
 # results under $OUT
 # (default device-results), each part within a call's ten minutes:
 #
-#   bash scripts/device-round.sh quick      # for a session's 15 minutes of device time: the
-#                                           # kernel tests and a step's, then GPT-2 against
+#   bash scripts/device-round.sh quick      # for a session's 15 minutes of device time (at most
+#                                           # 8 of them): the kernel tests and a step's, then GPT-2 against
 #                                           # torch.compile (bench/run.sh gpt2-quick), profiled
 #   bash scripts/device-round.sh tests      # kiln-gpu-tests but whole models, cuDNN's graphs, the loss curve
 #   bash scripts/device-round.sh models     # kiln-gpu-tests of whole models (each compiles
@@ -73,14 +73,14 @@ for part in "$@"; do
     run loss-curve 150 bash test/GPU/loss-curve.sh "$bin" ;;
   models) run gpu-model-tests 540 "${gpu_tests[@]}" 180 "$whole_models" ;;
   quick)
-    # Every kernel test and the example's bf16 step, whole and in grids
-    # of three blocks, in one process (no start-up per test); then the
-    # benchmark, its baseline before kiln's rows: seven minutes at most,
-    # so that a machine's start fits beside them in 15 minutes of device
-    # time.
-    run gpu-kernel-tests 180 env KILN_SOURCE_DIR="$PWD" \
+    # Every kernel test, the split sums' and the example's bf16 step, whole
+    # and in grids of three blocks, in one process (no start-up per test);
+    # then the benchmark, its baseline before kiln's rows: eight minutes at
+    # most, so that a machine's start fits beside them in 15 minutes of
+    # device time.
+    run gpu-kernel-tests 240 env KILN_SOURCE_DIR="$PWD" \
       KILN_FIXTURES_DIR="$KILN_SHARED/fixtures" "$bin/kiln-gpu-tests" \
-      --gtest_filter='*KernelTest*:TargetTest.Gpt2StepMatchesInterpreterInBf16:TargetTest.StepInFewerBlocksMatchesInterpreter'
+      --gtest_filter='*KernelTest*:SplitSumTest.*:TargetTest.Gpt2StepMatchesInterpreterInBf16:TargetTest.StepInFewerBlocksMatchesInterpreter'
     run bench-gpt2-quick 240 env KILN_BENCH_PROFILE=20 bash bench/run.sh \
       gpt2-quick ;;
   gpt2)
