@@ -8,6 +8,7 @@
 #                                           # 8 of them): the kernel tests and a step's, then GPT-2 against
 #                                           # torch.compile (bench/run.sh gpt2-quick), profiled
 #   bash scripts/device-round.sh tests      # kiln-gpu-tests but whole models, cuDNN's graphs, the loss curve
+#   bash scripts/device-round.sh loss-curve # 200 steps of the example on the GPU against the CPU's
 #   bash scripts/device-round.sh models     # kiln-gpu-tests of whole models (each compiles
 #                                           # 100-200 kernels: minutes on the device's cores)
 #   bash scripts/device-round.sh gpt2       # bench: kiln (profiled) and torch.compile
@@ -71,6 +72,7 @@ for part in "$@"; do
     run gpu-tests 330 "${gpu_tests[@]}" 60 "-$whole_models"
     run cudnn-graphs 60 "$bin/kiln-runtime-tests"
     run loss-curve 150 bash test/GPU/loss-curve.sh "$bin" ;;
+  loss-curve) run loss-curve 150 bash test/GPU/loss-curve.sh "$bin" ;;
   models) run gpu-model-tests 540 "${gpu_tests[@]}" 180 "$whole_models" ;;
   quick)
     # Every kernel test, the split sums' and the example's bf16 step, whole
