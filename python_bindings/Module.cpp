@@ -94,7 +94,7 @@ cuda_graph, device_grids), as kiln-run's.)")
         py::kw_only(), py::arg("arch") = std::vector<std::string>{"sm_90"},
         py::arg("exact_attention") = false, py::arg("batch_launches") = true,
         py::arg("wide_indices") = false, py::arg("attention") = "kiln",
-        py::arg("attention_query_gradient") = "atomic",
+        py::arg("attention_query_gradient") = "recompute",
         R"(Writes the training step of `model` as a CUDA artifact for
 kiln-run (kiln-compile --target=cuda); `attention` is "kiln" or "cudnn";
 `attention_query_gradient` is "atomic" or "recompute"

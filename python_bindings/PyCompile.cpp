@@ -74,8 +74,8 @@ py::dict compileStep(Model &model, const std::string &output,
   target.wideIndices = wideIndices;
   if (attention == "cudnn")
     target.attention = cuda::AttentionBackend::Cudnn;
-  if (attentionQueryGradient == "recompute")
-    target.queryGradient = cuda::QueryGradient::Recomputed;
+  if (attentionQueryGradient == "atomic")
+    target.queryGradient = cuda::QueryGradient::Atomic;
   target.optionsText =
       "python|" + identityOf(options) + cuda::targetOptionsText(target);
   cuda::TargetReport targetReport;

@@ -57,9 +57,9 @@ unfused = kiln.compile(model, output + ".unfused", precision="bf16",
                        fuse=False, batch_launches=False)
 assert unfused["kernel_launches"] > 2 * report["kernel_launches"], unfused
 
-# Attention's query gradient by a kernel of its own: one launch fewer per
-# layer's attention gradient (no kernels clearing and storing f32 sums; a
-# query kernel instead), the same options otherwise.
-recomputed = kiln.compile(model, output + ".recomputed", precision="bf16",
-                          attention_query_gradient="recompute")
-assert recomputed["kernel_launches"] == report["kernel_launches"] - 2, recomputed
+# Attention's query gradient summed with atomics by the key/value kernel:
+# one launch more per layer's attention gradient (kernels clearing and
+# storing f32 sums instead of a query kernel), the same options otherwise.
+atomic = kiln.compile(model, output + ".atomic", precision="bf16",
+                      attention_query_gradient="atomic")
+assert atomic["kernel_launches"] == report["kernel_launches"] + 2, atomic

@@ -114,16 +114,17 @@ static cl::opt<kiln::cuda::AttentionBackend> attentionBackend(
     cl::cat(category));
 
 static cl::opt<kiln::cuda::QueryGradient> queryGradient(
-    "attention-query-gradient", cl::init(kiln::cuda::QueryGradient::Atomic),
+    "attention-query-gradient",
+    cl::init(kiln::cuda::QueryGradient::Recomputed),
     cl::desc("--target=cuda: how kiln's tensor-core kernels compute "
              "attention's query gradient"),
     cl::values(
         clEnumValN(kiln::cuda::QueryGradient::Atomic, "atomic",
                    "summed with f32 atomics by the key/value kernel (five "
-                   "products; default; head dimensions up to 128)"),
+                   "products; head dimensions up to 128)"),
         clEnumValN(kiln::cuda::QueryGradient::Recomputed, "recompute",
                    "by a kernel of its own that computes the scores again "
-                   "(seven products, the same bits every run)")),
+                   "(seven products, the same bits every run; default)")),
     cl::cat(category));
 
 /// What --max-memory recomputes for the chosen batch to fit: nothing,

@@ -32,7 +32,10 @@ enum class AttentionBackend { Kiln, Cudnn };
 /// summed by the key/value kernel, which has dS already, with f32 atomics
 /// (FlashAttention-2's five products; the order of dQ's additions varies
 /// from run to run), or by a query kernel of its own that computes the
-/// scores again (seven products; the same bits every run).
+/// scores again (seven products; the same bits every run). Recomputing is
+/// the default: on an H200 GPT-2's step ran 3.6% faster with it
+/// (docs/benchmarks.md), the atomics' contention costing more than the two
+/// products they save.
 enum class QueryGradient { Atomic, Recomputed };
 
 struct TargetOptions {
@@ -56,7 +59,7 @@ struct TargetOptions {
   /// for checking the 64-bit form on small models.
   bool wideIndices = false;
   AttentionBackend attention = AttentionBackend::Kiln;
-  QueryGradient queryGradient = QueryGradient::Atomic;
+  QueryGradient queryGradient = QueryGradient::Recomputed;
 };
 
 /// What ptxas allotted one compiled kernel (its `-v` report).
@@ -111,7 +114,7 @@ bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
 
 /// The options of `options` that change what the artifact computes or how
 /// it launches, as its options text records them after the pipeline's
-/// ("|exact-attention|cudnn-attention|recomputed-query-gradient"; empty for
+/// ("|exact-attention|cudnn-attention|atomic-query-gradient"; empty for
 /// the defaults).
 std::string targetOptionsText(const TargetOptions &options);
 

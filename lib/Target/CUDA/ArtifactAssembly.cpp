@@ -295,8 +295,8 @@ std::string targetOptionsText(const TargetOptions &options) {
     text += "|wide-indices";
   if (options.attention == AttentionBackend::Cudnn)
     text += "|cudnn-attention";
-  if (options.queryGradient == QueryGradient::Recomputed)
-    text += "|recomputed-query-gradient";
+  if (options.queryGradient == QueryGradient::Atomic)
+    text += "|atomic-query-gradient";
   return text;
 }
 

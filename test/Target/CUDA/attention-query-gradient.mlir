@@ -1,10 +1,11 @@
-// Attention's gradient on tensor cores, its query gradient two ways. By
-// default the key/value kernel adds dQ = dS K to f32 sums with atomics
-// (FlashAttention-2's five products): a kernel before it stores the rows'
-// deltas and clears the sums, one after it stores them as dq. At head
-// dimension 64 the key/value kernel is held to three blocks per SM, at 128
-// it is not (it would spill 1.5 KB).
-// RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
+// Attention's gradient on tensor cores, its query gradient two ways. With
+// --attention-query-gradient=atomic the key/value kernel adds dQ = dS K to
+// f32 sums with atomics (FlashAttention-2's five products): a kernel before
+// it stores the rows' deltas and clears the sums, one after it stores them
+// as dq. At head dimension 64 the key/value kernel is held to three blocks
+// per SM, at 128 it is not (it would spill 1.5 KB).
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda \
+// RUN:   --attention-query-gradient=atomic | FileCheck %s
 
 // CHECK:     __launch_bounds__(128) kiln_kernel_0(
 // CHECK:       deltaScratch[row] = d;
@@ -21,11 +22,11 @@
 // CHECK:     __launch_bounds__(128) kiln_kernel_5(
 // CHECK-NOT: kiln_kernel_6
 
-// --attention-query-gradient=recompute: a query kernel recomputes the
-// scores for dQ and stores the deltas, the key/value kernel reads them and
-// keeps no dS^T in shared memory; no sums cleared or stored.
+// By default (--attention-query-gradient=recompute) a query kernel
+// recomputes the scores for dQ and stores the deltas, the key/value kernel
+// reads them and keeps no dS^T in shared memory; no sums cleared or stored.
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda \
-// RUN:   --attention-query-gradient=recompute | FileCheck %s --check-prefix=RECOMPUTE
+// RUN:   | FileCheck %s --check-prefix=RECOMPUTE
 // RECOMPUTE:     __launch_bounds__(128) kiln_kernel_0(
 // RECOMPUTE:       deltaScratch[bh * 128 + row[r]] = deltas[r];
 // RECOMPUTE:       storeRows(dq + dqAt(bh, 0)
@@ -40,13 +41,13 @@
 // Both forms compile for both architectures, and the artifact records the
 // option.
 // RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.kiln \
-// RUN:   | FileCheck %s --check-prefix=WROTE
+// RUN:   --attention-query-gradient=atomic | FileCheck %s --check-prefix=WROTE
 // RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.recompute.kiln \
-// RUN:   --attention-query-gradient=recompute | FileCheck %s --check-prefix=WROTE-RECOMPUTE
+// RUN:   | FileCheck %s --check-prefix=WROTE-RECOMPUTE
 // WROTE: 6 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 6 distinct kernels
 // WROTE-RECOMPUTE: 4 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 4 distinct kernels
-// RUN: grep -c "recomputed-query-gradient" %t.recompute.kiln
-// RUN: not grep -c "recomputed-query-gradient" %t.kiln
+// RUN: grep -c "atomic-query-gradient" %t.kiln
+// RUN: not grep -c "atomic-query-gradient" %t.recompute.kiln
 func.func @main(%q: tensor<1x2x128x64xbf16>, %k: tensor<1x2x128x64xbf16>, %v: tensor<1x2x128x64xbf16>,
                 %o: tensor<1x2x128x64xbf16>, %l: tensor<1x2x128xf32>, %g: tensor<1x2x128x64xbf16>,
                 %q2: tensor<1x2x48x128xf16>, %k2: tensor<1x1x64x128xf16>, %v2: tensor<1x1x64x128xf16>,
