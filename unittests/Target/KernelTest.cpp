@@ -450,6 +450,90 @@ TEST(RoundingTest, CastsRoundAsTheInterpreterDoes) {
   }
 }
 
+// A 16-bit loss gradient takes exp in f32 and keeps it only where its
+// error bound cannot move the rounding (rounded_exp_term): the
+// interpreter's rounding, bit for bit, for random rows and for rows whose
+// largest gradient the f32 exp cannot round alone: a scale 1 to 3 f32
+// units from one that puts it on a tie of two 16-bit values, closer than
+// the f32 exp's error and far beyond the double's. Rows with one logit far
+// above the rest have exponents beyond f32's range.
+TEST(RoundingTest, LossGradientsRoundAsTheInterpreterDoes) {
+  for (const char *type : {"bf16", "f16"}) {
+    mlir::MLIRContext context;
+    registerKilnDialects(context);
+    std::string t = "tensor<64x256x" + std::string(type) + ">";
+    std::string source =
+        "func.func @main(%x: " + t +
+        ", %y: tensor<64xi64>, %g: tensor<64xf32>) -> " + t +
+        " {\n  %d = kiln.cross_entropy_grad %x, %y, %g reduction = none : (" +
+        t + ", tensor<64xi64>, tensor<64xf32>) -> " + t + "\n  return %d : " +
+        t + "\n}\n";
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+    ASSERT_TRUE(module);
+    auto function = *module->getOps<mlir::func::FuncOp>().begin();
+    bool bf16 = llvm::StringRef(type) == "bf16";
+    int significant = bf16 ? 8 : 11;
+    Tensor x(bf16 ? DType::BF16 : DType::F16, {64, 256}), y(DType::I64, {64}),
+        g(DType::F32, {64});
+    std::mt19937_64 generator(5);
+    std::normal_distribution<double> normal(0.0, 3.0);
+    for (int64_t r = 0; r < 64; ++r) {
+      for (int64_t c = 0; c < 256; ++c)
+        x.setFromDouble(r * 256 + c, r >= 48 && r < 52
+                                         ? (c == 7 ? 60.0 : -60.0)
+                                         : normal(generator));
+      y.ints()[r] = generator() % 256;
+      g.setFromDouble(r, normal(generator));
+      if (r >= 32)
+        continue;
+      // The row's probabilities as the interpreter computes them.
+      double maximum = -INFINITY, sum = 0.0;
+      int64_t largest = 0;
+      for (int64_t c = 0; c < 256; ++c)
+        if (x.getAsDouble(r * 256 + c) > maximum) {
+          maximum = x.getAsDouble(r * 256 + c);
+          largest = c;
+        }
+      for (int64_t c = 0; c < 256; ++c)
+        sum += std::exp(x.getAsDouble(r * 256 + c) - maximum);
+      double p = 1.0 / sum;
+      y.ints()[r] = (largest + 1) % 256;
+      // A tie of two 16-bit values near 1.5 p, the scale that puts the
+      // largest gradient on it, and that scale moved by 1 to 3 f32 units.
+      int exponent;
+      std::frexp(1.5 * p, &exponent);
+      double spacing = std::ldexp(1.0, exponent - significant);
+      double tie = (std::floor(1.5 * p / spacing) + 0.5) * spacing;
+      float scale = static_cast<float>(tie / p);
+      int units = r % 6 < 3 ? -(1 + r % 6) : r % 6 - 2;
+      std::frexp(scale, &exponent);
+      g.setFromDouble(r, (scale + units * std::ldexp(1.0, exponent - 24)) *
+                             (r / 6 % 2 ? -1.0 : 1.0));
+    }
+    auto expected = interpret(function, {x, y, g});
+    ASSERT_TRUE(mlir::succeeded(expected));
+    cuda::TargetOptions options;
+    options.archs = kiln::testing::executorArchitectures();
+    auto compiled = cuda::compileFunction(function, options);
+    ASSERT_TRUE(mlir::succeeded(compiled));
+    EXPECT_NE((*compiled)->source.find("rounded_exp_term<"), std::string::npos);
+    std::string error;
+    auto executor = kiln::testing::makeExecutor(**compiled, error);
+    ASSERT_TRUE(executor) << error;
+    executor->write("arg0", x);
+    executor->write("arg1", y);
+    executor->write("arg2", g);
+    executor->run();
+    Tensor got = executor->read(resultName(function, 0));
+    const Tensor &want = (*expected)[0];
+    for (int64_t e = 0; e < want.getNumElements(); ++e) {
+      double a = got.getAsDouble(e), b = want.getAsDouble(e);
+      ASSERT_TRUE(a == b && std::signbit(a) == std::signbit(b))
+          << type << " at " << e << ": " << a << " vs " << b;
+    }
+  }
+}
+
 // The packed gradient of a q/k/v projection (80 tokens, 2 heads of 64),
 // %d#1, and its bias gradient, %d#0, assembled from attention's gradients
 // %dq, %dk, %dv as autodiff and fusion leave them; read in place from a

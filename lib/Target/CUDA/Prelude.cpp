@@ -105,6 +105,27 @@ KD double round_bf16(double x) { return round_to(x, 8, -126, 3.3895313892515355e
 KD double round_tf32(double x) { return round_to(x, 11, -126, 3.4011621342146535e38); }
 KD double round_f16(double x) { return round_to(x, 11, -14, 65504.0); }
 
+// Round(a * (exp(d) - b)) for a 16-bit Round (round_bf16, round_f16), the
+// value the interpreter computes in double, with exp in f32 wherever that
+// cannot change the rounded result (the loss gradient's logits: a double
+// exp costs ten times as many instructions). expf is within 2 ulp (CUDA's
+// and glibc's) and d rounded to f32 moves exp(d) by at most |d| 2^-24 of
+// itself; the bound doubles both and covers the double's own roundings.
+// Where the interval it spans rounds to one value (both zeros' signs
+// alike), that is the exact result's rounding; elsewhere, in double.
+// Beyond |d| = 80 exp(d) leaves f32's normal range: in double.
+template <double (*Round)(double)>
+KD double rounded_exp_term(double a, double d, double b) {
+  if (d > -80.0 && d < 80.0) {
+    const double e = (double)expf((float)d), v = a * (e - b);
+    const double bound =
+        fabs(a) * e * (0x1p-21 + fabs(d) * 0x1p-23) + fabs(v) * 0x1p-50;
+    const double low = Round(v - bound), high = Round(v + bound);
+    if (low == high && signbit(low) == signbit(high)) return low;
+  }
+  return Round(a * (exp(d) - b));
+}
+
 // SplitMix64, exactly as the interpreter's random draws.
 KD u64 kiln_mix(u64 x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -227,8 +248,12 @@ KD MaxSum shuffle_xor(MaxSum value, int lanes) {
 }
 struct LogSumExp {
   KD MaxSum operator()(MaxSum a, double x) const {
-    if (x > a.m) return {x, a.s * exp(a.m - x) + 1.0};
-    return {a.m, a.s + (x == -1.0 / 0.0 ? 0.0 : exp(x - a.m))};
+    // One exp call for both cases, exp(-|x - m|), so that a warp whose
+    // lanes differ on x > m does not run two (a.m - x is exactly
+    // -(x - a.m)); selects rather than branches.
+    const bool raises = x > a.m;
+    const double t = x == -1.0 / 0.0 ? 0.0 : exp(-fabs(x - a.m));
+    return {raises ? x : a.m, raises ? a.s * t + 1.0 : a.s + t};
   }
   KD MaxSum operator()(MaxSum a, MaxSum b) const {
     const double m = a.m > b.m ? a.m : b.m;

@@ -392,8 +392,8 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   // One share for all elements: once per thread, not a division per logit.
   if (reduction != LossReduction::None)
     share = w.once("double", share) + "(0)";
-  std::string p =
-      logits ? "exp(" + at(input, "i") + " - " + row.lse + "(r))" : "0.0";
+  std::string shifted = at(input, "i") + " - " + row.lse + "(r)";
+  std::string p = logits ? "exp(" + shifted + ")" : "0.0";
   // In a block per row, the row is the block's, from its first element:
   // no division per element (GPT-2's loss kernel: 2 divisions or
   // remainders in its PTX instead of 11), and the row's label and weight
@@ -403,12 +403,19 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   std::string c = blockRow.empty() ? "i / " + indexConstant(split.inner) +
                                          " % " + indexConstant(split.extent)
                                    : "i - r * " + indexConstant(split.extent);
-  return returns(
-      "    const idx r = " + r + ", c = " + c +
-      ";\n    if (c >= " + indexConstant(valid) + ") return 0.0;\n    return " +
-      rounded(type, "(" + share + ") * " + row.weight + "(r) * (" + p +
-                        " - (c == " + row.label + "(r) ? 1.0 : 0.0))") +
-      ";\n");
+  std::string scale = "(" + share + ") * " + row.weight + "(r)",
+              indicator = "(c == " + row.label + "(r) ? 1.0 : 0.0)";
+  // A 16-bit gradient (bf16 and fp16 steps) takes exp in f32 where that
+  // rounds as double would (rounded_exp_term).
+  std::string value =
+      logits && (type.isBF16() || type.isF16())
+          ? "rounded_exp_term<" + std::string(type.isBF16() ? "round_bf16"
+                                                            : "round_f16") +
+                ">(" + scale + ", " + shifted + ", " + indicator + ")"
+          : rounded(type, scale + " * (" + p + " - " + indicator + ")");
+  return returns("    const idx r = " + r + ", c = " + c + ";\n    if (c >= " +
+                 indexConstant(valid) + ") return 0.0;\n    return " + value +
+                 ";\n");
 }
 
 FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
