@@ -288,7 +288,8 @@ std::string KernelWriter::defineReduction(Value value, bool nested,
 
 std::string KernelWriter::reduction(Type resultType, bool nested,
                                     const Reduction &r) {
-  std::string type = computeType(resultType);
+  std::string type = r.valueType ? r.valueType : computeType(resultType);
+  std::string termType = r.termType;
   bool isShared =
       !nested && (schedule == Schedule::BlockPerElement || !r.sharedAt.empty());
   // Results of one op share their statistics (a layer norm's mean).
@@ -321,8 +322,8 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   auto combineAll = [&](const std::string &first, const std::string &end,
                         const std::string &step, const std::string &term = "") {
     return "      acc = strided_reduce<idx>(acc, " + first + ", " + end + ", " +
-           step + ", " + r.combiner + "(), [&](idx k) { return (double)(" +
-           (term.empty() ? r.term : term) + "); });\n";
+           step + ", " + r.combiner + "(), [&](idx k) { return (" + termType +
+           ")(" + (term.empty() ? r.term : term) + "); });\n";
   };
   // A column's terms from row `first` below `end`, a row per warp; in a
   // loop of its own where the kernel stores side results as it reads them.
@@ -332,7 +333,8 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
       return combineAll(first, end, "blockDim.x / 32");
     return "      for (idx k = " + first + "; k < " + end +
            "; k += blockDim.x / 32) {\n        acc = " + r.combiner +
-           "()(acc, (double)(" + r.term + "));\n" + sideStores + "      }\n";
+           "()(acc, (" + termType + ")(" + r.term + "));\n" + sideStores +
+           "      }\n";
   };
   std::string loop;
   if (isShared)
@@ -385,8 +387,8 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
     loop += "      acc = piece_reduce<idx, " + v + ">(acc, threadIdx.x, " +
             indexConstant(pieces) + ", blockDim.x, " + r.combiner +
             "(), [&](idx p) { load_pieces(o * " + indexConstant(rowLength) +
-            " + p * " + v + "); }, [&](idx k) { return (double)(" + r.term +
-            "); });\n      chunked = false;\n";
+            " + p * " + v + "); }, [&](idx k) { return (" + termType + ")(" +
+            r.term + "); });\n      chunked = false;\n";
     if (pieces * rowPieces < r.extent)
       loop += combineAll(indexConstant(pieces * rowPieces) + " + threadIdx.x",
                          extent, "blockDim.x");
@@ -434,10 +436,12 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   // not a copy of the loop inlined wherever it is read.
   bool computedByLoop = isShared && schedule != Schedule::BlockPerElement;
   code +=
-      "  idx " + name + "_at = -1;\n  " + type + " " + name + "_value = 0;\n";
+      "  idx " + name + "_at = -1;\n  " + type + " " + name + "_value{};\n";
   code += "  auto " + name + "_compute = [&](idx o) {\n    if (o != " + name +
           "_at) {\n" + loop + "      " + name +
-          "_value = " + rounded(resultType, r.finish) + ";\n      " + name +
+          "_value = " +
+          (r.valueType ? "(" + r.finish + ")" : rounded(resultType, r.finish)) +
+          ";\n      " + name +
           "_at = o;\n    }\n  };\n";
   code += "  auto " + name + " = [&](idx o) -> " + type + " {\n    " +
           (computedByLoop ? "kiln_expect(o == " + name + "_at);\n"

@@ -123,6 +123,10 @@ struct Reduction {
   /// The type the loop accumulates in; other than double only for
   /// statistics that a block computes alone (never stored as partials).
   const char *accumulator = "double";
+  /// The type of the terms, and of the finished value where it is not the
+  /// result's (SumPair: two sums in one loop).
+  const char *termType = "double";
+  const char *valueType = nullptr;
 };
 
 //===- The writer ---------------------------------------------------------===//

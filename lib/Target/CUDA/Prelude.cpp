@@ -177,8 +177,8 @@ KD Acc strided_reduce(Acc acc, Index first, Index end, Index step,
                       Combine combine, Term term) {
   Index k = first;
   for (; k + 3 * step < end; k += 4 * step) {
-    const double t0 = term(k), t1 = term(k + step), t2 = term(k + 2 * step),
-                 t3 = term(k + 3 * step);
+    const auto t0 = term(k), t1 = term(k + step), t2 = term(k + 2 * step),
+               t3 = term(k + 3 * step);
     acc = combine(combine(combine(combine(acc, t0), t1), t2), t3);
   }
   for (; k < end; k += step)
@@ -237,6 +237,18 @@ KD T column_reduce(T value, Combine combine) {
   return result;
 }
 struct Sum { KD double operator()(double a, double b) const { return a + b; } };
+// Two sums over the same k in one loop (a layer norm gradient's means of
+// g x^ and of g): each added in the order a Sum of its own would take, so
+// both are the same bits.
+struct SumPair { double a, b; };
+KD SumPair shuffle_xor(SumPair value, int lanes) {
+  return {shuffle_xor(value.a, lanes), shuffle_xor(value.b, lanes)};
+}
+struct PairSum {
+  KD SumPair operator()(SumPair x, SumPair y) const {
+    return {x.a + y.a, x.b + y.b};
+  }
+};
 // A row's maximum and the sum of exp(x - maximum) so far: its log-sum-exp
 // in one pass, each term rescaling the sum when it raises the maximum
 // (one exp per term). Terms of -inf add nothing; NaN terms make the sum

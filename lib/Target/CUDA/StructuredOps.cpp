@@ -276,21 +276,28 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
   std::string element = "o * " + indexConstant(n) + " + k";
   if (result == 0) {
     auto [xhat, g] = terms(false);
-    Reduction meanGX{"Sum", "0.0", n,
-                     gTerm + "(" + element + ") * " + xhatTerm + "(" + element +
-                         ")"};
-    meanGX.finish = "acc / " + std::to_string(n) + ".0";
-    meanGX.sharedAt = rowStart(n);
-    std::string dx = g + "(i) - " + xhat + "(i) * " + stat(meanGX) + "(i / " +
-                     indexConstant(n) + ")";
+    std::string gx = gTerm + "(" + element + ") * " + xhatTerm + "(" +
+                     element + ")",
+                count = std::to_string(n) + ".0",
+                row = "(i / " + indexConstant(n) + ")";
+    // dx = rstd (g - x^ mean(g x^) - mean(g)); with a mean, both means in
+    // one pass over the row (SumPair: the same sums, one loop and one block
+    // reduction fewer).
+    Reduction means{"Sum", "0.0", n, gx};
+    means.finish = "acc / " + count;
     if (mean) {
-      Reduction meanG{"Sum", "0.0", n, gTerm + "(" + element + ")"};
-      meanG.finish = "acc / " + std::to_string(n) + ".0";
-      meanG.sharedAt = meanGX.sharedAt;
-      dx += " - " + stat(meanG) + "(i / " + indexConstant(n) + ")";
+      means = Reduction{"PairSum", "SumPair{0.0, 0.0}", n,
+                        "SumPair{" + gx + ", " + gTerm + "(" + element + ")}"};
+      means.accumulator = means.termType = means.valueType = "SumPair";
+      means.finish = "SumPair{acc.a / " + count + ", acc.b / " + count + "}";
     }
-    return returnsExpr(at(rstd, "(i / " + indexConstant(n) + ")") + " * (" +
-                       dx + ")");
+    means.sharedAt = rowStart(n);
+    std::string statistic = stat(means) + row;
+    std::string dx =
+        mean ? g + "(i) - " + xhat + "(i) * " + statistic + ".a - " +
+                   statistic + ".b"
+             : g + "(i) - " + xhat + "(i) * " + statistic;
+    return returnsExpr(at(rstd, row) + " * (" + dx + ")");
   }
   // Parameter gradients: sums over rows at normalized position o.
   std::string column = "k * " + indexConstant(n) + " + o";
