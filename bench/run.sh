@@ -12,16 +12,19 @@
 #   gpt2-kiln           GPT-2 124M with everything on (+ batched optimizer
 #                       launches), then in the artifact's grids instead of
 #                       one wave of the GPU, with cuDNN's attention instead
-#                       of kiln's, with attention's query gradient by a
-#                       kernel of its own (seven products instead of five
-#                       and atomics), with the bias gradients summed by
-#                       kernels instead of their GEMMs
+#                       of kiln's, with attention's query gradient summed
+#                       with atomics by the key/value kernel (five products
+#                       instead of a kernel of its own and seven), with the
+#                       bias gradients summed by kernels instead of their
+#                       GEMMs
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
-#   gpt2-quick          the target's two rows alone, for a short device
+#   gpt2-quick          the target's rows alone, for a short device
 #                       call: the anchor's torch.compile configuration at
 #                       B16, kiln with everything on, and kiln with
-#                       attention's query gradient recomputed
+#                       attention's query gradient summed with atomics
+#   bert-quick          likewise for BERT-base: the anchor's torch.compile
+#                       configuration and kiln with everything on
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
 #                       the exported attention and with kiln's
 #   bert-torch          the BERT anchor (eager, AMP, torch.compile)
@@ -53,6 +56,14 @@ kiln() {
     { echo "bench/run.sh: row '$1' failed" >&2; failures=$((failures + 1)); }
 }
 gpt2_row() { kiln "$1" "$gpt2" 16 1024 50257 tokens --weight-decay 0.1 "${@:2}"; }
+# One configuration of an anchor (bench/ratios.py's baseline, a torch.compile
+# one), by the anchor's own run(): module, run()'s Python arguments.
+anchor() {
+  "$python" -c "import sys, torch
+sys.path.insert(0, sys.argv[1])
+import $1
+$1.run($2)" "$shared/anchors" | tee -a "$results"
+}
 bert_row() { kiln "$1" "$bert" 64 256 30522 2 "${@:2}"; }
 
 for part in "${parts[@]}"; do
@@ -82,25 +93,24 @@ for part in "${parts[@]}"; do
       "kiln bf16, all on, the artifact's grids" --precision bf16
     gpt2_row "kiln bf16, all on, cuDNN attention" --precision bf16 \
       --attention=cudnn
-    gpt2_row "kiln bf16, all on, query gradient recomputed" --precision bf16 \
-      --attention-query-gradient=recompute
+    gpt2_row "kiln bf16, all on, query gradient by atomics" --precision bf16 \
+      --attention-query-gradient=atomic
     KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
       "kiln bf16, all on, bias gradients by kernels" --precision bf16
     ;;
   gpt2-torch-eager) "$python" "$shared/anchors/gpt2_torch.py" eager | tee -a "$results" ;;
   gpt2-torch-compile) "$python" "$shared/anchors/gpt2_torch.py" compile | tee -a "$results" ;;
   gpt2-quick)
-    # The anchor's first torch.compile configuration (bench/ratios.py's
-    # baseline), by the anchor's own run().
-    "$python" -c 'import sys, torch
-sys.path.insert(0, sys.argv[1])
-import gpt2_torch
-gpt2_torch.run("bf16 AMP torch.compile, SDPA, fused AdamW", B=16,
-               amp=torch.bfloat16, tf32=True, compile=True)' \
-      "$shared/anchors" | tee -a "$results"
+    anchor gpt2_torch '"bf16 AMP torch.compile, SDPA, fused AdamW", B=16,
+      amp=torch.bfloat16, tf32=True, compile=True'
     gpt2_row "kiln bf16, all on" --precision bf16
-    gpt2_row "kiln bf16, all on, query gradient recomputed" --precision bf16 \
-      --attention-query-gradient=recompute
+    gpt2_row "kiln bf16, all on, query gradient by atomics" --precision bf16 \
+      --attention-query-gradient=atomic
+    ;;
+  bert-quick)
+    anchor bert_torch '"bf16 AMP torch.compile, sdpa", amp=torch.bfloat16,
+      compile=True'
+    bert_row "kiln bf16, all on" --precision bf16
     ;;
   bert-kiln)
     bert_row "kiln bf16, exported attention" --precision bf16 \

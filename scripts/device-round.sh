@@ -5,8 +5,9 @@
 # (default device-results), each part within a call's ten minutes:
 #
 #   bash scripts/device-round.sh quick      # for a session's 15 minutes of device time (at most
-#                                           # 8 of them): the kernel tests and a step's, then GPT-2 against
-#                                           # torch.compile (bench/run.sh gpt2-quick), profiled
+#                                           # 8 of them): the kernel tests and a step's, then GPT-2 and
+#                                           # BERT against torch.compile (bench/run.sh gpt2-quick
+#                                           # bert-quick), profiled
 #   bash scripts/device-round.sh tests      # kiln-gpu-tests but whole models, cuDNN's graphs, the loss curve
 #   bash scripts/device-round.sh loss-curve # 200 steps of the example on the GPU against the CPU's
 #   bash scripts/device-round.sh models     # kiln-gpu-tests of whole models (each compiles
@@ -77,14 +78,14 @@ for part in "$@"; do
   quick)
     # Every kernel test, the split sums' and the example's bf16 step, whole
     # and in grids of three blocks, in one process (no start-up per test);
-    # then the benchmark, its baseline before kiln's rows: eight minutes at
-    # most, so that a machine's start fits beside them in 15 minutes of
-    # device time.
+    # then the benchmarks, each baseline before kiln's rows: eight minutes
+    # at most (under four on an H200), so that a machine's start fits
+    # beside them in 15 minutes of device time.
     run gpu-kernel-tests 240 env KILN_SOURCE_DIR="$PWD" \
       KILN_FIXTURES_DIR="$KILN_SHARED/fixtures" "$bin/kiln-gpu-tests" \
       --gtest_filter='*KernelTest*:SplitSumTest.*:TargetTest.Gpt2StepMatchesInterpreterInBf16:TargetTest.StepInFewerBlocksMatchesInterpreter'
-    run bench-gpt2-quick 240 env KILN_BENCH_PROFILE=20 bash bench/run.sh \
-      gpt2-quick ;;
+    run bench-quick 240 env KILN_BENCH_PROFILE=20 bash bench/run.sh \
+      gpt2-quick bert-quick ;;
   gpt2)
     # The anchor first: should the call's time run out, the last kiln rows
     # are lost, not what every ratio needs.
