@@ -22,7 +22,8 @@
 #   gpt2-quick          the target's rows alone, for a short device
 #                       call: the anchor's torch.compile configuration at
 #                       B16, kiln with everything on, and kiln with
-#                       attention's query gradient summed with atomics
+#                       attention's query gradient summed with atomics,
+#                       then with its forward pass in 64-row tiles
 #   bert-quick          likewise for BERT-base: the anchor's torch.compile
 #                       configuration and kiln with everything on
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
@@ -106,6 +107,8 @@ for part in "${parts[@]}"; do
     gpt2_row "kiln bf16, all on" --precision bf16
     gpt2_row "kiln bf16, all on, query gradient by atomics" --precision bf16 \
       --attention-query-gradient=atomic
+    gpt2_row "kiln bf16, all on, attention forward in 64-row tiles" \
+      --precision bf16 --attention-query-tile=64
     ;;
   bert-quick)
     anchor bert_torch '"bf16 AMP torch.compile, sdpa", amp=torch.bfloat16,

@@ -41,13 +41,16 @@ py::dict compileStep(Model &model, const std::string &output,
                      bool batchLaunches, bool wideIndices,
                      const std::string &attention,
                      const std::string &attentionQueryGradient,
-                     const py::kwargs &keywords) {
+                     int64_t attentionQueryTile, const py::kwargs &keywords) {
   if (attention != "kiln" && attention != "cudnn")
     raise("attention must be 'kiln' or 'cudnn', got '" + attention + "'");
   if (attentionQueryGradient != "atomic" &&
       attentionQueryGradient != "recompute")
     raise("attention_query_gradient must be 'atomic' or 'recompute', got '" +
           attentionQueryGradient + "'");
+  if (attentionQueryTile != 64 && attentionQueryTile != 128)
+    raise("attention_query_tile must be 64 or 128, got " +
+          std::to_string(attentionQueryTile));
   TrainerOptions options = trainerOptions(keywords, OptionKinds::Step);
   TrainingPipelineConfig config = trainingSpecFrom(options).pipeline;
   if (archs.empty())
@@ -76,6 +79,7 @@ py::dict compileStep(Model &model, const std::string &output,
     target.attention = cuda::AttentionBackend::Cudnn;
   if (attentionQueryGradient == "atomic")
     target.queryGradient = cuda::QueryGradient::Atomic;
+  target.attentionQueryTile = attentionQueryTile;
   target.optionsText =
       "python|" + identityOf(options) + cuda::targetOptionsText(target);
   cuda::TargetReport targetReport;

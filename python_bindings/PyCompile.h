@@ -12,6 +12,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ pybind11::dict compileStep(Model &model, const std::string &output,
                            bool exactAttention, bool batchLaunches,
                            bool wideIndices, const std::string &attention,
                            const std::string &attentionQueryGradient,
+                           int64_t attentionQueryTile,
                            const pybind11::kwargs &keywords);
 
 } // namespace kiln::python

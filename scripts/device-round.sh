@@ -5,7 +5,7 @@
 # (default device-results), each part within a call's ten minutes:
 #
 #   bash scripts/device-round.sh quick      # for a session's 15 minutes of device time (at most
-#                                           # 8 of them): the kernel tests and a step's, then GPT-2 and
+#                                           # 9 of them): the kernel tests and a step's, then GPT-2 and
 #                                           # BERT against torch.compile (bench/run.sh gpt2-quick
 #                                           # bert-quick), profiled
 #   bash scripts/device-round.sh tests      # kiln-gpu-tests but whole models, cuDNN's graphs, the loss curve
@@ -78,13 +78,13 @@ for part in "$@"; do
   quick)
     # Every kernel test, the split sums' and the example's bf16 step, whole
     # and in grids of three blocks, in one process (no start-up per test);
-    # then the benchmarks, each baseline before kiln's rows: eight minutes
-    # at most (under four on an H200), so that a machine's start fits
+    # then the benchmarks, each baseline before kiln's rows: nine minutes
+    # at most (about five on an H200), so that a machine's start fits
     # beside them in 15 minutes of device time.
     run gpu-kernel-tests 240 env KILN_SOURCE_DIR="$PWD" \
       KILN_FIXTURES_DIR="$KILN_SHARED/fixtures" "$bin/kiln-gpu-tests" \
       --gtest_filter='*KernelTest*:SplitSumTest.*:TargetTest.Gpt2StepMatchesInterpreterInBf16:TargetTest.StepInFewerBlocksMatchesInterpreter'
-    run bench-quick 240 env KILN_BENCH_PROFILE=20 bash bench/run.sh \
+    run bench-quick 300 env KILN_BENCH_PROFILE=20 bash bench/run.sh \
       gpt2-quick bert-quick ;;
   gpt2)
     # The anchor first: should the call's time run out, the last kiln rows

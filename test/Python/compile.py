@@ -63,3 +63,12 @@ assert unfused["kernel_launches"] > 2 * report["kernel_launches"], unfused
 atomic = kiln.compile(model, output + ".atomic", precision="bf16",
                       attention_query_gradient="atomic")
 assert atomic["kernel_launches"] == report["kernel_launches"] + 2, atomic
+
+# Attention's forward pass in 64-row tiles: the same launches, its kernel
+# (whose source the artifact holds) with one tile of query fragments per
+# warp instead of two (the example's head dimension is 64 at most).
+narrow = kiln.compile(model, output + ".tile64", precision="bf16",
+                      attention_query_tile=64)
+assert narrow["kernel_launches"] == report["kernel_launches"], narrow
+assert b"u32 qa[2][" in open(output, "rb").read()
+assert b"u32 qa[1][" in open(output + ".tile64", "rb").read()

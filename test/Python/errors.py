@@ -93,6 +93,9 @@ attempt("attention backend",
 # CHECK: query gradient: attention_query_gradient must be 'atomic' or 'recompute', got 'exact'
 attempt("query gradient",
         lambda: kiln.compile(model, "x.kiln", attention_query_gradient="exact"))
+# CHECK: query tile: attention_query_tile must be 64 or 128, got 96
+attempt("query tile",
+        lambda: kiln.compile(model, "x.kiln", attention_query_tile=96))
 # CHECK: training graph: {{.*}} trains itself (TrainingInfoProto): run it with kiln-run --train
 attempt("training graph", lambda: kiln.Trainer(kiln.Model(training)))
 

@@ -127,6 +127,13 @@ static cl::opt<kiln::cuda::QueryGradient> queryGradient(
                    "(seven products, the same bits every run; default)")),
     cl::cat(category));
 
+static cl::opt<unsigned> attentionQueryTile(
+    "attention-query-tile", cl::init(128),
+    cl::desc("--target=cuda: query rows per block of attention's forward "
+             "pass on tensor cores at head dimensions up to 64: 128 (two "
+             "tiles of 16 per warp; default) or 64"),
+    cl::cat(category));
+
 /// What --max-memory recomputes for the chosen batch to fit: nothing,
 /// "activations", or "activations and N of M products".
 static std::string recomputedToFit;
@@ -431,6 +438,7 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.wideIndices = wideIndices;
   targetOptions.attention = attentionBackend;
   targetOptions.queryGradient = queryGradient;
+  targetOptions.attentionQueryTile = attentionQueryTile;
   targetOptions.optionsText = kiln::pipelineOptionsIdentity() +
                               kiln::cuda::targetOptionsText(targetOptions);
   if (!recomputedToFit.empty())
@@ -508,6 +516,9 @@ int main(int argc, char **argv) {
     if (!kiln::cuda::isArchitectureName(arch))
       return fail("--arch expects names like sm_80 or sm_90, got '" + arch +
                   "'");
+  if (attentionQueryTile != 64 && attentionQueryTile != 128)
+    return fail("--attention-query-tile must be 64 or 128, got " +
+                Twine(attentionQueryTile.getValue()));
 
   mlir::MLIRContext context;
   kiln::registerKilnDialects(context);

@@ -1584,7 +1584,8 @@ func.func @main(%q: tensor<1x2x40x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor
       tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>
 }
 )"},
-    // On tensor cores, over 200 rows (four query tiles, key tiles of 64):
+    // On tensor cores, over 200 rows (four query tiles of 64, forward two
+    // of 128; key tiles of 64):
     // the tiles a window leaves out are skipped, forward and backward
     // (causal with 70 keys back; a band 50 back and 30 ahead, with a
     // trained bias whose gradient is 0 outside it), at the bounds above.

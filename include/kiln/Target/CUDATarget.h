@@ -60,6 +60,10 @@ struct TargetOptions {
   bool wideIndices = false;
   AttentionBackend attention = AttentionBackend::Kiln;
   QueryGradient queryGradient = QueryGradient::Recomputed;
+  /// Query rows per block of attention's forward pass on tensor cores at
+  /// head dimensions up to 64: 128 (two tiles of 16 per warp) or 64 (one,
+  /// as at larger head dimensions).
+  int64_t attentionQueryTile = 128;
 };
 
 /// What ptxas allotted one compiled kernel (its `-v` report).
@@ -114,7 +118,8 @@ bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
 
 /// The options of `options` that change what the artifact computes or how
 /// it launches, as its options text records them after the pipeline's
-/// ("|exact-attention|cudnn-attention|atomic-query-gradient"; empty for
+/// ("|exact-attention|cudnn-attention|atomic-query-gradient|attention-query-tile=64";
+/// empty for
 /// the defaults).
 std::string targetOptionsText(const TargetOptions &options);
 

@@ -98,12 +98,12 @@ planElementKernels(llvm::ArrayRef<mlir::Value> results,
 using StridesOf = llvm::function_ref<llvm::SmallVector<int64_t>(mlir::Value)>;
 
 /// Kernels of ops with a schedule of their own: attention and its gradient
-/// (on tensor cores where they apply, unless `exactAttention`, the query
-/// gradient as `queryGradient` says; their tensors addressed through
-/// `stridesOf`), the scatter-add of gather_grad.
+/// (on tensor cores where they apply, unless `options.exactAttention`,
+/// tiled and with the query gradient as `options` say; their tensors
+/// addressed through `stridesOf`), the scatter-add of gather_grad.
 mlir::FailureOr<llvm::SmallVector<KernelPlan>>
-planTemplateKernels(mlir::Operation *op, bool exactAttention,
-                    QueryGradient queryGradient, StridesOf stridesOf);
+planTemplateKernels(mlir::Operation *op, const TargetOptions &options,
+                    StridesOf stridesOf);
 
 /// Why cuDNN's fused attention cannot compute attention or its gradient
 /// `op` (LibraryAttention.cpp): its mask, dropout, grouped-query heads,

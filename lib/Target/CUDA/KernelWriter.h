@@ -425,9 +425,11 @@ KernelPlan attentionMaskGradient(AttentionGradOp op, StridesOf stridesOf);
 /// `op` (it then runs on the exact kernels); none where they do.
 std::optional<std::string> tensorCoreAttentionUnsupported(mlir::Operation *op);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
-/// operands and head dimensions that are multiples of 16 up to 256; none
-/// otherwise.
+/// operands and head dimensions that are multiples of 16 up to 256, in
+/// blocks of `queryTile` query rows (128 or 64; 64 above head dimension
+/// 64); none otherwise.
 std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
+                                                     int64_t queryTile,
                                                      StridesOf stridesOf);
 /// The gradient on tensor cores, for what the forward pass takes and a
 /// gradient of the operands' type; none otherwise. dQ as `queryGradient`

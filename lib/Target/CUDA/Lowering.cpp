@@ -461,7 +461,7 @@ LogicalResult Lowering::lowerOp(Operation &op) {
               tensorCoreAttentionUnsupported(&op))
         report->exactAttention[*reason].push_back(describe(&op));
     FailureOr<SmallVector<KernelPlan>> kernels =
-        planTemplateKernels(&op, options.exactAttention, options.queryGradient,
+        planTemplateKernels(&op, options,
                             [&](Value value) { return stridesOf(value); });
     if (failed(kernels))
       return failure();

@@ -173,19 +173,21 @@ static SmallVector<KernelPlan> scatterElements(ScatterElementsOp op) {
 }
 
 FailureOr<SmallVector<KernelPlan>>
-planTemplateKernels(Operation *op, bool exactAttention,
-                    QueryGradient queryGradient, StridesOf stridesOf) {
+planTemplateKernels(Operation *op, const TargetOptions &options,
+                    StridesOf stridesOf) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     std::optional<KernelPlan> fast;
-    if (!exactAttention)
-      fast = tensorCoreAttentionForward(attention, stridesOf);
+    if (!options.exactAttention)
+      fast = tensorCoreAttentionForward(attention, options.attentionQueryTile,
+                                        stridesOf);
     return SmallVector<KernelPlan>{
         fast ? *fast : attentionForward(attention, stridesOf)};
   }
   if (auto gradient = dyn_cast<AttentionGradOp>(op)) {
     std::optional<SmallVector<KernelPlan>> fast;
-    if (!exactAttention)
-      fast = tensorCoreAttentionGradient(gradient, queryGradient, stridesOf);
+    if (!options.exactAttention)
+      fast = tensorCoreAttentionGradient(gradient, options.queryGradient,
+                                         stridesOf);
     return fast ? *fast : attentionGradient(gradient, stridesOf);
   }
   if (auto gather = dyn_cast<GatherGradOp>(op))

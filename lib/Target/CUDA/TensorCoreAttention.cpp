@@ -201,21 +201,31 @@ template <typename OpTy> int64_t indexBound(OpTy op, StridesOf stridesOf) {
   return bound;
 }
 
-/// A block of four warps for each tile of 64 of `rows` in `heads`.
-void launchTiles(KernelPlan &plan, int64_t heads, int64_t rows) {
+/// A block of four warps for each tile of `tile` (64 by default) of `rows`
+/// in `heads`.
+void launchTiles(KernelPlan &plan, int64_t heads, int64_t rows,
+                 int64_t tile = 64) {
   plan.block = 128;
-  plan.grid = std::clamp<int64_t>(heads * ((rows + 63) / 64), 1, 4096);
+  plan.grid =
+      std::clamp<int64_t>(heads * ((rows + tile - 1) / tile), 1, 4096);
 }
 
 } // namespace
 
 std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
+                                                     int64_t queryTile,
                                                      StridesOf stridesOf) {
   std::optional<Values> values = tensorCoreValues(op, stridesOf);
   if (!values)
     return std::nullopt;
   values->push_back({"LT", storageType(elementTypeOf(op.getLogsumexp()))});
-  values->push_back({"BQ", "64"});
+  // Two tiles of 16 query rows per warp where their accumulators fit in
+  // registers twice (FlashAttention-2's 128-row tiles): half the shared
+  // memory reads per product.
+  ArrayRef<int64_t> qs = shapeOf(op.getQuery());
+  int64_t rowTiles = queryTile == 128 && qs[3] <= 64 ? 2 : 1;
+  values->push_back({"ROWTILES", std::to_string(rowTiles)});
+  values->push_back({"BQ", std::to_string(64 * rowTiles)});
   values->push_back({"BK", "$STREAMED"});
   KernelPlan plan;
   plan.operands = {op.getQuery(), op.getKey(), op.getValue()};
@@ -226,8 +236,7 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
   plan.results = {op.getOutput(), op.getLogsumexp()};
   plan.body =
       substitute(std::string("$PROLOGUE") + kTensorCoreForward, *values);
-  ArrayRef<int64_t> qs = shapeOf(op.getQuery());
-  launchTiles(plan, qs[0] * qs[1], qs[2]);
+  launchTiles(plan, qs[0] * qs[1], qs[2], 64 * rowTiles);
   plan.indexBound = indexBound(op, stridesOf);
   plan.flops = 2 * attentionProductFlops(op);
   return plan;

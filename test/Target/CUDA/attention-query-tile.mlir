@@ -1,0 +1,43 @@
+// Attention's forward pass on tensor cores: at head dimensions up to 64 a
+// block owns 128 query rows, each warp two tiles of 16 that share every K
+// and V fragment (FlashAttention-2's shape); at 128 the accumulators would
+// not fit twice in registers, so one tile of 16.
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
+// CHECK:     kiln_kernel_0(
+// CHECK:       u32 qa[2][64 / 16][4];
+// CHECK:       againstRows(s[0], 64 / 8, qa[0], keys, 2);
+// CHECK:       accumulate(o[0], pa[0], values, kk, 2);
+// CHECK:     kiln_kernel_1(
+// CHECK:       u32 qa[1][128 / 16][4];
+
+// --attention-query-tile=64: one tile of 16 per warp at head dimension 64.
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda \
+// RUN:   --attention-query-tile=64 | FileCheck %s --check-prefix=SIXTYFOUR
+// SIXTYFOUR:     kiln_kernel_0(
+// SIXTYFOUR:       u32 qa[1][64 / 16][4];
+// SIXTYFOUR:     kiln_kernel_1(
+// SIXTYFOUR:       u32 qa[1][128 / 16][4];
+
+// Both compile for both architectures, and the artifact records the
+// option.
+// RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.kiln
+// RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.64.kiln \
+// RUN:   --attention-query-tile=64
+// RUN: grep -c "attention-query-tile=64" %t.64.kiln
+// RUN: not grep -c "attention-query-tile=" %t.kiln
+
+// Any other size is refused.
+// RUN: not kiln-compile %s --forward --target=cuda --print-cuda \
+// RUN:   --attention-query-tile=96 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: kiln-compile: error: --attention-query-tile must be 64 or 128, got 96
+func.func @main(%q: tensor<1x2x200x64xbf16>, %k: tensor<1x2x200x64xbf16>, %v: tensor<1x2x200x64xbf16>,
+                %q2: tensor<1x2x48x128xf16>, %k2: tensor<1x2x48x128xf16>, %v2: tensor<1x2x48x128xf16>)
+    -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>) {
+  %o, %l = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
+      : (tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>)
+      -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>)
+  %o2, %l2 = kiln.attention %q2, %k2, %v2 {scale = 0.09 : f64}
+      : (tensor<1x2x48x128xf16>, tensor<1x2x48x128xf16>, tensor<1x2x48x128xf16>)
+      -> (tensor<1x2x48x128xf16>, tensor<1x2x48xf32>)
+  return %o, %l, %o2, %l2 : tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>
+}
