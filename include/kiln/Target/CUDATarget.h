@@ -61,8 +61,8 @@ struct TargetOptions {
   AttentionBackend attention = AttentionBackend::Kiln;
   QueryGradient queryGradient = QueryGradient::Recomputed;
   /// Query rows per block of attention's forward pass on tensor cores at
-  /// head dimensions up to 64: 128 (two tiles of 16 per warp) or 64 (one,
-  /// as at larger head dimensions).
+  /// head dimensions up to 64 without dropout: 128 (two tiles of 16 per
+  /// warp) or 64 (one, as at larger head dimensions and with dropout).
   int64_t attentionQueryTile = 128;
 };
 

@@ -427,7 +427,7 @@ std::optional<std::string> tensorCoreAttentionUnsupported(mlir::Operation *op);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
 /// operands and head dimensions that are multiples of 16 up to 256, in
 /// blocks of `queryTile` query rows (128 or 64; 64 above head dimension
-/// 64); none otherwise.
+/// 64 and with dropout); none otherwise.
 std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
                                                      int64_t queryTile,
                                                      StridesOf stridesOf);

@@ -221,9 +221,12 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
   values->push_back({"LT", storageType(elementTypeOf(op.getLogsumexp()))});
   // Two tiles of 16 query rows per warp where their accumulators fit in
   // registers twice (FlashAttention-2's 128-row tiles): half the shared
-  // memory reads per product.
+  // memory reads per product. Not with dropout, whose draws per score
+  // then spill (80 to 190 bytes at head dimensions 48 and 64).
   ArrayRef<int64_t> qs = shapeOf(op.getQuery());
-  int64_t rowTiles = queryTile == 128 && qs[3] <= 64 ? 2 : 1;
+  int64_t rowTiles =
+      queryTile == 128 && qs[3] <= 64 && op.getDropoutRatio().isZero() ? 2
+                                                                         : 1;
   values->push_back({"ROWTILES", std::to_string(rowTiles)});
   values->push_back({"BQ", std::to_string(64 * rowTiles)});
   values->push_back({"BK", "$STREAMED"});

@@ -1,7 +1,8 @@
 // Attention's forward pass on tensor cores: at head dimensions up to 64 a
 // block owns 128 query rows, each warp two tiles of 16 that share every K
 // and V fragment (FlashAttention-2's shape); at 128 the accumulators would
-// not fit twice in registers, so one tile of 16.
+// not fit twice in registers, and with dropout its draws would spill, so
+// one tile of 16.
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 // CHECK:     kiln_kernel_0(
 // CHECK:       u32 qa[2][64 / 16][4];
@@ -9,6 +10,8 @@
 // CHECK:       accumulate(o[0], pa[0], values, kk, 2);
 // CHECK:     kiln_kernel_1(
 // CHECK:       u32 qa[1][128 / 16][4];
+// CHECK:     kiln_kernel_2(
+// CHECK:       u32 qa[1][64 / 16][4];
 
 // --attention-query-tile=64: one tile of 16 per warp at head dimension 64.
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda \
@@ -32,12 +35,17 @@
 // BAD: kiln-compile: error: --attention-query-tile must be 64 or 128, got 96
 func.func @main(%q: tensor<1x2x200x64xbf16>, %k: tensor<1x2x200x64xbf16>, %v: tensor<1x2x200x64xbf16>,
                 %q2: tensor<1x2x48x128xf16>, %k2: tensor<1x2x48x128xf16>, %v2: tensor<1x2x48x128xf16>)
-    -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>) {
+    -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>,
+        tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>) {
   %o, %l = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
       : (tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>)
       -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>)
   %o2, %l2 = kiln.attention %q2, %k2, %v2 {scale = 0.09 : f64}
       : (tensor<1x2x48x128xf16>, tensor<1x2x48x128xf16>, tensor<1x2x48x128xf16>)
       -> (tensor<1x2x48x128xf16>, tensor<1x2x48xf32>)
-  return %o, %l, %o2, %l2 : tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>
+  %o3, %l3 = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64, dropout_ratio = 0.1 : f64}
+      : (tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>)
+      -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>)
+  return %o, %l, %o2, %l2, %o3, %l3 : tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>,
+      tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>
 }
