@@ -188,8 +188,7 @@ planElementKernels(ArrayRef<Value> results,
     int64_t blocks = std::min(rowCount, kRowBlocks);
     KernelWriter writer(external, materialized, Schedule::BlockPerRow,
                         SplitPhase::Partials, blocks);
-    writer.planSharing(rows.results, /*sideResults=*/{},
-                       /*addsColumnSums=*/!perRow);
+    writer.planSharing(rows.results);
     for (Value value : rows.results)
       if (failed(writer.lambda(value, false)))
         return failure();

@@ -23,6 +23,11 @@ static constexpr int64_t kMaxBlocks = 4096;
 /// block (half of the 48 KiB a block may declare).
 static constexpr int64_t kSharedColumnSums = 8;
 static constexpr int64_t kMaxSharedColumnSumBytes = 24 * 1024;
+/// A block per row prefetches its next row's pieces into L2 where a row's
+/// pieces are at most this many bytes: a norm's rows (768 columns of three
+/// operands, 8 KiB), not a loss's over a vocabulary (100 KiB), whose
+/// blocks' next rows together would not fit in L2.
+static constexpr int64_t kMaxPrefetchedRowBytes = 16 * 1024;
 
 int64_t KernelWriter::partialsPerBlock() const {
   if (schedule == Schedule::BlockPerColumns)
@@ -73,7 +78,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                          ? split.phase == SplitPhase::None || sumsInRows
                          : schedule == Schedule::Thread && !rowMemo &&
                                split.phase == SplitPhase::None);
-  std::string aligned = "0", chunks;
+  std::string aligned = "0", chunks, prefetches;
+  int64_t chunkedRowBytes = 0;
   for (auto [n, operand] : llvm::enumerate(plan.operands)) {
     std::string in = "in" + std::to_string(n);
     int64_t bytes = vector * storageBytes(elementTypeOf(operand));
@@ -88,6 +94,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
       aligned += " | (u64)" + in;
       chunks += "      copy16(chunk_" + in + ", " + in + " + first, " +
                 std::to_string(bytes / 16) + ");\n";
+      prefetches += "    prefetch_l2(" + in + " + at);\n";
+      chunkedRowBytes += rowLength * storageBytes(elementTypeOf(operand));
     } else {
       prologue +=
           "  auto read_" + in + " = [&](idx i) { return " + in + "[i]; };\n";
@@ -204,14 +212,26 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
            "    if (aligned) {\n" + vectorStore + "    } else {\n" +
            elementStore + "    }\n";
   };
+  // Whether the row loop prefetches the block's next row: its loads then
+  // wait on L2 rather than memory, the statistics' and the elements' alike.
+  // A block per row waits on its row's loads once or twice per row (its
+  // statistics, then the operands they do not read), with few other rows
+  // in flight on its SM to hide it.
+  bool prefetchesRows = vectorized && schedule == Schedule::BlockPerRow &&
+                        !prefetches.empty() &&
+                        chunkedRowBytes <= kMaxPrefetchedRowBytes;
   // After every pointer the alignment test reads.
   auto loadPieces = [&] {
-    return vectorized ? "  const bool aligned = ((" + aligned +
-                            ") & 15) == 0;\n  auto load_pieces = [&](idx at) "
-                            "{\n    first = at;\n    chunked = aligned;\n"
-                            "    if (aligned) {\n" +
-                            chunks + "    }\n  };\n"
-                      : std::string();
+    if (!vectorized)
+      return std::string();
+    std::string code = "  const bool aligned = ((" + aligned +
+                       ") & 15) == 0;\n  auto load_pieces = [&](idx at) "
+                       "{\n    first = at;\n    chunked = aligned;\n"
+                       "    if (aligned) {\n" +
+                       chunks + "    }\n  };\n";
+    if (prefetchesRows)
+      code += "  auto prefetch_pieces = [&](idx at) {\n" + prefetches + "  };\n";
+    return code;
   };
   std::string loop;
   if (vectorized && schedule == Schedule::Thread) {
@@ -308,6 +328,13 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
            "; row += gridDim.x) {\n    i0 = row * " + len + ";\n";
     for (auto &[name, start] : shared)
       loop += "    " + name + "_compute(" + start + ");\n";
+    if (prefetchesRows)
+      loop += "    if (row + gridDim.x < " + indexConstant(rows) +
+              ") {\n      const idx next = (row + gridDim.x) * " + len +
+              ";\n      for (idx c = next / " + v +
+              " + threadIdx.x; c < (next + " + len + ") / " + v +
+              "; c += blockDim.x)\n        prefetch_pieces(c * " + v +
+              ");\n    }\n";
     // The row's terms of sums over rows read the row (a loss, the label's
     // logit) before any thread of the block writes it, so that a result
     // may take the memory of the operand it overwrites row by row

@@ -223,11 +223,9 @@ public:
   /// `sideResults`, which it computes on the way: a block per row one
   /// element per row of `results` (a norm's statistics), a block per 32
   /// columns every element its column sums read (the bf16 copy of a
-  /// gradient whose bias gradient it sums). `addsColumnSums`: whether a
-  /// block per row will add up column sums in its row loop.
+  /// gradient whose bias gradient it sums).
   void planSharing(llvm::ArrayRef<mlir::Value> results,
-                   llvm::ArrayRef<mlir::Value> sideResults = {},
-                   bool addsColumnSums = false);
+                   llvm::ArrayRef<mlir::Value> sideResults = {});
   /// In a block-per-row kernel, `index` (the index `o`, written in terms of
   /// the row's first element `i0`) of a statistic that `value` reads for
   /// each of `period` consecutive elements (0: one for all) — if every

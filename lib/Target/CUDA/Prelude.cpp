@@ -280,8 +280,8 @@ struct Min { KD double operator()(double a, double b) const { return kiln_min(a,
 
 // D += A B on tensor cores for one warp: A 16x16 and B 16x8 of 16-bit
 // floats, D 16x8 in f32, as mma.m16n8k16 lays fragments out across lanes.
-// (The CPU emulation of the tests defines these, the ldmatrix loads and
-// the asynchronous copies below for its own warps.)
+// (The CPU emulation of the tests defines these, the ldmatrix loads, the
+// asynchronous copies and the prefetches below for its own warps.)
 #ifdef __CUDA_ARCH__
 #define KILN_MMA(name, type)                                                   \
   KD void name(float d[4], const u32 a[4], const u32 b[2]) {                   \
@@ -324,6 +324,11 @@ KD void cp_async16(void *to, const void *from) {
                : "memory");
 }
 KD void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// Starts bringing the line holding `address` into L2, for a load to come:
+// a request in flight that holds no register until it lands.
+KD void prefetch_l2(const void *address) {
+  asm volatile("prefetch.global.L2 [%0];\n" : : "l"(address));
+}
 #endif
 
 // An index read from a tensor, counted from the end when negative; one

@@ -54,7 +54,9 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // over the row's 16-byte pieces (4 f32 elements) it then stores the
 // output's, then one thread stores the row's statistics (no kernel reads
 // the rows again). The row loop computes the statistics; everything else
-// reads their values.
+// reads their values. Each thread then prefetches its pieces of the
+// block's next row into L2, for that row's statistics to wait on L2
+// rather than memory.
 // CHECK-LABEL: kiln_kernel_3(void *const *args)
 // CHECK:       const bool aligned = ((0 | (u64)in0 | (u64)out0) & 15) == 0;
 // CHECK-NEXT:  auto load_pieces = [&](idx at) {
@@ -62,6 +64,11 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK-NEXT:    chunked = aligned;
 // CHECK-NEXT:    if (aligned) {
 // CHECK-NEXT:      copy16(chunk_in0, in0 + first, 1);
+// CHECK-NEXT:    }
+// CHECK-NEXT:  };
+// CHECK-NEXT:  auto prefetch_pieces = [&](idx at) {
+// CHECK-NEXT:    prefetch_l2(in0 + at);
+// CHECK-NEXT:  };
 // CHECK:       auto v1_compute = [&](idx o) {
 // CHECK-NEXT:    if (o != v1_at) {
 // CHECK:           acc = piece_reduce<idx, 4>(acc, threadIdx.x, 8, blockDim.x, Sum(), [&](idx p) { load_pieces(o * 32 + p * 4); }, [&](idx k) { return (double)(v0(o * 32 + k)); });
@@ -77,6 +84,11 @@ func.func @main(%table: tensor<16x8xf32>, %ids: tensor<2x3xi64>,
 // CHECK-NEXT:    i0 = row * 32;
 // CHECK-NEXT:    v1_compute((i0 / 32));
 // CHECK-NEXT:    v2_compute((i0 / 32));
+// CHECK-NEXT:    if (row + gridDim.x < 4) {
+// CHECK-NEXT:      const idx next = (row + gridDim.x) * 32;
+// CHECK-NEXT:      for (idx c = next / 4 + threadIdx.x; c < (next + 32) / 4; c += blockDim.x)
+// CHECK-NEXT:        prefetch_pieces(c * 4);
+// CHECK-NEXT:    }
 // CHECK-NEXT:    for (idx c = i0 / 4 + threadIdx.x; c < (i0 + 32) / 4; c += blockDim.x) {
 // CHECK-NEXT:    load_pieces(c * 4);
 // CHECK:           copy16(out0 + c * 4, s0, 1);
