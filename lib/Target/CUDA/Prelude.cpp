@@ -105,26 +105,55 @@ KD double round_bf16(double x) { return round_to(x, 8, -126, 3.3895313892515355e
 KD double round_tf32(double x) { return round_to(x, 11, -126, 3.4011621342146535e38); }
 KD double round_f16(double x) { return round_to(x, 11, -14, 65504.0); }
 
-// Round(a * (exp(d) - b)) for a 16-bit Round (round_bf16, round_f16), the
-// value the interpreter computes in double, with exp in f32 wherever that
-// cannot change the rounded result (the loss gradient's logits: a double
-// exp is some 25 instructions, 14 of them double FMAs, which an H100
-// issues at half the f32 rate; expf is a few). expf is within 2 ulp (CUDA's
-// and glibc's) and d rounded to f32 moves exp(d) by at most |d| 2^-24 of
-// itself; the bound doubles both and covers the double's own roundings.
-// Where the interval it spans rounds to one value (both zeros' signs
-// alike), that is the exact result's rounding; elsewhere, in double.
-// Beyond |d| = 80 exp(d) leaves f32's normal range: in double.
-template <double (*Round)(double)>
-KD double rounded_exp_term(double a, double d, double b) {
-  if (d > -80.0 && d < 80.0) {
-    const double e = (double)expf((float)d), v = a * (e - b);
-    const double bound =
-        fabs(a) * e * (0x1p-21 + fabs(d) * 0x1p-23) + fabs(v) * 0x1p-50;
-    const double low = Round(v - bound), high = Round(v + bound);
-    if (low == high && signbit(low) == signbit(high)) return low;
+// The 16-bit formats' roundings: the interpreter's, of a double, and an
+// f32's to its bits and back.
+struct Bf16 {
+  KD static double round(double x) { return round_bf16(x); }
+  KD static u16 bits(float f) { return f32_to_bf16(f); }
+  KD static float value(u16 h) { return bf16_to_f32(h); }
+};
+struct F16 {
+  KD static double round(double x) { return round_f16(x); }
+  KD static u16 bits(float f) { return f32_to_f16(f); }
+  KD static float value(u16 h) { return f16_to_f32(h); }
+};
+
+// Format::round(a * (exp(x - lse) - b)), the value the interpreter
+// computes in double (a loss gradient: a row's share a, logit x, its
+// log-sum-exp lse, b 1 at the row's label and 0 elsewhere), in f32 wherever an
+// error bound shows that cannot change the rounded result. A double exp is
+// some 25 instructions, 14 of them double FMAs, which an H100 issues at
+// half the f32 rate, and every conversion between double and f32 at a
+// quarter of it. In f32: x is a 16-bit logit (exact), lse is hi + lo to
+// 2^-48 of itself, and the two subtractions move d by at most 2^-24 of
+// |d| + |lo| each, exp(d) by that much of itself; expf is within 2 ulp
+// (CUDA's and glibc's). The bound doubles each of those, and covers the
+// roundings of a, e - b, the product and v -+ bound (4 units of |v|) by
+// 2^-21 of |v|. Where the interval it spans rounds to one value (bits
+// alike: both zeros' signs too), that is the exact result's rounding;
+// elsewhere, or outside the range where the f32 values are normal (|a|
+// and |v| from 2^-100 to 2^100), in double: about one logit in 600, by a
+// call, so that the double exp's registers do not weigh on the loop.
+template <typename Format>
+__device__ __noinline__ double exp_term_in_double(double a, double x,
+                                                  double lse, bool label) {
+  return Format::round(a * (exp(x - lse) - (label ? 1.0 : 0.0)));
+}
+template <typename Format>
+KD double rounded_exp_term(double a, double x, double lse, bool label) {
+  const float hi = (float)lse, lo = (float)(lse - (double)hi);
+  const float d = ((float)x - hi) - lo;
+  if (d > -80.0f && d < 80.0f && fabs(a) > 0x1p-100 && fabs(a) < 0x1p100) {
+    const float e = expf(d), scale = (float)a,
+                v = scale * (e - (label ? 1.0f : 0.0f));
+    const float bound = fabsf(scale) * e *
+                            (0x1p-21f + (fabsf(d) + fabsf(lo)) * 0x1p-22f) +
+                        fabsf(v) * 0x1p-21f;
+    const u16 low = Format::bits(v - bound), high = Format::bits(v + bound);
+    if (low == high && fabsf(v) > 0x1p-100f && fabsf(v) < 0x1p100f)
+      return (double)Format::value(low);
   }
-  return Round(a * (exp(d) - b));
+  return exp_term_in_double<Format>(a, x, lse, label);
 }
 
 // SplitMix64, exactly as the interpreter's random draws.

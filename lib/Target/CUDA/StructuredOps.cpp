@@ -412,13 +412,14 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
                                    : "i - r * " + indexConstant(split.extent);
   std::string scale = "(" + share + ") * " + row.weight + "(r)",
               indicator = "(c == " + row.label + "(r) ? 1.0 : 0.0)";
-  // A 16-bit gradient (bf16 and fp16 steps) takes exp in f32 where that
-  // rounds as double would (rounded_exp_term).
+  // A 16-bit gradient (bf16 and fp16 steps) of 16-bit logits is computed
+  // in f32 where that rounds as double would (rounded_exp_term).
+  bool sixteenBits = type.isBF16() || type.isF16();
   std::string value =
-      logits && (type.isBF16() || type.isF16())
-          ? "rounded_exp_term<" + std::string(type.isBF16() ? "round_bf16"
-                                                            : "round_f16") +
-                ">(" + scale + ", " + shifted + ", " + indicator + ")"
+      logits && sixteenBits && elementTypeOf(input) == type
+          ? "rounded_exp_term<" + std::string(type.isBF16() ? "Bf16" : "F16") +
+                ">(" + scale + ", " + at(input, "i") + ", " + row.lse +
+                "(r), c == " + row.label + "(r))"
           : rounded(type, scale + " * (" + p + " - " + indicator + ")");
   return returns("    const idx r = " + r + ", c = " + c + ";\n    if (c >= " +
                  indexConstant(valid) + ") return 0.0;\n    return " + value +
