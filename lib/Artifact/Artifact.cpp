@@ -140,8 +140,11 @@ public:
         if (!checkFallback(*operation, i))
           return false;
         if (const KernelLaunch *launch = operation->kernel()) {
+          uint32_t arguments = launch->args() ? launch->args()->size() : 0;
           if (launch->kernel() >= kernels || launch->grid() == 0 ||
-              launch->block() == 0 || launch->block() > 1024)
+              launch->block() == 0 || launch->block() > 1024 ||
+              launch->batches() == 0 || launch->batches() > 65535 ||
+              arguments % launch->batches() != 0)
             return fail("a kernel launch is malformed");
           if (launch->args())
             for (int64_t offset : *launch->args())

@@ -267,7 +267,7 @@ bool Session::tuneGemms(std::string &error) {
         const artifact::Operation *operation = model->operations()->Get(i);
         if (operation->epilogue_fallback_of() == int64_t(plan.index) &&
             launchKernel(s.kernels[operation->kernel()->kernel()], s.tables[i],
-                         s.grids[i], operation->kernel()->block(),
+                         s.grids[i], *operation->kernel(),
                          s.stream) != cudaSuccess)
           return false;
       }

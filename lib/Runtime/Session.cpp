@@ -329,7 +329,10 @@ void Session::sizeGrids(const SessionOptions &options) {
             reinterpret_cast<const void *>(s.kernels[launch->kernel()]),
             launch->block(), 0) == cudaSuccess &&
         resident > 0)
-      grid = std::min<unsigned>(grid, unsigned(resident) * processors);
+      // One wave, which a batched launch's rows share.
+      grid = std::min<unsigned>(
+          grid,
+          std::max(1u, unsigned(resident) * processors / launch->batches()));
     if (launch && launch->grid_strided() && options.gridLimit > 0)
       grid = std::min(grid, options.gridLimit);
     s.grids.push_back(grid);
@@ -349,7 +352,7 @@ bool Session::enqueueOperations(std::string &error) {
     if (const artifact::KernelLaunch *launch = operation->kernel()) {
       cudaError_t status =
           launchKernel(s.kernels[launch->kernel()], s.tables[i], s.grids[i],
-                       launch->block(), s.stream);
+                       *launch, s.stream);
       if (status != cudaSuccess) {
         error = "cannot launch " + operation->origin()->str() + ": " +
                 cudaMessage(status);

@@ -64,13 +64,15 @@ cublasStatus_t runGemm(cublasLtHandle_t blas, const GemmPlan &plan,
                        const cublasLtMatmulAlgo_t &algorithm, char *arena,
                        void *workspace, cudaStream_t stream);
 
-/// Launches `kernel` in `grid` blocks of `block` threads with the argument
-/// table at `table` on `stream`.
+/// Launches `kernel` in `grid` blocks of `block` threads for each of
+/// `launch`'s batches, with the argument table at `table` on `stream`.
 inline cudaError_t launchKernel(cudaKernel_t kernel, void *table, unsigned grid,
-                                unsigned block, cudaStream_t stream) {
+                                const artifact::KernelLaunch &launch,
+                                cudaStream_t stream) {
   void *arguments[] = {&table};
-  return cudaLaunchKernel(reinterpret_cast<const void *>(kernel), dim3(grid),
-                          dim3(block), arguments, 0, stream);
+  return cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
+                          dim3(grid, launch.batches()), dim3(launch.block()),
+                          arguments, 0, stream);
 }
 
 struct Session::State {

@@ -113,6 +113,21 @@ TEST(ArtifactTest, RefusesOffsetsOutsideTheArena) {
   EXPECT_NE(error.find("GEMM operand"), std::string::npos) << error;
 }
 
+// A batched launch's arguments are equal parts, one per batch.
+TEST(ArtifactTest, RefusesBatchesThatDoNotDivideTheArguments) {
+  std::string error;
+  ArtifactT a = sample();
+  a.operations[0]->kernel->batches = 2;
+  EXPECT_NE(verify(pack(a), error), nullptr) << error;
+  for (uint32_t batches : {0u, 3u}) {
+    ArtifactT b = sample();
+    b.operations[0]->kernel->batches = batches;
+    EXPECT_EQ(verify(pack(b), error), nullptr);
+    EXPECT_NE(error.find("kernel launch is malformed"), std::string::npos)
+        << error;
+  }
+}
+
 /// The sample with a launch after its GEMM that sums a bias gradient where
 /// the GEMM does not.
 ArtifactT withFallback() {

@@ -247,7 +247,7 @@ void CudaEmulation::run() {
     if (launch.grid_strided && options.gridLimit > 0)
       grid = std::min(grid, options.gridLimit);
     int failure = launchKernel(kernels[launch.kernel], pointers.data(), grid,
-                               launch.block);
+                               launch.batches, launch.block);
     if (failure != 0)
       ADD_FAILURE()
           << "kernel " << artifact.kernel_names[launch.kernel] << " of "

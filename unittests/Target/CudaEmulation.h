@@ -54,7 +54,7 @@ private:
   void *library = nullptr;
   std::vector<void (*)(void *const *)> kernels;
   using LaunchFunction = int (*)(void (*)(void *const *), void *const *,
-                                 unsigned, unsigned);
+                                 unsigned, unsigned, unsigned);
   LaunchFunction launchKernel = nullptr;
   std::string directory;
 };

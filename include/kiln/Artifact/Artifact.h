@@ -20,7 +20,7 @@ namespace kiln::artifact {
 
 /// Bumped whenever the meaning of a field changes: a runtime refuses any
 /// other version.
-constexpr uint32_t kFormatVersion = 5;
+constexpr uint32_t kFormatVersion = 6;
 
 /// Bytes of one element of `type`.
 int64_t elementBytes(ElementType type);

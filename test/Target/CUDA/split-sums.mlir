@@ -13,16 +13,17 @@
 // CHECK: 2 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 2 distinct kernels
 // APART: 6 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 2 distinct kernels
 
-// The batched launches walk the argument tables of the three sums: each
-// writes its partials at its own offset, which its combining kernel reads.
+// Each of the three sums is a row of the batched launch's grid
+// (blockIdx.y), which reads that sum's argument table: each writes its
+// partials at its own offset, which its combining kernel reads.
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s --check-prefix=SOURCE
 // SOURCE-LABEL: kiln_kernel_0(void *const *tables)
-// SOURCE:       for (i64 batch = 0; batch < 3; ++batch) {
+// SOURCE-NEXT:  void *const *args = tables + (i64)blockIdx.y * 3;
 // SOURCE:         const idx chunk = (16384 + 1024 - 1) / 1024;
 // SOURCE:         partials[0 * 1024 + part] = acc;
 // SOURCE:       for (part = blockIdx.x; part < 1024; part += gridDim.x) {
 // SOURCE-LABEL: kiln_kernel_1(void *const *tables)
-// SOURCE:       for (i64 batch = 0; batch < 3; ++batch) {
+// SOURCE-NEXT:  void *const *args = tables + (i64)blockIdx.y * 3;
 // SOURCE:         partials[0 * 1024 + k]
 
 func.func @main(%x: tensor<128x128xf32>, %y: tensor<128x128xf32>, %z: tensor<128x128xf32>)
