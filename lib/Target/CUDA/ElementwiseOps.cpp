@@ -179,6 +179,23 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
             return failure();
           return writer.alias(value, nested, *x);
         }
+        // An f32 erf GELU that only this cast to 16 bits reads (a GELU
+        // between two 16-bit GEMMs): in f32 where that rounds alike
+        // (rounded_gelu_erf), not in double.
+        auto g = c.getInput().getDefiningOp<GeluOp>();
+        if (g && g.getApproximation() == GeluApproximation::None &&
+            elementTypeOf(g).isF32() && g->hasOneUse() &&
+            (e.type.isBF16() || e.type.isF16())) {
+          FailureOr<std::string> x = writer.at(
+              g.getInput(), broadcastIndex(g.getInput(), shapeOf(g), "i"),
+              nested);
+          if (failed(x))
+            return failure();
+          std::string format = e.type.isBF16() ? "Bf16" : "F16";
+          return writer.define(value, nested,
+                               "    return rounded_gelu_erf<" + format +
+                                   ">(" + *x + ");\n");
+        }
         return e.unary(castExpr(elementTypeOf(c.getInput()), e.type));
       })
       .Case([&](AddOp) { return e.binary("a + b"); })

@@ -188,6 +188,39 @@ KD double gelu_erf_grad(double x) {
   return 0.5 * (1.0 + erf(x * 0.7071067811865476)) +
          x * 0.3989422804014327 * exp(-0.5 * x * x);
 }
+
+// Format::round(round_f32(gelu_erf(x))) for an f32 x: the interpreter's
+// erf GELU in f32, rounded on to 16 bits (a GELU between two 16-bit GEMMs),
+// computed in f32 wherever an error bound shows that rounds alike, as
+// 0.5 x erfc(-x / sqrt 2). The bound, relative: erfcf's 4 ulp (CUDA's;
+// glibc's fewer); z = -x / sqrt 2 within 2^-23 of itself, which moves
+// erfc(z) by at most 2 (|z| + 1) times that (erfc's logarithmic slope, by
+// the Mills ratio); each doubled; the product's and the interval's
+// roundings. And absolute, for the interpreter's own error, which is not
+// small where 1 + erf(x / sqrt 2) cancels (x below -5 or so): erf within
+// an ulp, 2^-52 near -1, times |x| / 2, doubled twice. Where the interval
+// rounds to one 16-bit value through f32 (both roundings are monotone),
+// that is the interpreter's; elsewhere (one value in 600 to 1200 for |x|
+// up to 3 or so), for |z| of 9 or more (erfc leaves f32's normal range)
+// and |v| outside 2^-100 to 2^100, a call computes it in double.
+template <typename Format>
+__device__ __noinline__ double gelu_erf_in_double(double x) {
+  return Format::round((double)(float)gelu_erf(x));
+}
+template <typename Format> KD double rounded_gelu_erf(double x) {
+  const float z = (float)x * -0.70710677f;
+  if (fabsf(z) < 9.0f) {
+    const float v = 0.5f * (float)x * erfcf(z);
+    const float bound =
+        fabsf(v) * (0x1p-19f + (fabsf(z) + 1.0f) * fabsf(z) * 0x1p-21f) +
+        fabsf((float)x) * 0x1p-51f;
+    const u16 low = Format::bits(v - bound), high = Format::bits(v + bound);
+    if (low == high && fabsf(v) > 0x1p-100f && fabsf(v) < 0x1p100f)
+      return (double)Format::value(low);
+  }
+  return gelu_erf_in_double<Format>(x);
+}
+
 KD double kiln_max(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 KD double kiln_min(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 
