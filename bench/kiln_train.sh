@@ -15,7 +15,8 @@
 # Environment: KILN_BIN (default build/bin), KILN_BENCH_STEPS (default 40),
 # PYTHON (default python3, with numpy), KILN_BENCH_PROFILE (a number of
 # steps: after training, kiln-run --profile times that many more operation
-# by operation and the table goes to ${OUT:-.}/profile-NAME.txt),
+# by operation and the table, a row for every kernel, goes to
+# ${OUT:-.}/profile-NAME.txt),
 # KILN_RUN_FLAGS (more kiln-run options, such as
 # --gemm-bias-gradients=false).
 source "$(dirname "$0")/arguments.sh"
@@ -23,7 +24,7 @@ shift 6
 steps="${KILN_BENCH_STEPS:-40}"
 profile=()
 if [ "${KILN_BENCH_PROFILE:-0}" -gt 0 ]; then
-  profile=(--profile "$KILN_BENCH_PROFILE")
+  profile=(--profile "$KILN_BENCH_PROFILE" --profile-rows 0)
 fi
 
 now() { date +%s.%N; }

@@ -128,6 +128,19 @@ std::string formatProfile(const artifact::Artifact &artifact,
                    row.floorMilliseconds, over.c_str()) +
             row.what + " (" + row.origin + ")\n";
   }
+  // What the rows left out take together, so that the table accounts for
+  // the whole step.
+  if (rows.size() > top) {
+    double rest = 0;
+    int restLaunches = 0;
+    for (size_t i = top; i < rows.size(); ++i) {
+      rest += rows[i].milliseconds;
+      restLaunches += rows[i].launches;
+    }
+    text += format("%6.1f%% %10.3f %8d  the other %zu rows\n",
+                   total > 0 ? 100 * rest / total : 0.0, rest, restLaunches,
+                   rows.size() - top);
+  }
   return text;
 }
 

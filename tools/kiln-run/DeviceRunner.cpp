@@ -20,6 +20,7 @@
 #include "llvm/Support/Path.h"
 
 #include <chrono>
+#include <cstdint>
 
 using namespace llvm;
 
@@ -79,7 +80,8 @@ int runArtifact(StringRef path, const StringMap<Tensor> &inputs,
     if (!session->profile(run.profileSteps, profile, error))
       return fail(error);
     outs() << runtime::formatProfile(session->artifact(), profile,
-                                     /*top=*/10);
+                                     run.profileRows > 0 ? run.profileRows
+                                                         : SIZE_MAX);
     return 0;
   }
   // A forward function: inputs in, one run, outputs out.

@@ -25,8 +25,9 @@ struct ArtifactRunOptions {
   /// Launch grid-strided kernels in one wave of the GPU (SessionOptions).
   bool deviceGrids = true;
   /// After training, profile this many more steps and print where their
-  /// time goes (0: no profile).
+  /// time goes (0: no profile), in this many rows (0: every row).
   int profileSteps = 0;
+  int profileRows = 10;
   /// Where a single run writes each output, if given.
   std::string outputDirectory;
 };

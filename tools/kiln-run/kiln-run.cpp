@@ -75,6 +75,12 @@ static cl::opt<int> profileSteps(
              "print the kernels that take the most time, their share of the "
              "step and their distance from the GPU's measured ceilings"),
     cl::value_desc("STEPS"));
+static cl::opt<int> profileRows(
+    cl::cat(category), "profile-rows", cl::init(10),
+    cl::desc("With --profile: how many of the kernels that take the most "
+             "time to print, one row each (the others are summed in one "
+             "line); 0 prints every one"),
+    cl::value_desc("N"));
 static cl::opt<std::string> functionName(cl::cat(category), "function",
                                          cl::desc("The function to run"));
 
@@ -157,6 +163,7 @@ static int runArtifactCommand() {
   options.cudaGraph = cudaGraph;
   options.deviceGrids = deviceGrids;
   options.profileSteps = profileSteps;
+  options.profileRows = profileRows;
   options.outputDirectory = outputDirectory;
   return kiln::runArtifact(modelPath, *tensors, options, printOutput);
 }
@@ -179,6 +186,10 @@ int main(int argc, char **argv) {
                 "CPU from the model's .onnx or .mlir");
   if (profileSteps < 0)
     return fail("--profile expects a number of steps, at least 1");
+  if (profileRows < 0)
+    return fail("--profile-rows expects a number of rows, or 0 for all");
+  if (profileRows.getNumOccurrences() && profileSteps == 0)
+    return fail("--profile-rows says how --profile prints: give --profile");
   if (artifact)
     return runArtifactCommand();
   if (profileSteps > 0)

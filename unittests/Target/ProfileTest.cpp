@@ -98,6 +98,12 @@ TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
   EXPECT_EQ(report.find("kiln_kernel_1"), std::string::npos)
       << "only the top 2 rows:\n"
       << report;
+  // The third row, left out, is summed: 0.002 ms of 0.019, one launch.
+  EXPECT_NE(report.find("  10.5%      0.002        1  the other 1 rows"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(runtime::formatProfile(artifact, profile, /*top=*/3).find("other"),
+            std::string::npos);
 
   // A launch the step skips (it sums a bias gradient its GEMM summed) has
   // no row and no share.

@@ -54,7 +54,7 @@ std::vector<ProfileRow> profileRows(const artifact::Artifact &artifact,
 
 /// The report: a summary line, then the `top` first rows as a table (share
 /// of the operations' time, milliseconds per step, launches, achieved rate,
-/// floor, time over floor).
+/// floor, time over floor), and a line for the rows left out together.
 std::string formatProfile(const artifact::Artifact &artifact,
                           const StepProfile &profile, size_t top);
 
