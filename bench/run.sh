@@ -21,9 +21,9 @@
 #   gpt2-torch-compile  the anchor's torch.compile configurations
 #   gpt2-quick          the target's rows alone, for a short device
 #                       call: the anchor's torch.compile configuration at
-#                       B16, kiln with everything on, and kiln with
-#                       attention's query gradient summed with atomics,
-#                       then with its forward pass in 64-row tiles
+#                       B16, kiln with everything on, then with
+#                       attention's forward pass in 64-row tiles, then
+#                       with cuDNN's attention (what attention leaves)
 #   bert-quick          likewise for BERT-base: the anchor's torch.compile
 #                       configuration and kiln with everything on
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
@@ -105,10 +105,10 @@ for part in "${parts[@]}"; do
     anchor gpt2_torch '"bf16 AMP torch.compile, SDPA, fused AdamW", B=16,
       amp=torch.bfloat16, tf32=True, compile=True'
     gpt2_row "kiln bf16, all on" --precision bf16
-    gpt2_row "kiln bf16, all on, query gradient by atomics" --precision bf16 \
-      --attention-query-gradient=atomic
     gpt2_row "kiln bf16, all on, attention forward in 64-row tiles" \
       --precision bf16 --attention-query-tile=64
+    gpt2_row "kiln bf16, all on, cuDNN attention" --precision bf16 \
+      --attention=cudnn
     ;;
   bert-quick)
     anchor bert_torch '"bf16 AMP torch.compile, sdpa", amp=torch.bfloat16,

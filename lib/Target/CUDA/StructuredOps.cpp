@@ -317,13 +317,14 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
   AxisSplit split(shapeOf(input), shapeOf(input).size() > 1 ? 1 : 0);
   int64_t valid = classes.value_or(split.extent);
   int64_t rows = countOf(labels);
-  // Lambdas of a row r (a position of `labels`): its class and its weight
-  // (0 when ignored); with its loss, also its log-sum-exp (logits) and its
-  // weighted loss. The log-sum-exp is shared by a block when `start` is its
-  // index for the kernel's row (KernelWriter::rowStart), or `withinBlock`
-  // when every thread reads the same row (Reduction::uniform).
+  // Lambdas of a row r (a position of `labels`): its class, its weight (0
+  // when ignored) and whether it is ignored (empty without ignore_index);
+  // with its loss, also its log-sum-exp (logits) and its weighted loss. The
+  // log-sum-exp is shared by a block when `start` is its index for the
+  // kernel's row (KernelWriter::rowStart), or `withinBlock` when every
+  // thread reads the same row (Reduction::uniform).
   struct Row {
-    std::string label, weight, lse, loss;
+    std::string label, weight, ignored, lse, loss;
   };
   auto rowClass = [&](bool inTerm) {
     Row row;
@@ -338,6 +339,8 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
     std::string wy = weight ? at(weight, row.label + "(i)", inTerm) : "1.0";
     row.weight =
         w.helper("double", "    return " + ignored + " ? 0.0 : " + wy + ";\n");
+    if (ignoreIndex)
+      row.ignored = w.helper("bool", "    return " + ignored + ";\n");
     return row;
   };
   auto rowLoss = [&](bool inTerm, const std::string &start = "",
@@ -421,9 +424,13 @@ StructuredEmitter::classification(Value input, Value labels, Value weight,
                 ">(" + scale + ", " + at(input, "i") + ", " + row.lse +
                 "(r), c == " + row.label + "(r))"
           : rounded(type, scale + " * (" + p + " - " + indicator + ")");
+  // An ignored row's gradient is +0, as the interpreter leaves it, whatever
+  // the sign of its share (times its weight, 0, a zero of that sign).
+  std::string skipped =
+      row.ignored.empty() ? "" : " || " + row.ignored + "(r)";
   return returns("    const idx r = " + r + ", c = " + c + ";\n    if (c >= " +
-                 indexConstant(valid) + ") return 0.0;\n    return " + value +
-                 ";\n");
+                 indexConstant(valid) + skipped + ") return 0.0;\n    return " +
+                 value + ";\n");
 }
 
 FailureOr<std::string> StructuredEmitter::matmul(MatmulOp mm) {
