@@ -450,6 +450,34 @@ TEST(RoundingTest, CastsRoundAsTheInterpreterDoes) {
   }
 }
 
+// Runs `function` on `inputs` (arg0, arg1, ...) by the executor, whose
+// source must hold `marker` (the path under test), and expects each result
+// to equal the interpreter's bit for bit, a zero's sign too.
+void expectBitForBit(mlir::func::FuncOp function,
+                     llvm::ArrayRef<Tensor> inputs, llvm::StringRef marker) {
+  auto expected = interpret(function, inputs);
+  ASSERT_TRUE(mlir::succeeded(expected));
+  cuda::TargetOptions options;
+  options.archs = kiln::testing::executorArchitectures();
+  auto compiled = cuda::compileFunction(function, options);
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  EXPECT_NE((*compiled)->source.find(marker.str()), std::string::npos);
+  std::string error;
+  auto executor = kiln::testing::makeExecutor(**compiled, error);
+  ASSERT_TRUE(executor) << error;
+  for (auto [n, input] : llvm::enumerate(inputs))
+    executor->write("arg" + std::to_string(n), input);
+  executor->run();
+  for (auto [n, want] : llvm::enumerate(*expected)) {
+    Tensor got = executor->read(resultName(function, n));
+    for (int64_t e = 0; e < want.getNumElements(); ++e) {
+      double a = got.getAsDouble(e), b = want.getAsDouble(e);
+      ASSERT_TRUE(a == b && std::signbit(a) == std::signbit(b))
+          << "result " << n << " at " << e << ": " << a << " vs " << b;
+    }
+  }
+}
+
 // The gradient of a cross-entropy (reduction none, labels of -100
 // ignored) over 16-bit logits x, labels y and output gradients g, by the
 // executor, must equal the interpreter's bit for bit.
@@ -470,28 +498,8 @@ void expectLossGradientAsInterpreted(const Tensor &x, const Tensor &y,
                        "\n  return %d : " + t + "\n}\n";
   auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
   ASSERT_TRUE(module);
-  auto function = *module->getOps<mlir::func::FuncOp>().begin();
-  auto expected = interpret(function, {x, y, g});
-  ASSERT_TRUE(mlir::succeeded(expected));
-  cuda::TargetOptions options;
-  options.archs = kiln::testing::executorArchitectures();
-  auto compiled = cuda::compileFunction(function, options);
-  ASSERT_TRUE(mlir::succeeded(compiled));
-  EXPECT_NE((*compiled)->source.find("rounded_exp_term<"), std::string::npos);
-  std::string error;
-  auto executor = kiln::testing::makeExecutor(**compiled, error);
-  ASSERT_TRUE(executor) << error;
-  executor->write("arg0", x);
-  executor->write("arg1", y);
-  executor->write("arg2", g);
-  executor->run();
-  Tensor got = executor->read(resultName(function, 0));
-  const Tensor &want = (*expected)[0];
-  for (int64_t e = 0; e < want.getNumElements(); ++e) {
-    double a = got.getAsDouble(e), b = want.getAsDouble(e);
-    ASSERT_TRUE(a == b && std::signbit(a) == std::signbit(b))
-        << t << " at " << e << ": " << a << " vs " << b;
-  }
+  expectBitForBit(*module->getOps<mlir::func::FuncOp>().begin(), {x, y, g},
+                  "rounded_exp_term<");
 }
 
 // A 16-bit loss gradient is computed in f32 and kept only where its error
@@ -601,25 +609,7 @@ TEST(RoundingTest, GeluBeforeA16BitGemmRoundsAsTheInterpreterDoes) {
         x.floats()[e++] = value;
     }
     ASSERT_EQ(e, x.getNumElements());
-    auto expected = interpret(function, {x});
-    ASSERT_TRUE(mlir::succeeded(expected));
-    cuda::TargetOptions options;
-    options.archs = kiln::testing::executorArchitectures();
-    auto compiled = cuda::compileFunction(function, options);
-    ASSERT_TRUE(mlir::succeeded(compiled));
-    EXPECT_NE((*compiled)->source.find("rounded_gelu_erf<"), std::string::npos);
-    std::string error;
-    auto executor = kiln::testing::makeExecutor(**compiled, error);
-    ASSERT_TRUE(executor) << error;
-    executor->write("arg0", x);
-    executor->run();
-    Tensor got = executor->read(resultName(function, 0));
-    const Tensor &want = (*expected)[0];
-    for (int64_t i = 0; i < want.getNumElements(); ++i) {
-      double a = got.getAsDouble(i), b = want.getAsDouble(i);
-      ASSERT_TRUE(a == b && std::signbit(a) == std::signbit(b))
-          << type << " of " << x.floats()[i] << ": " << a << " vs " << b;
-    }
+    expectBitForBit(function, {x}, "rounded_gelu_erf<");
   }
 }
 

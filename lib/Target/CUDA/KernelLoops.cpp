@@ -230,7 +230,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                        "    if (aligned) {\n" +
                        chunks + "    }\n  };\n";
     if (prefetchesRows)
-      code += "  auto prefetch_pieces = [&](idx at) {\n" + prefetches + "  };\n";
+      code +=
+          "  auto prefetch_pieces = [&](idx at) {\n" + prefetches + "  };\n";
     return code;
   };
   std::string loop;
