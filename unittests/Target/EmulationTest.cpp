@@ -89,6 +89,28 @@ TEST(EmulationTest, ThreadOrderAlternatesBetweenBlocks) {
   }
 }
 
+TEST(EmulationTest, BatchedLaunchesRunEachBatchAsARowOfTheGrid) {
+  // Two batches of 2 blocks of 4 threads, each batch's table naming its
+  // own half of "x": every thread of every row writes its block and row.
+  auto a = oneKernel(R"(
+  x[blockIdx.x * 4 + threadIdx.x] = (float)(blockIdx.y * 10 + blockIdx.x +
+                                            gridDim.y * 100);
+)",
+                     4);
+  a->source = "extern \"C\" void kiln_kernel_0(void *const *tables) {\n"
+              "  void *const *args = tables + blockIdx.y;\n" +
+              a->source.substr(a->source.find('\n') + 1);
+  a->operations[0]->kernel->batches = 2;
+  a->operations[0]->kernel->args = {0, 32};
+  std::string error;
+  auto emulation = kiln::testing::CudaEmulation::create(*a, {}, error);
+  ASSERT_TRUE(emulation) << error;
+  emulation->run();
+  Tensor x = emulation->read("x");
+  for (int64_t i = 0; i < 16; ++i)
+    EXPECT_EQ(x.floats()[i], 200 + (i / 8) * 10 + (i % 8) / 4) << i;
+}
+
 /// A kernel body in which each of 8 threads starts copying 4 floats (its
 /// value and the next three) to its slot of shared memory, and after a
 /// barrier does `afterCopy` and stores the first float of its neighbour's
