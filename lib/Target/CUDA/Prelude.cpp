@@ -106,10 +106,14 @@ KD double round_tf32(double x) { return round_to(x, 11, -126, 3.4011621342146535
 KD double round_f16(double x) { return round_to(x, 11, -14, 65504.0); }
 
 // The 16-bit formats' roundings: the interpreter's, of a double, and an
-// f32's to its bits and back.
+// f32's to its bits (one that is not NaN: the intervals below have none)
+// and back.
 struct Bf16 {
   KD static double round(double x) { return round_bf16(x); }
-  KD static u16 bits(float f) { return f32_to_bf16(f); }
+  KD static u16 bits(float f) {
+    const u32 b = f32_to_bits(f);
+    return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+  }
   KD static float value(u16 h) { return bf16_to_f32(h); }
 };
 struct F16 {
