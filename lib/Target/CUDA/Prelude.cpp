@@ -127,8 +127,8 @@ struct F16 {
 // log-sum-exp lse, b 1 at the row's label and 0 elsewhere), in f32 wherever an
 // error bound shows that cannot change the rounded result. A double exp is
 // some 25 instructions, 14 of them double FMAs, which an H100 issues at
-// half the f32 rate, and every conversion between double and f32 at a
-// quarter of it. In f32: x is a 16-bit logit (exact), lse is hi + lo to
+// half the f32 rate, and every conversion between double and f32 at an
+// eighth of it. In f32: x is a 16-bit logit (exact), lse is hi + lo to
 // 2^-48 of itself, and the two subtractions move d by at most 2^-24 of
 // |d| + |lo| each, exp(d) by that much of itself; expf is within 2 ulp
 // (CUDA's and glibc's). The bound doubles each of those, and covers the
