@@ -359,6 +359,36 @@ TEST(SplitSumTest, PartialsAreTheSameInAnyGrid) {
   EXPECT_EQ(sums[0], sums[2]);
 }
 
+// Runs `function` on `inputs` (arg0, arg1, ...) by the executor, whose
+// source must hold `marker` (the path under test), and expects each result
+// to equal the interpreter's bit for bit, a zero's sign too (a NaN, any
+// NaN).
+void expectBitForBit(mlir::func::FuncOp function,
+                     llvm::ArrayRef<Tensor> inputs, llvm::StringRef marker) {
+  auto expected = interpret(function, inputs);
+  ASSERT_TRUE(mlir::succeeded(expected));
+  cuda::TargetOptions options;
+  options.archs = kiln::testing::executorArchitectures();
+  auto compiled = cuda::compileFunction(function, options);
+  ASSERT_TRUE(mlir::succeeded(compiled));
+  EXPECT_NE((*compiled)->source.find(marker.str()), std::string::npos);
+  std::string error;
+  auto executor = kiln::testing::makeExecutor(**compiled, error);
+  ASSERT_TRUE(executor) << error;
+  for (auto [n, input] : llvm::enumerate(inputs))
+    executor->write("arg" + std::to_string(n), input);
+  executor->run();
+  for (auto [n, want] : llvm::enumerate(*expected)) {
+    Tensor got = executor->read(resultName(function, n));
+    for (int64_t e = 0; e < want.getNumElements(); ++e) {
+      double a = got.getAsDouble(e), b = want.getAsDouble(e);
+      ASSERT_TRUE(std::isnan(b) ? std::isnan(a)
+                                : a == b && std::signbit(a) == std::signbit(b))
+          << "result " << n << " at " << e << ": " << a << " vs " << b;
+    }
+  }
+}
+
 // Kernels round after every op, as the interpreter does, in integer
 // arithmetic on the double's bits: exactly the interpreter's rounding for
 // ties, carries into the exponent, overflow, subnormals and non-finite
@@ -425,57 +455,7 @@ TEST(RoundingTest, CastsRoundAsTheInterpreterDoes) {
     }
     x.floats()[e] = value;
   }
-  auto expected = interpret(function, {x});
-  ASSERT_TRUE(mlir::succeeded(expected));
-  cuda::TargetOptions options;
-  options.archs = kiln::testing::executorArchitectures();
-  auto compiled = cuda::compileFunction(function, options);
-  ASSERT_TRUE(mlir::succeeded(compiled));
-  std::string error;
-  auto executor = kiln::testing::makeExecutor(**compiled, error);
-  ASSERT_TRUE(executor) << error;
-  executor->write("arg0", x);
-  executor->run();
-  for (auto [i, want] : llvm::enumerate(*expected)) {
-    Tensor got = executor->read(resultName(function, i));
-    for (int64_t e = 0; e < want.getNumElements(); ++e) {
-      double a = got.floats()[e], b = want.floats()[e];
-      if (std::isnan(b))
-        ASSERT_TRUE(std::isnan(a)) << "result " << i << " at " << e;
-      else
-        ASSERT_TRUE(a == b && std::signbit(a) == std::signbit(b))
-            << "result " << i << " of " << x.floats()[e] << ": " << a << " vs "
-            << b;
-    }
-  }
-}
-
-// Runs `function` on `inputs` (arg0, arg1, ...) by the executor, whose
-// source must hold `marker` (the path under test), and expects each result
-// to equal the interpreter's bit for bit, a zero's sign too.
-void expectBitForBit(mlir::func::FuncOp function,
-                     llvm::ArrayRef<Tensor> inputs, llvm::StringRef marker) {
-  auto expected = interpret(function, inputs);
-  ASSERT_TRUE(mlir::succeeded(expected));
-  cuda::TargetOptions options;
-  options.archs = kiln::testing::executorArchitectures();
-  auto compiled = cuda::compileFunction(function, options);
-  ASSERT_TRUE(mlir::succeeded(compiled));
-  EXPECT_NE((*compiled)->source.find(marker.str()), std::string::npos);
-  std::string error;
-  auto executor = kiln::testing::makeExecutor(**compiled, error);
-  ASSERT_TRUE(executor) << error;
-  for (auto [n, input] : llvm::enumerate(inputs))
-    executor->write("arg" + std::to_string(n), input);
-  executor->run();
-  for (auto [n, want] : llvm::enumerate(*expected)) {
-    Tensor got = executor->read(resultName(function, n));
-    for (int64_t e = 0; e < want.getNumElements(); ++e) {
-      double a = got.getAsDouble(e), b = want.getAsDouble(e);
-      ASSERT_TRUE(a == b && std::signbit(a) == std::signbit(b))
-          << "result " << n << " at " << e << ": " << a << " vs " << b;
-    }
-  }
+  expectBitForBit(function, {x}, "round_bf16(");
 }
 
 // The gradient of a cross-entropy (reduction none, labels of -100
