@@ -130,8 +130,9 @@ static cl::opt<kiln::cuda::QueryGradient> queryGradient(
 static cl::opt<unsigned> attentionQueryTile(
     "attention-query-tile", cl::init(128),
     cl::desc("--target=cuda: query rows per block of attention's forward "
-             "pass on tensor cores at head dimensions up to 64 without "
-             "dropout: 128 (two tiles of 16 per warp; default) or 64"),
+             "pass and query gradient on tensor cores at head dimensions up "
+             "to 64 without dropout: 128 (two tiles of 16 per warp; "
+             "default) or 64"),
     cl::cat(category));
 
 /// What --max-memory recomputes for the chosen batch to fit: nothing,

@@ -432,10 +432,11 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
 /// The gradient on tensor cores, for what the forward pass takes and a
 /// gradient of the operands' type; none otherwise. dQ as `queryGradient`
 /// says where the head dimension is at most 128 (its B fragments stay in
-/// registers), by a query kernel of its own above.
+/// registers), by a query kernel of its own above, whose blocks own
+/// `queryTile` query rows where the forward pass's do.
 std::optional<llvm::SmallVector<KernelPlan>>
 tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
-                            StridesOf stridesOf);
+                            int64_t queryTile, StridesOf stridesOf);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

@@ -187,7 +187,7 @@ planTemplateKernels(Operation *op, const TargetOptions &options,
     std::optional<SmallVector<KernelPlan>> fast;
     if (!options.exactAttention)
       fast = tensorCoreAttentionGradient(gradient, options.queryGradient,
-                                         stridesOf);
+                                         options.attentionQueryTile, stridesOf);
     return fast ? *fast : attentionGradient(gradient, stridesOf);
   }
   if (auto gather = dyn_cast<GatherGradOp>(op))

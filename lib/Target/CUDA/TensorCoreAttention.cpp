@@ -57,6 +57,14 @@ template <typename OpTy> std::string spans(OpTy op) {
 /// by 8 (16 rows for Gemma's 256).
 int64_t streamedRows(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 32 : 16; }
 
+/// The substitution of $CHUNK, the streamed rows a gradient kernel takes
+/// at once: the accumulators of a chunk's two products, live at once, hold
+/// 32 columns at most over the warp's `rowTiles` tiles (more would spill).
+std::pair<std::string, std::string> chunk(int64_t d, int64_t rowTiles) {
+  return {"CHUNK",
+          indexConstant(std::min<int64_t>(32 / rowTiles, streamedRows(d)))};
+}
+
 } // namespace
 
 std::optional<std::string> tensorCoreAttentionUnsupported(Operation *op) {
@@ -170,8 +178,7 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
       {"HEADS", indexConstant(qs[0] * qs[1])},
       {"KVHEADS", indexConstant(ks[0] * ks[1])},
       {"D", indexConstant(d)},
-      {"STREAMED", indexConstant(streamedRows(d))},
-      {"CHUNK", indexConstant(std::min<int64_t>(32, streamedRows(d)))}};
+      {"STREAMED", indexConstant(streamedRows(d))}};
 }
 
 std::pair<std::string, std::string> storer(const char *name, Value value) {
@@ -201,6 +208,20 @@ template <typename OpTy> int64_t indexBound(OpTy op, StridesOf stridesOf) {
   return bound;
 }
 
+/// Tiles of 16 query rows per warp of the kernels that own query rows (the
+/// forward pass and dQ): two where their accumulators fit in registers
+/// twice (FlashAttention-2's 128-row tiles: half the shared memory reads
+/// per product, and each key and value tile staged once for 128 rows), at
+/// head dimensions up to 64 and `queryTile` 128. Not with dropout, whose
+/// draws per score then spill (80 to 190 bytes at head dimensions 48 and
+/// 64).
+template <typename OpTy> int64_t queryRowTiles(OpTy op, int64_t queryTile) {
+  return queryTile == 128 && shapeOf(op.getQuery())[3] <= 64 &&
+                 op.getDropoutRatio().isZero()
+             ? 2
+             : 1;
+}
+
 /// A block of four warps for each tile of `tile` (64 by default) of `rows`
 /// in `heads`.
 void launchTiles(KernelPlan &plan, int64_t heads, int64_t rows,
@@ -219,14 +240,8 @@ std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
   if (!values)
     return std::nullopt;
   values->push_back({"LT", storageType(elementTypeOf(op.getLogsumexp()))});
-  // Two tiles of 16 query rows per warp where their accumulators fit in
-  // registers twice (FlashAttention-2's 128-row tiles): half the shared
-  // memory reads per product. Not with dropout, whose draws per score
-  // then spill (80 to 190 bytes at head dimensions 48 and 64).
   ArrayRef<int64_t> qs = shapeOf(op.getQuery());
-  int64_t rowTiles =
-      queryTile == 128 && qs[3] <= 64 && op.getDropoutRatio().isZero() ? 2
-                                                                         : 1;
+  int64_t rowTiles = queryRowTiles(op, queryTile);
   values->push_back({"ROWTILES", std::to_string(rowTiles)});
   values->push_back({"BQ", std::to_string(64 * rowTiles)});
   values->push_back({"BK", "$STREAMED"});
@@ -263,6 +278,8 @@ static std::optional<KernelPlan> tensorCoreMaskGradient(AttentionGradOp op,
   values.push_back({"MH", indexConstant(shape[1])});
   values.push_back({"SLICES", indexConstant(shape[0] * shape[1])});
   values.push_back({"B", indexConstant(qs[0])});
+  values.push_back({"ROWTILES", "1"});
+  values.push_back(chunk(qs[3], 1));
   values.push_back({"BQ", "64"});
   values.push_back({"BK", "$STREAMED"});
   KernelPlan plan = query;
@@ -298,7 +315,7 @@ static KernelPlan gradientPass(const KernelPlan &like, std::string body,
 
 std::optional<SmallVector<KernelPlan>>
 tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
-                            StridesOf stridesOf) {
+                            int64_t queryTile, StridesOf stridesOf) {
   std::optional<Values> values = tensorCoreValues(op, stridesOf);
   if (!values)
     return std::nullopt;
@@ -334,8 +351,13 @@ tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
   KernelPlan keyValue = query;
   std::string prologue = std::string("$PROLOGUE") + kGradientPrologue;
   Values queryValues = *values, keyValues = *values;
-  queryValues.push_back({"BQ", "64"});
+  int64_t rowTiles = queryRowTiles(op, queryTile);
+  queryValues.push_back({"ROWTILES", std::to_string(rowTiles)});
+  queryValues.push_back(chunk(qs[3], rowTiles));
+  queryValues.push_back({"BQ", std::to_string(64 * rowTiles)});
   queryValues.push_back({"BK", "$STREAMED"});
+  keyValues.push_back({"ROWTILES", "1"});
+  keyValues.push_back(chunk(qs[3], 1));
   keyValues.push_back({"BQ", "$STREAMED"});
   keyValues.push_back({"BK", "64"});
   keyValues.push_back({"ATOMIC_DQ", atomic ? "true" : "false"});
@@ -345,7 +367,7 @@ tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
   // key/value kernel reads instead of the output.
   query.untouched.append({op.getKeyGrad(), op.getValueGrad()});
   keyValue.untouched.append({op.getOutput(), op.getQueryGrad()});
-  launchTiles(query, qs[0] * qs[1], qs[2]);
+  launchTiles(query, qs[0] * qs[1], qs[2], 64 * rowTiles);
   launchTiles(keyValue, ks[0] * ks[1], ks[2]);
   query.flops = 3 * attentionProductFlops(op);
   keyValue.flops = (atomic ? 5 : 4) * attentionProductFlops(op);

@@ -28,7 +28,7 @@
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda \
 // RUN:   | FileCheck %s --check-prefix=RECOMPUTE
 // RECOMPUTE:     __launch_bounds__(128) kiln_kernel_0(
-// RECOMPUTE:       deltaScratch[bh * 128 + row[r]] = deltas[r];
+// RECOMPUTE:       deltaScratch[bh * 128 + row[m][r]] = deltas[m][r];
 // RECOMPUTE:       storeRows(dq + dqAt(bh, 0)
 // RECOMPUTE:     __launch_bounds__(128) kiln_kernel_1(
 // RECOMPUTE:       __shared__ u16 dSs[2][false ?

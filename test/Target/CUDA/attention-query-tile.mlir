@@ -1,8 +1,9 @@
-// Attention's forward pass on tensor cores: at head dimensions up to 64 a
-// block owns 128 query rows, each warp two tiles of 16 that share every K
-// and V fragment (FlashAttention-2's shape); at 128 the accumulators would
-// not fit twice in registers, and with dropout its draws would spill, so
-// one tile of 16.
+// Attention's forward pass and its query gradient on tensor cores: at head
+// dimensions up to 64 a block owns 128 query rows, each warp two tiles of
+// 16 that share every K and V fragment (FlashAttention-2's shape); at 128
+// the accumulators would not fit twice in registers, and with dropout its
+// draws would spill, so one tile of 16. The key/value gradient's blocks
+// own 64 keys either way.
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 // CHECK:     kiln_kernel_0(
 // CHECK:       u32 qa[2][64 / 16][4];
@@ -12,6 +13,12 @@
 // CHECK:       u32 qa[1][128 / 16][4];
 // CHECK:     kiln_kernel_2(
 // CHECK:       u32 qa[1][64 / 16][4];
+// CHECK:     kiln_kernel_3(
+// CHECK:       u32 qa[2][64 / 16][4], da[2][64 / 16][4];
+// CHECK:       scoreGradients(ds, bh, q0, row, qa[0], da[0], logsumexp, deltas, k0 + c0, keyChunk,
+// CHECK:       accumulate(acc[0], sa[0], keyChunk, kk, 2);
+// CHECK:     kiln_kernel_4(
+// CHECK:       u32 ka[64 / 16][4], va[64 / 16][4];
 
 // --attention-query-tile=64: one tile of 16 per warp at head dimension 64.
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda \
@@ -20,6 +27,9 @@
 // SIXTYFOUR:       u32 qa[1][64 / 16][4];
 // SIXTYFOUR:     kiln_kernel_1(
 // SIXTYFOUR:       u32 qa[1][128 / 16][4];
+// SIXTYFOUR:     kiln_kernel_3(
+// SIXTYFOUR:       u32 qa[1][64 / 16][4], da[1][64 / 16][4];
+// SIXTYFOUR:       accumulate(acc[0], sa[0], keyChunk, kk, 1);
 
 // Both compile for both architectures, and the artifact records the
 // option.
@@ -36,7 +46,8 @@
 func.func @main(%q: tensor<1x2x200x64xbf16>, %k: tensor<1x2x200x64xbf16>, %v: tensor<1x2x200x64xbf16>,
                 %q2: tensor<1x2x48x128xf16>, %k2: tensor<1x2x48x128xf16>, %v2: tensor<1x2x48x128xf16>)
     -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>,
-        tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>) {
+        tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>,
+        tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>) {
   %o, %l = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
       : (tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>)
       -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>)
@@ -46,6 +57,10 @@ func.func @main(%q: tensor<1x2x200x64xbf16>, %k: tensor<1x2x200x64xbf16>, %v: te
   %o3, %l3 = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64, dropout_ratio = 0.1 : f64}
       : (tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>)
       -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>)
-  return %o, %l, %o2, %l2, %o3, %l3 : tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>,
-      tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o, %l, %o {causal, scale = 0.125 : f64}
+      : (tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>,
+         tensor<1x2x200xf32>, tensor<1x2x200x64xbf16>)
+      -> (tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>)
+  return %o, %l, %o2, %l2, %o3, %l3, %dq, %dk, %dv : tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x48x128xf16>, tensor<1x2x48xf32>,
+      tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>
 }
