@@ -395,6 +395,16 @@ KD void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory");
 KD void prefetch_l2(const void *address) {
   asm volatile("prefetch.global.L2 [%0];\n" : : "l"(address));
 }
+// 2^x to 2 ulps as exp2f computes it (one ex2 instruction), results below
+// 2^-126 flushed to zero: without .ftz, ptxas scales such results into and
+// out of the normal range around the ex2, three more instructions per call
+// (attention's probabilities, whose tiny ones are nothing beside a row's
+// sum of at least 1).
+KD float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 #endif
 
 // An index read from a tensor, counted from the end when negative; one
