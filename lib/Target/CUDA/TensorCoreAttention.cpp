@@ -95,6 +95,15 @@ std::optional<std::string> tensorCoreAttentionUnsupported(Operation *op) {
 
 namespace {
 
+/// The substitution of `name`, a lambda storing an f32 result of the
+/// kernels as `value`'s element: a 16-bit one rounded from the float
+/// itself, as round_bf16 would round the same value as a double, in a few
+/// integer instructions instead of some twenty, several of them double.
+std::pair<std::string, std::string> storer(const char *name, Value value) {
+  return {name, "[](float x) { return " +
+                    storedExact(elementTypeOf(value), "x") + "; }"};
+}
+
 /// The substitutions both passes share, if `op` is one the tensor-core
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
 /// a multiple of 16 up to 256, an f32 log-sum-exp.
@@ -156,7 +165,7 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
       {"OT", storageType(ot)},
       {"LOADO",
        "[](" + storageType(ot) + " x) { return " + loaded(ot, "x") + "; }"},
-      {"STOREO", "[](double x) { return " + stored(ot, "x") + "; }"},
+      storer("STOREO", op.getOutput()),
       {"PACK", qt.isBF16() ? "pack_bf16" : "pack_f16"},
       {"FROM16", qt.isBF16() ? "bf16_to_f32" : "f16_to_f32"},
       {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
@@ -179,11 +188,6 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
       {"KVHEADS", indexConstant(ks[0] * ks[1])},
       {"D", indexConstant(d)},
       {"STREAMED", indexConstant(streamedRows(d))}};
-}
-
-std::pair<std::string, std::string> storer(const char *name, Value value) {
-  return {name,
-          "[](double x) { return " + stored(elementTypeOf(value), "x") + "; }"};
 }
 
 /// The most elements an index of `op`'s kernels ranges over: each
