@@ -61,7 +61,8 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                      const std::string &name, size_t index) {
     std::string t = qualifier + storageType(type) + " *";
     prologue += "  " + t + name + " = (" + t + ")args[" +
-                std::to_string(index) + "];\n";
+                std::to_string(index) + "];\n  assume_global(" + name +
+                ");\n";
   };
   size_t next = 0;
   for (auto [n, operand] : llvm::enumerate(plan.operands))
@@ -122,7 +123,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.partialBytes = sums * split.blocks * partialsPerBlock() * 8;
     plan.combinesPartials = split.phase == SplitPhase::Combine;
     prologue += "  double *partials = (double *)args[" +
-                std::to_string(trailing++) + "];\n";
+                std::to_string(trailing++) + "];\n  assume_global(partials);\n";
   }
   // The results are values the kernel computes (lambda), so the bound
   // holds their indices already.
@@ -399,6 +400,16 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.grid =
         std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks);
   }
+  // A block per row's loop twice, for 16-byte aligned pointers and for
+  // others: in the first the compiler knows that every read of a piece's
+  // element is of the registers the piece was loaded to (`chunked`), and
+  // computes each value once where a read that may go to memory after a
+  // store (a column sum's, in shared memory) would load it, convert it and
+  // compute with it again. (Elementwise loops read each element once: the
+  // copy would only cost them registers.)
+  if (vectorized && schedule == Schedule::BlockPerRow)
+    loop = "  auto loop = [&]() {\n" + loop +
+           "  };\n  if (aligned)\n    loop();\n  else\n    loop();\n";
   plan.body = prologue + loadPieces() + code + loop;
   // Every loop above strides over the grid, and the slots of partials
   // follow the grid too.

@@ -405,6 +405,11 @@ KD float exp2_ftz(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+// Tells the compiler that a tensor's pointer (the arena's, from the
+// argument table) addresses global memory: its loads are then known not to
+// alias the kernel's shared-memory stores, so that a value loaded and
+// converted once is not loaded and converted again after each of them.
+KD void assume_global(const void *pointer) { __builtin_assume(__isGlobal(pointer)); }
 #endif
 
 // An index read from a tensor, counted from the end when negative; one

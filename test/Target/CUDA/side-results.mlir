@@ -52,8 +52,11 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // the block computed once for the row.
 // CHECK-LABEL: kiln_kernel_0(void *const *args)
 // CHECK:       float *out0 = (float *)args[3];
+// CHECK-NEXT:  assume_global(out0);
 // CHECK-NEXT:  u16 *out1 = (u16 *)args[4];
+// CHECK-NEXT:  assume_global(out1);
 // CHECK-NEXT:  float *side_out0 = (float *)args[5];
+// CHECK-NEXT:  assume_global(side_out0);
 // CHECK-NEXT:  float *side_out1 = (float *)args[6];
 // CHECK-COUNT-2: block_reduce
 // CHECK-NOT:   block_reduce
@@ -85,7 +88,9 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // columns, whose column sum stores each element it reads, in both types.
 // CHECK-LABEL: kiln_kernel_3(void *const *args)
 // CHECK:       float *out0 = (float *)args[2];
+// CHECK-NEXT:  assume_global(out0);
 // CHECK-NEXT:  float *side_out0 = (float *)args[3];
+// CHECK-NEXT:  assume_global(side_out0);
 // CHECK-NEXT:  u16 *side_out1 = (u16 *)args[4];
 // CHECK:       for (idx k = threadIdx.x / 32; k < 32; k += blockDim.x / 32) {
 // CHECK-NEXT:    acc = Sum()(acc, (double)(v{{[0-9]+}}(o + (0 + k * 32))));
@@ -112,6 +117,7 @@ func.func @main(%x: tensor<32x32xf32>, %r: tensor<32x32xf32>, %g: tensor<32xf32>
 // which reads the gradient once.
 // CHECK-LABEL: kiln_kernel_6(void *const *args)
 // CHECK:       float *out0 = (float *)args[1];
+// CHECK-NEXT:  assume_global(out0);
 // CHECK-NEXT:  u16 *side_out0 = (u16 *)args[2];
 // CHECK:       side_out0[e] = f32_to_bf16
 // CHECK-NOT:   kiln_kernel_7
