@@ -458,6 +458,59 @@ TEST(RoundingTest, CastsRoundAsTheInterpreterDoes) {
   expectBitForBit(function, {x}, "round_bf16(");
 }
 
+// An f32 result of one +, -, *, / or sqrt of floats (f32, or a widened
+// bf16 for a product) is computed in f32 (__fadd_rn, ...), which rounds the exact
+// result once where the interpreter rounds it to double and then to f32:
+// the same bits, a double's 53 bits being at least 2 * 24 + 2 (and no
+// contraction into an FMA). So are narrowing casts of floats, in integer
+// arithmetic on the f32's bits. Operands over every f32 exponent,
+// subnormals and non-finite values among them, and pairs of nearby values
+// (cancellation).
+TEST(RoundingTest, F32ArithmeticRoundsAsTheInterpreterDoes) {
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    func.func @main(%a: tensor<4096xf32>, %b: tensor<4096xf32>, %c: tensor<4096xbf16>)
+        -> (tensor<4096xf32>, tensor<4096xf32>, tensor<4096xf32>, tensor<4096xf32>,
+            tensor<4096xf32>, tensor<4096xf32>, tensor<4096xbf16>, tensor<4096xf16>) {
+      %add = kiln.add %a, %b : (tensor<4096xf32>, tensor<4096xf32>) -> tensor<4096xf32>
+      %sub = kiln.sub %a, %b : (tensor<4096xf32>, tensor<4096xf32>) -> tensor<4096xf32>
+      %mul = kiln.mul %a, %b : (tensor<4096xf32>, tensor<4096xf32>) -> tensor<4096xf32>
+      %div = kiln.div %a, %b : (tensor<4096xf32>, tensor<4096xf32>) -> tensor<4096xf32>
+      %sqrt = kiln.sqrt %a : tensor<4096xf32>
+      %wide = kiln.cast %c : tensor<4096xbf16> to tensor<4096xf32>
+      %scaled = kiln.mul %a, %wide : (tensor<4096xf32>, tensor<4096xf32>) -> tensor<4096xf32>
+      %narrow = kiln.cast %a : tensor<4096xf32> to tensor<4096xbf16>
+      %half = kiln.cast %a : tensor<4096xf32> to tensor<4096xf16>
+      return %add, %sub, %mul, %div, %sqrt, %scaled, %narrow, %half
+          : tensor<4096xf32>, tensor<4096xf32>, tensor<4096xf32>, tensor<4096xf32>,
+            tensor<4096xf32>, tensor<4096xf32>, tensor<4096xbf16>, tensor<4096xf16>
+    })",
+                                                        &context);
+  ASSERT_TRUE(module);
+  auto function = *module->getOps<mlir::func::FuncOp>().begin();
+  Tensor a(DType::F32, {4096}), b(DType::F32, {4096}), c(DType::BF16, {4096});
+  std::mt19937_64 generator(13);
+  auto randomFloat = [&] {
+    uint32_t bits = static_cast<uint32_t>(generator());
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+  };
+  for (int64_t e = 0; e < 4096; ++e) {
+    float x = randomFloat(), y = randomFloat();
+    // Nearby exponents, so that sums round and differences cancel.
+    if (e % 2 == 0 && std::isfinite(x) && x != 0.0f)
+      y = std::ldexp(x, static_cast<int>(generator() % 5) - 2) *
+          (1.0f + static_cast<float>(generator() % 1024) * 0x1p-20f) *
+          (e % 4 == 0 ? -1.0f : 1.0f);
+    a.setFromDouble(e, x);
+    b.setFromDouble(e, y);
+    c.setFromDouble(e, randomFloat());
+  }
+  expectBitForBit(function, {a, b, c}, "__fadd_rn(");
+}
+
 // The gradient of a cross-entropy (reduction none, labels of -100
 // ignored) over 16-bit logits x, labels y and output gradients g, by the
 // executor, must equal the interpreter's bit for bit.

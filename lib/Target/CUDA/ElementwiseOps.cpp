@@ -52,6 +52,41 @@ struct ElementwiseEmitter {
     return returns({"a", "b"}, expr);
   }
   bool isFloat() { return isa<FloatType>(type); }
+  /// Whether every operand is a float exactly (an f32, bf16 or f16 value;
+  /// every value is rounded to its type).
+  bool operandsAreFloats() {
+    return llvm::all_of(op->getOperandTypes(), [](Type t) {
+      Type element = getElementTypeOrSelf(t);
+      return element.isF32() || element.isBF16() || element.isF16();
+    });
+  }
+  /// `expr` of float operands bound to `names` in f32, whose one rounding
+  /// of the exact result is the double computation's rounded to f32: for
+  /// +, -, *, / and sqrt, rounding to 53 bits first and then to 24 changes
+  /// nothing (53 >= 2 * 24 + 2). The operands' conversions from the
+  /// doubles their lambdas return fold into the floats those hold. `expr`
+  /// uses the _rn intrinsics, which are never contracted into an FMA (one
+  /// rounding for two).
+  FailureOr<std::string> inFloat(ArrayRef<const char *> names,
+                                 const std::string &expr) {
+    std::string body;
+    for (auto [n, name] : llvm::enumerate(names)) {
+      FailureOr<std::string> x = operand(n);
+      if (failed(x))
+        return failure();
+      body += "    const float " + std::string(name) + " = (float)" + *x + ";\n";
+    }
+    return writer.define(value, nested,
+                         body + "    return (double)" + expr + ";\n");
+  }
+  /// A binary op `expr` of doubles a and b, or `intrinsic` of floats where
+  /// an f32 result of float operands rounds alike in f32 (inFloat).
+  FailureOr<std::string> binary(const std::string &expr,
+                                const char *intrinsic) {
+    if (type.isF32() && operandsAreFloats())
+      return inFloat({"a", "b"}, std::string(intrinsic) + "(a, b)");
+    return binary(expr);
+  }
 };
 } // namespace
 
@@ -148,7 +183,11 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
       .Case([&](AsinhOp) { return e.unary("asinh(x)"); })
       .Case([&](AcoshOp) { return e.unary("acosh(x)"); })
       .Case([&](AtanhOp) { return e.unary("atanh(x)"); })
-      .Case([&](SqrtOp) { return e.unary("sqrt(x)"); })
+      .Case([&](SqrtOp) {
+        if (e.type.isF32() && e.operandsAreFloats())
+          return e.inFloat({"x"}, "__fsqrt_rn(x)");
+        return e.unary("sqrt(x)");
+      })
       .Case([&](RsqrtOp) { return e.unary("1.0 / sqrt(x)"); })
       .Case([&](ReciprocalOp) { return e.unary("1.0 / x"); })
       .Case([&](FloorOp) { return e.unary("floor(x)"); })
@@ -196,13 +235,22 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
                                "    return rounded_gelu_erf<" + format +
                                    ">(" + *x + ");\n");
         }
+        // A float narrowed to 16 bits: its bits rounded to nearest even, as
+        // round_bf16 (round_f16) rounds the same value as a double, in a
+        // few integer instructions instead of some twenty.
+        if ((e.type.isBF16() || e.type.isF16()) && e.operandsAreFloats())
+          return e.inFloat({"x"}, e.type.isBF16()
+                                      ? "bf16_to_f32(f32_to_bf16(x))"
+                                      : "f16_to_f32(f32_to_f16(x))");
         return e.unary(castExpr(elementTypeOf(c.getInput()), e.type));
       })
-      .Case([&](AddOp) { return e.binary("a + b"); })
-      .Case([&](SubOp) { return e.binary("a - b"); })
-      .Case([&](MulOp) { return e.binary("a * b"); })
+      .Case([&](AddOp) { return e.binary("a + b", "__fadd_rn"); })
+      .Case([&](SubOp) { return e.binary("a - b", "__fsub_rn"); })
+      .Case([&](MulOp) { return e.binary("a * b", "__fmul_rn"); })
       .Case([&](DivOp) {
-        return e.binary(e.isFloat() ? "a / b" : "b == 0 ? (i64)0 : a / b");
+        if (!e.isFloat())
+          return e.binary("b == 0 ? (i64)0 : a / b");
+        return e.binary("a / b", "__fdiv_rn");
       })
       .Case([&](PowOp) { return e.binary("pow((double)a, (double)b)"); })
       .Case([&](MaxOp) {
