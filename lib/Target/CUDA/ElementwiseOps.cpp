@@ -32,18 +32,27 @@ struct ElementwiseEmitter {
   std::string operandType(unsigned n) {
     return computeType(elementTypeOf(op->getOperand(n)));
   }
-  /// Defines the result from its operands bound to `names` (in order).
-  FailureOr<std::string> returns(ArrayRef<const char *> names,
-                                 const std::string &expr) {
+  /// Declarations binding the operands to `names` (in order), as their
+  /// computation type or as floats.
+  FailureOr<std::string> bind(ArrayRef<const char *> names, bool asFloats) {
     std::string body;
     for (auto [n, name] : llvm::enumerate(names)) {
       FailureOr<std::string> x = operand(n);
       if (failed(x))
         return failure();
-      body += "    const " + operandType(n) + " " + name + " = " + *x + ";\n";
+      body += "    const " + (asFloats ? "float" : operandType(n)) + " " +
+              name + " = " + (asFloats ? "(float)" : "") + *x + ";\n";
     }
+    return body;
+  }
+  /// Defines the result from its operands bound to `names` (in order).
+  FailureOr<std::string> returns(ArrayRef<const char *> names,
+                                 const std::string &expr) {
+    FailureOr<std::string> body = bind(names, /*asFloats=*/false);
+    if (failed(body))
+      return failure();
     return writer.define(value, nested,
-                         body + "    return " + rounded(type, expr) + ";\n");
+                         *body + "    return " + rounded(type, expr) + ";\n");
   }
   FailureOr<std::string> unary(const std::string &expr) {
     return returns({"x"}, expr);
@@ -69,15 +78,11 @@ struct ElementwiseEmitter {
   /// rounding for two).
   FailureOr<std::string> inFloat(ArrayRef<const char *> names,
                                  const std::string &expr) {
-    std::string body;
-    for (auto [n, name] : llvm::enumerate(names)) {
-      FailureOr<std::string> x = operand(n);
-      if (failed(x))
-        return failure();
-      body += "    const float " + std::string(name) + " = (float)" + *x + ";\n";
-    }
+    FailureOr<std::string> body = bind(names, /*asFloats=*/true);
+    if (failed(body))
+      return failure();
     return writer.define(value, nested,
-                         body + "    return (double)" + expr + ";\n");
+                         *body + "    return (double)" + expr + ";\n");
   }
   /// A binary op `expr` of doubles a and b, or `intrinsic` of floats where
   /// an f32 result of float operands rounds alike in f32 (inFloat).
