@@ -273,6 +273,31 @@ std::string KernelWriter::once(const std::string &type,
   return name;
 }
 
+FailureOr<std::string> KernelWriter::rowValue(Value value,
+                                              const std::string &index,
+                                              const std::string &start,
+                                              bool nested) {
+  if (start.empty())
+    return at(value, index, nested);
+  FailureOr<std::string> read = at(value, "o", nested);
+  if (failed(read))
+    return failure();
+  auto [known, added] = lambdas.try_emplace("row|" + *read + "|" + start, "");
+  if (added) {
+    std::string name = "v" + std::to_string(counter++);
+    known->second = name;
+    std::string type = computeType(elementTypeOf(value));
+    code += "  idx " + name + "_at = -1;\n  " + type + " " + name +
+            "_value{};\n  auto " + name + "_compute = [&](idx o) {\n    if (o != " +
+            name + "_at) {\n      " + name + "_value = " + *read + ";\n      " +
+            name + "_at = o;\n    }\n  };\n  auto " + name + " = [&](idx o) -> " +
+            type + " {\n    kiln_expect(o == " + name + "_at);\n    return " +
+            name + "_value;\n  };\n";
+    shared.push_back({name, start});
+  }
+  return known->second + "(" + index + ")";
+}
+
 std::string KernelWriter::defineReduction(Value value, bool nested,
                                           const Reduction &r) {
   // A column sum read at the results' index is one per thread, which the

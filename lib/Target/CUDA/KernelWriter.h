@@ -202,6 +202,14 @@ public:
   /// (an optimizer's bias corrections of the step), computed once per
   /// thread rather than once per element.
   std::string once(const std::string &type, const std::string &expression);
+  /// `value` at the row `index` of a block per row, for `start` (rowStart)
+  /// not empty: read once where the row loop starts the row (a norm's
+  /// saved mean), so that each element's read is the value alone, not a
+  /// load, a conversion and the division giving the row again. `at`
+  /// otherwise.
+  mlir::FailureOr<std::string> rowValue(mlir::Value value,
+                                        const std::string &index,
+                                        const std::string &start, bool nested);
   /// Defines `value` as `reduction` at index `o`.
   std::string defineReduction(mlir::Value value, bool nested,
                               const Reduction &reduction);

@@ -258,14 +258,25 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
   unsigned result = cast<OpResult>(value).getResultNumber();
   if (result > 0 && countOf(value) != n)
     return unsupported("a scale or bias smaller than the normalized shape");
+  // The row's saved statistics, read once per row where a block per row
+  // computes the input's gradient: every read of the kernel (its column
+  // sums' too) is then of the row the loop holds.
+  std::string start = w.rowStart(op->getResult(0), n,
+                                 "(i0 / " + indexConstant(n) + ")");
+  auto ofRow = [&](Value statistic, const std::string &row, bool inTerm) {
+    FailureOr<std::string> x =
+        w.rowValue(statistic, row, start, nested || inTerm);
+    failedOperand |= failed(x);
+    return succeeded(x) ? *x : std::string("0");
+  };
   // x^ and g = dy * scale at element i of the input, inside reduction terms
   // and outside.
   auto terms = [&](bool inTerm) {
     std::string r = "(i / " + indexConstant(n) + ")",
                 c = "(i % " + indexConstant(n) + ")";
     std::string xhat = "(" + at(input, "i", inTerm);
-    xhat += mean ? " - " + at(mean, r, inTerm) + ")" : ")";
-    xhat += " * " + at(rstd, r, inTerm);
+    xhat += mean ? " - " + ofRow(mean, r, inTerm) + ")" : ")";
+    xhat += " * " + ofRow(rstd, r, inTerm);
     std::string g = at(grad, "i", inTerm);
     if (scale)
       g += " * " + at(scale, broadcastIndex(scale, normalized, c), inTerm);
@@ -297,7 +308,7 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
         mean ? g + "(i) - " + xhat + "(i) * " + statistic + ".a - " +
                    statistic + ".b"
              : g + "(i) - " + xhat + "(i) * " + statistic;
-    return returnsExpr(at(rstd, row) + " * (" + dx + ")");
+    return returnsExpr(ofRow(rstd, row, false) + " * (" + dx + ")");
   }
   // Parameter gradients: sums over rows at normalized position o.
   std::string column = "k * " + indexConstant(n) + " + o";
