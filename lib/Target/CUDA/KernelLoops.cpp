@@ -236,6 +236,9 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     return code;
   };
   std::string loop;
+  // Whether the row loop stores to shared memory between reads of pieces
+  // (column sums held there).
+  bool storesShared = false;
   if (vectorized && schedule == Schedule::Thread) {
     loop = "  for (idx c = global_thread<idx>(); c < " +
            indexConstant(count / vector) + "; c += thread_count<idx>()) {\n" +
@@ -272,6 +275,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     bool sumsInShared =
         held * columnSums >= kSharedColumnSums &&
         held * columnSums * plan.block * 8 <= kMaxSharedColumnSumBytes;
+    storesShared = sumsInShared;
     auto heldSum = [&](const std::string &sums, const std::string &h) {
       return sums + "[" + h + "]" + (sumsInShared ? "[threadIdx.x]" : "");
     };
@@ -400,14 +404,15 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
     plan.grid =
         std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks);
   }
-  // A block per row's loop twice, for 16-byte aligned pointers and for
-  // others: in the first the compiler knows that every read of a piece's
-  // element is of the registers the piece was loaded to (`chunked`), and
-  // computes each value once where a read that may go to memory after a
-  // store (a column sum's, in shared memory) would load it, convert it and
-  // compute with it again. (Elementwise loops read each element once: the
-  // copy would only cost them registers.)
-  if (vectorized && schedule == Schedule::BlockPerRow)
+  // A loop that stores column sums to shared memory runs twice, for
+  // 16-byte aligned pointers and for others: in the first the compiler
+  // knows that every read of a piece's element is of the registers the
+  // piece was loaded to (`chunked`), and computes each value once where a
+  // read that may go to memory after such a store would load it, convert
+  // it and compute with it again. (Other loops compute each value once
+  // either way, GPT-2's loss kernel in the same instructions: the copy
+  // would only cost them registers, 48 -> 80 there.)
+  if (vectorized && storesShared)
     loop = "  auto loop = [&]() {\n" + loop +
            "  };\n  if (aligned)\n    loop();\n  else\n    loop();\n";
   plan.body = prologue + loadPieces() + code + loop;
