@@ -459,8 +459,8 @@ TEST(RoundingTest, CastsRoundAsTheInterpreterDoes) {
 }
 
 // An f32 result of one +, -, *, / or sqrt of floats (f32, or a widened
-// bf16 for a product) is computed in f32 (__fadd_rn, ...), which rounds the exact
-// result once where the interpreter rounds it to double and then to f32:
+// bf16 for a product) is computed in f32 (__fadd_rn, ...), which rounds the
+// exact result once where the interpreter rounds it to double and then to f32:
 // the same bits, a double's 53 bits being at least 2 * 24 + 2 (and no
 // contraction into an FMA). So are narrowing casts of floats, in integer
 // arithmetic on the f32's bits. Operands over every f32 exponent,

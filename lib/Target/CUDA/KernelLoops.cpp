@@ -61,8 +61,7 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
                      const std::string &name, size_t index) {
     std::string t = qualifier + storageType(type) + " *";
     prologue += "  " + t + name + " = (" + t + ")args[" +
-                std::to_string(index) + "];\n  assume_global(" + name +
-                ");\n";
+                std::to_string(index) + "];\n  assume_global(" + name + ");\n";
   };
   size_t next = 0;
   for (auto [n, operand] : llvm::enumerate(plan.operands))

@@ -288,9 +288,10 @@ FailureOr<std::string> KernelWriter::rowValue(Value value,
     known->second = name;
     std::string type = computeType(elementTypeOf(value));
     code += "  idx " + name + "_at = -1;\n  " + type + " " + name +
-            "_value{};\n  auto " + name + "_compute = [&](idx o) {\n    if (o != " +
-            name + "_at) {\n      " + name + "_value = " + *read + ";\n      " +
-            name + "_at = o;\n    }\n  };\n  auto " + name + " = [&](idx o) -> " +
+            "_value{};\n  auto " + name +
+            "_compute = [&](idx o) {\n    if (o != " + name + "_at) {\n      " +
+            name + "_value = " + *read + ";\n      " + name +
+            "_at = o;\n    }\n  };\n  auto " + name + " = [&](idx o) -> " +
             type + " {\n    kiln_expect(o == " + name + "_at);\n    return " +
             name + "_value;\n  };\n";
     shared.push_back({name, start});

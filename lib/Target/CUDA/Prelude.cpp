@@ -409,7 +409,9 @@ KD float exp2_ftz(float x) {
 // argument table) addresses global memory: its loads are then known not to
 // alias the kernel's shared-memory stores, so that a value loaded and
 // converted once is not loaded and converted again after each of them.
-KD void assume_global(const void *pointer) { __builtin_assume(__isGlobal(pointer)); }
+KD void assume_global(const void *pointer) {
+  __builtin_assume(__isGlobal(pointer));
+}
 #endif
 
 // An index read from a tensor, counted from the end when negative; one

@@ -261,8 +261,8 @@ StructuredEmitter::normalizationGrad(Value input, Value mean, Value rstd,
   // The row's saved statistics, read once per row where a block per row
   // computes the input's gradient: every read of the kernel (its column
   // sums' too) is then of the row the loop holds.
-  std::string start = w.rowStart(op->getResult(0), n,
-                                 "(i0 / " + indexConstant(n) + ")");
+  std::string start =
+      w.rowStart(op->getResult(0), n, "(i0 / " + indexConstant(n) + ")");
   auto ofRow = [&](Value statistic, const std::string &row, bool inTerm) {
     FailureOr<std::string> x =
         w.rowValue(statistic, row, start, nested || inTerm);
