@@ -8,9 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelWriter.h"
-
-#include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "StructuredEmitter.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -18,93 +16,6 @@ using namespace mlir;
 
 namespace kiln::cuda {
 
-namespace {
-
-struct StructuredEmitter {
-  KernelWriter &w;
-  Value value;
-  bool nested;
-  Operation *op = value.getDefiningOp();
-  Type type = elementTypeOf(value);
-  ArrayRef<int64_t> shape = shapeOf(value);
-  Type f64 = Float64Type::get(value.getContext());
-  bool failedOperand = false;
-
-  /// `operand(index)`; records a failure (already reported) instead of
-  /// returning it, so that expressions compose.
-  std::string at(Value operand, const std::string &index, bool inTerm = false) {
-    FailureOr<std::string> x = w.at(operand, index, nested || inTerm);
-    if (failed(x)) {
-      failedOperand = true;
-      return "0";
-    }
-    return *x;
-  }
-  FailureOr<std::string> returns(const std::string &body) {
-    if (failedOperand)
-      return failure();
-    return w.define(value, nested, body);
-  }
-  FailureOr<std::string> returnsExpr(const std::string &expr) {
-    return returns("    return " + rounded(type, expr) + ";\n");
-  }
-  /// An element of an operand of the value's own type, moved unchanged:
-  /// every lambda's value is already of its type, so it is not rounded
-  /// again.
-  FailureOr<std::string> moves(const std::string &element) {
-    return returns("    return " + element + ";\n");
-  }
-  FailureOr<std::string> reduces(const Reduction &r) {
-    if (failedOperand)
-      return failure();
-    return w.defineReduction(value, nested, r);
-  }
-  /// A statistic of the value; `inTerm` when it is read inside the term of
-  /// another reduction, where each thread of a block asks for a different
-  /// one and so must compute it alone.
-  std::string stat(const Reduction &r, bool inTerm = false) {
-    return w.reduction(f64, nested || inTerm, r);
-  }
-  /// The index, for a whole row of a block-per-row kernel, of a statistic
-  /// the value reads at `i / period` (KernelWriter::rowStart).
-  std::string rowStart(int64_t period) {
-    return w.rowStart(value, period, "(i0 / " + indexConstant(period) + ")");
-  }
-  /// Likewise for a statistic of a row of `split`, which only rows along
-  /// the last axis keep in one piece.
-  std::string rowStart(const AxisSplit &split) {
-    return split.inner == 1 ? w.rowStart(value, split.extent, split.row("i0"))
-                            : "";
-  }
-  FailureOr<std::string> unsupported(const Twine &why) {
-    return op->emitError() << "the CUDA target cannot compile '"
-                           << op->getName() << "': " << why;
-  }
-
-  FailureOr<std::string> emit();
-  FailureOr<std::string> reduction(Value input, ArrayRef<int64_t> axes,
-                                   const char *combiner,
-                                   const std::string &init, bool mean);
-  FailureOr<std::string> argReduction(Value input, int64_t axis, bool max,
-                                      bool last);
-  FailureOr<std::string> topK(TopKOp op);
-  FailureOr<std::string> softmax(Value input, int64_t axis, bool log);
-  FailureOr<std::string> normalization(Value input, Value mean, Value scale,
-                                       Value bias, int64_t axis,
-                                       double epsilon);
-  FailureOr<std::string> normalizationGrad(Value input, Value mean, Value rstd,
-                                           Value grad, Value scale,
-                                           int64_t axis);
-  FailureOr<std::string> classification(Value input, Value labels, Value weight,
-                                        Value grad, LossReduction reduction,
-                                        std::optional<int64_t> ignoreIndex,
-                                        std::optional<int64_t> classes,
-                                        bool logits);
-  FailureOr<std::string> matmul(MatmulOp op);
-  FailureOr<std::string> pad(PadOp op);
-};
-
-} // namespace
 
 FailureOr<std::string> StructuredEmitter::reduction(Value input,
                                                     ArrayRef<int64_t> axes,
@@ -519,13 +430,6 @@ FailureOr<std::string> StructuredEmitter::pad(PadOp p) {
 }
 
 FailureOr<std::string> StructuredEmitter::emit() {
-  auto adamMoments = [&](AdamWOp a, unsigned which) {
-    double beta = (which == 1 ? a.getBeta1() : a.getBeta2()).convertToDouble();
-    std::string g = at(a.getGrad(), "i");
-    std::string m = at(which == 1 ? a.getExpAvg() : a.getExpAvgSq(), "i");
-    return literal(beta) + " * " + m + " + " + literal(1.0 - beta) + " * " + g +
-           (which == 2 ? " * " + g : "");
-  };
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
       .Case([&](ReshapeOp r) { return moves(at(r.getInput(), "i")); })
       .Case([&](BroadcastOp b) {
@@ -722,72 +626,8 @@ FailureOr<std::string> StructuredEmitter::emit() {
                               l.getGrad(), l.getReduction(), l.getIgnoreIndex(),
                               l.getNumClasses(), false);
       })
-      .Case([&](AdamWOp a) -> FailureOr<std::string> {
-        unsigned result = cast<OpResult>(value).getResultNumber();
-        if (result > 0)
-          return returnsExpr(adamMoments(a, result));
-        std::string lr = at(a.getLr(), "0"),
-                    t = "(double)" + at(a.getStep(), "0");
-        std::string m = at(a.getNewExpAvg(), "i"),
-                    v = at(a.getNewExpAvgSq(), "i");
-        // The terms of the step alone, once per thread (two pows per
-        // element would cost more than the update's memory traffic).
-        std::string decay =
-            w.once("double", "1.0 - " + lr + " * " +
-                                 literal(a.getWeightDecay().convertToDouble()));
-        std::string stepSize =
-            w.once("double", lr + " / (1.0 - pow(" +
-                                 literal(a.getBeta1().convertToDouble()) +
-                                 ", " + t + "))");
-        std::string secondCorrection =
-            w.once("double", "sqrt(1.0 - pow(" +
-                                 literal(a.getBeta2().convertToDouble()) +
-                                 ", " + t + "))");
-        return returns(
-            "    const double denominator = sqrt(" + v + ") / " +
-            secondCorrection + "(0) + " +
-            literal(a.getEpsilon().convertToDouble()) + ";\n    return " +
-            rounded(type, at(a.getParam(), "i") + " * " + decay + "(0) - " +
-                              stepSize + "(0) * " + m + " / denominator") +
-            ";\n");
-      })
-      .Case([&](SgdOp s) -> FailureOr<std::string> {
-        double momentum = s.getMomentum().convertToDouble();
-        std::string g = "(" + at(s.getGrad(), "i") + " + " +
-                        literal(s.getWeightDecay().convertToDouble()) + " * " +
-                        at(s.getParam(), "i") + ")";
-        if (value == s.getNewMomentumBuffer()) {
-          if (momentum == 0.0)
-            return returnsExpr("0.0");
-          return returnsExpr("(" + at(s.getStep(), "0") + " == 1) ? " + g +
-                             " : " + literal(momentum) + " * " +
-                             at(s.getMomentumBuffer(), "i") + " + " +
-                             literal(1.0 - s.getDampening().convertToDouble()) +
-                             " * " + g);
-        }
-        std::string direction = g;
-        if (momentum != 0.0) {
-          std::string buffer = at(s.getNewMomentumBuffer(), "i");
-          direction = s.getNesterov()
-                          ? g + " + " + literal(momentum) + " * " + buffer
-                          : buffer;
-        }
-        return returnsExpr(at(s.getParam(), "i") + " - " + at(s.getLr(), "0") +
-                           " * (" + direction + ")");
-      })
-      .Case([&](AdagradOp a) -> FailureOr<std::string> {
-        std::string g = "(" + at(a.getGrad(), "i") + " + " +
-                        literal(a.getWeightDecay().convertToDouble()) + " * " +
-                        at(a.getParam(), "i") + ")";
-        if (value == a.getNewSum())
-          return returnsExpr(at(a.getSum(), "i") + " + " + g + " * " + g);
-        std::string clr = at(a.getLr(), "0") + " / (1.0 + (double)(" +
-                          at(a.getStep(), "0") + " - 1) * " +
-                          literal(a.getLrDecay().convertToDouble()) + ")";
-        return returnsExpr(at(a.getParam(), "i") + " - " + clr + " * " + g +
-                           " / (sqrt(" + at(a.getNewSum(), "i") + ") + " +
-                           literal(a.getEpsilon().convertToDouble()) + ")");
-      })
+      .Case<AdamWOp, SgdOp, AdagradOp>(
+          [&](Operation *) { return optimizerUpdate(); })
       .Case([&](MatmulOp m) { return matmul(m); })
       .Default(
           [&](Operation *) { return unsupported("no kernel for this op"); });
