@@ -60,6 +60,9 @@ struct KernelCase {
   /// order of operations is not kiln's (cuDNN): element by element, its
   /// roundings need not land where the interpreter's do.
   std::vector<std::pair<size_t, size_t>> exactReferences = {};
+  /// TargetOptions::attentionL2Bytes where the case is about the head
+  /// groups the tensor-core kernels' blocks take; 0 for the default.
+  int64_t attentionL2Bytes = 0;
 };
 
 class KernelTest : public ::testing::TestWithParam<KernelCase> {};
@@ -173,6 +176,8 @@ void compileAndCompare(mlir::func::FuncOp function,
   options.exactAttention = c.exactAttention;
   options.wideIndices = c.wideIndices;
   options.queryGradient = queryGradient;
+  if (c.attentionL2Bytes)
+    options.attentionL2Bytes = c.attentionL2Bytes;
   if (c.cudnnAttention)
     options.attention = cuda::AttentionBackend::Cudnn;
   cuda::TargetReport report;
@@ -1731,6 +1736,44 @@ func.func @main(%q: tensor<1x2x200x32xbf16>, %k: tensor<1x2x200x32xbf16>, %v: te
      {},
      false,
      /*resultTolerances=*/{{5, 1e-4}}},
+    // Blocks take heads in groups whose streamed operands fit a budget
+    // (here 30000 bytes: two of the five heads' 12800 bytes of keys and
+    // values, two of their 14400 of queries, output gradients, log-sum-exps
+    // and deltas), each group's longest tiles first: groups of 2, 2 and 1
+    // in every kernel, causal, so that tiles differ in length. Each tile
+    // must be computed once, at the bounds above.
+    {"TensorCoreAttentionHeadGroups",
+     R"(
+func.func @main(%q: tensor<1x5x200x16xbf16>, %k: tensor<1x5x200x16xbf16>, %v: tensor<1x5x200x16xbf16>,
+                %g: tensor<1x5x200x16xbf16>)
+    -> (tensor<1x5x200x16xbf16>, tensor<1x5x200xf32>, tensor<1x5x200x16xbf16>, tensor<1x5x200x16xbf16>,
+        tensor<1x5x200x16xbf16>) {
+  %o, %l = kiln.attention %q, %k, %v {causal, scale = 0.25 : f64}
+      : (tensor<1x5x200x16xbf16>, tensor<1x5x200x16xbf16>, tensor<1x5x200x16xbf16>) -> (tensor<1x5x200x16xbf16>, tensor<1x5x200xf32>)
+  %q32 = kiln.cast %q : tensor<1x5x200x16xbf16> to tensor<1x5x200x16xf32>
+  %k32 = kiln.cast %k : tensor<1x5x200x16xbf16> to tensor<1x5x200x16xf32>
+  %v32 = kiln.cast %v : tensor<1x5x200x16xbf16> to tensor<1x5x200x16xf32>
+  %o2, %l2 = kiln.attention %q32, %k32, %v32 {causal, scale = 0.25 : f64}
+      : (tensor<1x5x200x16xf32>, tensor<1x5x200x16xf32>, tensor<1x5x200x16xf32>) -> (tensor<1x5x200x16xf32>, tensor<1x5x200xf32>)
+  %o216 = kiln.cast %o2 : tensor<1x5x200x16xf32> to tensor<1x5x200x16xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o216, %l2, %g {causal, scale = 0.25 : f64}
+      : (tensor<1x5x200x16xbf16>, tensor<1x5x200x16xbf16>, tensor<1x5x200x16xbf16>,
+         tensor<1x5x200x16xbf16>, tensor<1x5x200xf32>, tensor<1x5x200x16xbf16>)
+      -> (tensor<1x5x200x16xbf16>, tensor<1x5x200x16xbf16>, tensor<1x5x200x16xbf16>)
+  return %o, %l, %dq, %dk, %dv : tensor<1x5x200x16xbf16>, tensor<1x5x200xf32>, tensor<1x5x200x16xbf16>,
+      tensor<1x5x200x16xbf16>, tensor<1x5x200x16xbf16>
+}
+)",
+     false,
+     false,
+     0x1p-7,
+     {},
+     {},
+     false,
+     {},
+     false,
+     {},
+     /*attentionL2Bytes=*/30000},
     // Gemma 2's soft cap of the scaled scores (cap * tanh(s / cap)), causal
     // with grouped heads and a trained bias added after the cap: exact
     // kernels, then on tensor cores (the gradient from an exact forward

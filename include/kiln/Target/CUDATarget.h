@@ -64,6 +64,13 @@ struct TargetOptions {
   /// head dimensions up to 64 without dropout: 128 (two tiles of 16 per
   /// warp) or 64 (one, as at larger head dimensions and with dropout).
   int64_t attentionQueryTile = 128;
+  /// The bytes of streamed operands (keys and values; queries and output
+  /// gradients for the key/value gradient) that the blocks of attention's
+  /// tensor-core kernels running at once should share in L2: blocks take
+  /// heads in groups of that many bytes, each head's longest tile first.
+  /// 8 MiB is what the 264 blocks of GPT-2's forward pass in one H100 wave
+  /// stream taking heads one by one.
+  int64_t attentionL2Bytes = 8 << 20;
 };
 
 /// What ptxas allotted one compiled kernel (its `-v` report).

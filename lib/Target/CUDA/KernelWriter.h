@@ -432,19 +432,20 @@ KernelPlan attentionMaskGradient(AttentionGradOp op, StridesOf stridesOf);
 std::optional<std::string> tensorCoreAttentionUnsupported(mlir::Operation *op);
 /// The forward pass on tensor cores (TensorCoreAttention.cpp), for 16-bit
 /// operands and head dimensions that are multiples of 16 up to 256, in
-/// blocks of `queryTile` query rows (128 or 64; 64 above head dimension
-/// 64 and with dropout); none otherwise.
-std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
-                                                     int64_t queryTile,
-                                                     StridesOf stridesOf);
+/// blocks of `options.attentionQueryTile` query rows (128 or 64; 64 above
+/// head dimension 64 and with dropout), which take heads in groups whose
+/// keys and values fit `options.attentionL2Bytes`; none otherwise.
+std::optional<KernelPlan>
+tensorCoreAttentionForward(AttentionOp op, const TargetOptions &options,
+                           StridesOf stridesOf);
 /// The gradient on tensor cores, for what the forward pass takes and a
-/// gradient of the operands' type; none otherwise. dQ as `queryGradient`
-/// says where the head dimension is at most 128 (its B fragments stay in
-/// registers), by a query kernel of its own above, whose blocks own
-/// `queryTile` query rows where the forward pass's do.
+/// gradient of the operands' type; none otherwise. dQ as
+/// `options.queryGradient` says where the head dimension is at most 128
+/// (its B fragments stay in registers), by a query kernel of its own
+/// above, whose blocks own query rows as the forward pass's do.
 std::optional<llvm::SmallVector<KernelPlan>>
-tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
-                            int64_t queryTile, StridesOf stridesOf);
+tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
+                            StridesOf stridesOf);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

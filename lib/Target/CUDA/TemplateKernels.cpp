@@ -178,16 +178,14 @@ planTemplateKernels(Operation *op, const TargetOptions &options,
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     std::optional<KernelPlan> fast;
     if (!options.exactAttention)
-      fast = tensorCoreAttentionForward(attention, options.attentionQueryTile,
-                                        stridesOf);
+      fast = tensorCoreAttentionForward(attention, options, stridesOf);
     return SmallVector<KernelPlan>{
         fast ? *fast : attentionForward(attention, stridesOf)};
   }
   if (auto gradient = dyn_cast<AttentionGradOp>(op)) {
     std::optional<SmallVector<KernelPlan>> fast;
     if (!options.exactAttention)
-      fast = tensorCoreAttentionGradient(gradient, options.queryGradient,
-                                         options.attentionQueryTile, stridesOf);
+      fast = tensorCoreAttentionGradient(gradient, options, stridesOf);
     return fast ? *fast : attentionGradient(gradient, stridesOf);
   }
   if (auto gather = dyn_cast<GatherGradOp>(op))

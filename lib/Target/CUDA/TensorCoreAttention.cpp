@@ -65,6 +65,16 @@ std::pair<std::string, std::string> chunk(int64_t d, int64_t rowTiles) {
           indexConstant(std::min<int64_t>(32 / rowTiles, streamedRows(d)))};
 }
 
+/// The substitution of `name`, the heads a group of attention's blocks
+/// takes together (inHeadGroups): as many as stream at most `l2Bytes` of
+/// operands, `bytesPerHead` each, between one and `heads`.
+std::pair<std::string, std::string>
+groupHeads(const char *name, int64_t l2Bytes, int64_t bytesPerHead,
+           int64_t heads) {
+  return {name, indexConstant(std::clamp<int64_t>(
+                    l2Bytes / std::max<int64_t>(bytesPerHead, 1), 1, heads))};
+}
+
 } // namespace
 
 std::optional<std::string> tensorCoreAttentionUnsupported(Operation *op) {
@@ -108,12 +118,13 @@ std::pair<std::string, std::string> storer(const char *name, Value value) {
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
 /// a multiple of 16 up to 256, an f32 log-sum-exp.
 template <typename OpTy>
-std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
+std::optional<Values> tensorCoreValues(OpTy op, const TargetOptions &options,
+                                       StridesOf stridesOf) {
   if (tensorCoreAttentionUnsupported(op))
     return std::nullopt;
   Type qt = elementTypeOf(op.getQuery());
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
-  int64_t d = qs[3];
+  int64_t d = qs[3], group = qs[1] / ks[1];
   Type ot = elementTypeOf(op.getOutput());
   // An additive or boolean mask, broadcast to batch x heads x TQ x TK, is
   // the fourth operand.
@@ -183,11 +194,19 @@ std::optional<Values> tensorCoreValues(OpTy op, StridesOf stridesOf) {
       {"TK", indexConstant(ks[2])},
       {"H", indexConstant(qs[1])},
       {"HKV", indexConstant(ks[1])},
-      {"GROUP", indexConstant(qs[1] / ks[1])},
+      {"GROUP", indexConstant(group)},
       {"HEADS", indexConstant(qs[0] * qs[1])},
       {"KVHEADS", indexConstant(ks[0] * ks[1])},
       {"D", indexConstant(d)},
-      {"STREAMED", indexConstant(streamedRows(d))}};
+      {"STREAMED", indexConstant(streamedRows(d))},
+      // Blocks that own query rows stream their head's 16-bit keys and
+      // values (a group's query heads share them); the key/value gradient's
+      // blocks, the queries, output gradients, log-sum-exps and deltas of
+      // the query heads their key/value head serves.
+      groupHeads("KEY_GROUP_HEADS", options.attentionL2Bytes,
+                 ks[2] * d * 2 * 2 / group, qs[0] * qs[1]),
+      groupHeads("QUERY_GROUP_HEADS", options.attentionL2Bytes,
+                 group * qs[2] * (d * 2 * 2 + 2 * 4), ks[0] * ks[1])};
 }
 
 /// The most elements an index of `op`'s kernels ranges over: each
@@ -237,15 +256,15 @@ void launchTiles(KernelPlan &plan, int64_t heads, int64_t rows,
 
 } // namespace
 
-std::optional<KernelPlan> tensorCoreAttentionForward(AttentionOp op,
-                                                     int64_t queryTile,
-                                                     StridesOf stridesOf) {
-  std::optional<Values> values = tensorCoreValues(op, stridesOf);
+std::optional<KernelPlan>
+tensorCoreAttentionForward(AttentionOp op, const TargetOptions &options,
+                           StridesOf stridesOf) {
+  std::optional<Values> values = tensorCoreValues(op, options, stridesOf);
   if (!values)
     return std::nullopt;
   values->push_back({"LT", storageType(elementTypeOf(op.getLogsumexp()))});
   ArrayRef<int64_t> qs = shapeOf(op.getQuery());
-  int64_t rowTiles = queryRowTiles(op, queryTile);
+  int64_t rowTiles = queryRowTiles(op, options.attentionQueryTile);
   values->push_back({"ROWTILES", std::to_string(rowTiles)});
   values->push_back({"BQ", std::to_string(64 * rowTiles)});
   values->push_back({"BK", "$STREAMED"});
@@ -318,9 +337,9 @@ static KernelPlan gradientPass(const KernelPlan &like, std::string body,
 }
 
 std::optional<SmallVector<KernelPlan>>
-tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
-                            int64_t queryTile, StridesOf stridesOf) {
-  std::optional<Values> values = tensorCoreValues(op, stridesOf);
+tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
+                            StridesOf stridesOf) {
+  std::optional<Values> values = tensorCoreValues(op, options, stridesOf);
   if (!values)
     return std::nullopt;
   values->push_back({"DQT", storageType(elementTypeOf(op.getQueryGrad()))});
@@ -345,7 +364,8 @@ tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   // The rows' deltas go to scratch, whose pointer follows the results;
   // where the key/value kernel sums dQ, its f32 sums after them.
-  bool atomic = queryGradient == QueryGradient::Atomic && qs[3] <= 128;
+  bool atomic =
+      options.queryGradient == QueryGradient::Atomic && qs[3] <= 128;
   int64_t rows = qs[0] * qs[1] * qs[2],
           scratch = atomic ? rows * (1 + qs[3]) : rows;
   query.partialBytes = scratch * 4;
@@ -355,7 +375,7 @@ tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
   KernelPlan keyValue = query;
   std::string prologue = std::string("$PROLOGUE") + kGradientPrologue;
   Values queryValues = *values, keyValues = *values;
-  int64_t rowTiles = queryRowTiles(op, queryTile);
+  int64_t rowTiles = queryRowTiles(op, options.attentionQueryTile);
   queryValues.push_back({"ROWTILES", std::to_string(rowTiles)});
   queryValues.push_back(chunk(qs[3], rowTiles));
   queryValues.push_back({"BQ", std::to_string(64 * rowTiles)});
@@ -377,11 +397,14 @@ tensorCoreAttentionGradient(AttentionGradOp op, QueryGradient queryGradient,
   keyValue.flops = (atomic ? 5 : 4) * attentionProductFlops(op);
   // With dQ's product, ptxas took GPT-2's key/value kernel (head
   // dimension 64) from 168 registers (3 blocks per SM) to 242 (2); held to
-  // 3 blocks, it spills 80 bytes, as the kernel without it spilled 16 to
-  // get there. At 128 the kernel takes 255 registers either way (2 blocks
-  // per SM, spilling 136 bytes, as the recomputing one spills 60); held to
-  // 3, it would spill 1.5 KB.
-  if (atomic && qs[3] <= 64)
+  // 3 blocks, it spills 80 bytes. Without it, ptxas chooses 168 registers
+  // or some 205 (2 blocks per SM) as small changes to the code fall (the
+  // order of the work items took it there): held to 3 blocks, it spills 24
+  // to 32 bytes, as the kernel measured at 122 TFLOP/s did 16. At 128 the
+  // kernel takes 255 registers either way (2 blocks per SM, spilling 136
+  // bytes, as the recomputing one spills 60); held to 3, it would spill
+  // 1.5 KB.
+  if (qs[3] <= 64)
     keyValue.minBlocksPerSM = 3;
   SmallVector<KernelPlan> plans = {query, keyValue};
   if (atomic) {

@@ -3,7 +3,7 @@
 // f32 sums with atomics (FlashAttention-2's five products): a kernel before
 // it stores the rows' deltas and clears the sums, one after it stores them
 // as dq. At head dimension 64 the key/value kernel is held to three blocks
-// per SM, at 128 it is not (it would spill 1.5 KB).
+// per SM (either way), at 128 it is not (it would spill 1.5 KB).
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda \
 // RUN:   --attention-query-gradient=atomic | FileCheck %s
 
@@ -30,7 +30,7 @@
 // RECOMPUTE:     __launch_bounds__(128) kiln_kernel_0(
 // RECOMPUTE:       deltaScratch[bh * 128 + row[m][r]] = deltas[m][r];
 // RECOMPUTE:       storeRows(dq + dqAt(bh, 0)
-// RECOMPUTE:     __launch_bounds__(128) kiln_kernel_1(
+// RECOMPUTE:     __launch_bounds__(128, 3) kiln_kernel_1(
 // RECOMPUTE:       __shared__ u16 dSs[2][false ?
 // RECOMPUTE:     __launch_bounds__(128) kiln_kernel_2(
 // RECOMPUTE:       storeRows(dq + dqAt(bh, 0)
