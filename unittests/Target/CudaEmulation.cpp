@@ -30,6 +30,39 @@ CudaEmulation::~CudaEmulation() {
     llvm::sys::fs::remove_directories(directory);
 }
 
+void *openHostLibrary(const std::string &source, const std::string &directory,
+                      std::string &error) {
+  std::string file = directory + "/kernels.cpp";
+  std::string object = directory + "/kernels.so";
+  std::string log = directory + "/compile.log";
+  {
+    std::ofstream out(file);
+    out << kShim << source;
+  }
+  auto compiler = llvm::sys::findProgramByName("c++");
+  if (!compiler) {
+    error = "no host C++ compiler (c++) on PATH";
+    return nullptr;
+  }
+  // _longjmp between fiber stacks is what the fortified longjmp refuses.
+  llvm::StringRef args[] = {*compiler, "-std=c++17", "-O1", "-U_FORTIFY_SOURCE",
+                            "-shared", "-fPIC",      "-w",  "-o",
+                            object,    file};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
+  if (llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, redirects) !=
+      0) {
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    error = "the host compiler rejected the kernels:\n" + text.str();
+    return nullptr;
+  }
+  void *library = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    error = dlerror();
+  return library;
+}
+
 std::unique_ptr<CudaEmulation>
 CudaEmulation::create(const artifact::ArtifactT &artifact,
                       const ExecutorOptions &options, std::string &error) {
@@ -41,36 +74,10 @@ CudaEmulation::create(const artifact::ArtifactT &artifact,
     return nullptr;
   }
   emulation->directory = directory.str().str();
-  std::string source = emulation->directory + "/kernels.cpp";
-  std::string object = emulation->directory + "/kernels.so";
-  std::string log = emulation->directory + "/compile.log";
-  {
-    std::ofstream file(source);
-    file << kShim << artifact.source;
-  }
-  auto compiler = llvm::sys::findProgramByName("c++");
-  if (!compiler) {
-    error = "no host C++ compiler (c++) on PATH";
+  emulation->library =
+      openHostLibrary(artifact.source, emulation->directory, error);
+  if (!emulation->library)
     return nullptr;
-  }
-  // _longjmp between fiber stacks is what the fortified longjmp refuses.
-  llvm::StringRef args[] = {*compiler, "-std=c++17", "-O1", "-U_FORTIFY_SOURCE",
-                            "-shared", "-fPIC",      "-w",  "-o",
-                            object,    source};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
-  if (llvm::sys::ExecuteAndWait(*compiler, args, std::nullopt, redirects) !=
-      0) {
-    std::ifstream file(log);
-    std::stringstream text;
-    text << file.rdbuf();
-    error = "the host compiler rejected the kernels:\n" + text.str();
-    return nullptr;
-  }
-  emulation->library = dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!emulation->library) {
-    error = dlerror();
-    return nullptr;
-  }
   emulation->launchKernel = reinterpret_cast<LaunchFunction>(
       dlsym(emulation->library, "kiln_emulation_launch"));
   for (const std::string &name : artifact.kernel_names) {

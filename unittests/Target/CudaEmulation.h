@@ -21,6 +21,12 @@
 
 namespace kiln::testing {
 
+/// Compiles kernel source `source` after the shim with the host compiler,
+/// in `directory`, and opens the library; null, with the compiler's output
+/// or dlopen's message in `error`, where that fails.
+void *openHostLibrary(const std::string &source, const std::string &directory,
+                      std::string &error);
+
 class CudaEmulation : public Executor {
 public:
   /// Compiles the artifact's kernels with the host compiler; on failure
