@@ -156,6 +156,9 @@ std::optional<Values> tensorCoreValues(OpTy op, const TargetOptions &options,
                                  literal(ratio) + ") ? (float)" +
                                  literal(1.0 / (1.0 - ratio)) + " : 0.0f;"
                            : "return 1.0f;";
+  // Scores that are their products times a constant, in base 2.
+  bool scaledOnly = !op.getMask() && !op.getSoftcap();
+  double scale = op.getScale().convertToDouble();
   std::string capped = "x", slope = "1.0f";
   if (std::optional<APFloat> softcap = op.getSoftcap()) {
     std::string c = "(float)" + literal(softcap->convertToDouble());
@@ -180,16 +183,16 @@ std::optional<Values> tensorCoreValues(OpTy op, const TargetOptions &options,
       {"PACK", qt.isBF16() ? "pack_bf16" : "pack_f16"},
       {"FROM16", qt.isBF16() ? "bf16_to_f32" : "f16_to_f32"},
       {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
-      {"SCALE", literal(op.getScale().convertToDouble())},
+      {"SCALE", literal(scale)},
       {"OUTSIDE", outsideKeys(op)},
       {"SPANS", spans(op)},
       {"CAPPED", capped},
       {"SLOPE", slope},
-      {"LOG2SCORE",
-       op.getMask() || op.getSoftcap()
-           ? "masked(bh, i, j, s * (float)$SCALE) * log2e"
-           : "s * (float)" + literal(op.getScale().convertToDouble() *
-                                     llvm::numbers::log2e)},
+      {"LOG2SCORE", scaledOnly ? "s * (float)$LOG2FACTOR"
+                               : "masked(bh, i, j, s * (float)$SCALE) * log2e"},
+      {"LOG2FACTOR", literal(scale * llvm::numbers::log2e)},
+      {"RANKED", scaledOnly && scale > 0.0 ? "s" : "log2Score(bh, i, j, s)"},
+      {"RANK_FACTOR", scaledOnly && scale > 0.0 ? "$LOG2FACTOR" : "1.0"},
       {"TQ", indexConstant(qs[2])},
       {"TK", indexConstant(ks[2])},
       {"H", indexConstant(qs[1])},
