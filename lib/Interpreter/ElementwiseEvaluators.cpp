@@ -80,10 +80,14 @@ static LogicalResult evaluateGelu(GeluOp op, const EvaluationContext &context,
   return success();
 }
 
-/// The derivatives of geluExact and geluTanh.
+/// The derivatives of geluExact and geluTanh. The normal density is its
+/// exp times the rounded 1 / sqrt(2 pi), the CDF's erf at x times the
+/// rounded 1 / sqrt(2), as the CUDA target computes them: where the
+/// density is subnormal, another association rounded it to 0 where the
+/// kernels did not, and the sign of the zero gradient differed.
 static double geluExactDerivative(double x) {
-  double cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
-  double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+  double cdf = 0.5 * (1.0 + std::erf(x * M_SQRT1_2));
+  double pdf = std::exp(-0.5 * x * x) * 0.3989422804014327;
   return cdf + x * pdf;
 }
 static double geluTanhDerivative(double x) {

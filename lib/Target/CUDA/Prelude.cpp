@@ -180,6 +180,60 @@ KD bool dropout_keep(u64 key, i64 index, double ratio) {
   return random_uniform(key, index) >= ratio;
 }
 
+// 2^(j / 64), correctly rounded, for exp_nonpositive.
+__device__ const double kExp2Sixtyfourths[64] = {
+    0x1.0000000000000p+0, 0x1.02c9a3e778061p+0, 0x1.059b0d3158574p+0,
+    0x1.0874518759bc8p+0, 0x1.0b5586cf9890fp+0, 0x1.0e3ec32d3d1a2p+0,
+    0x1.11301d0125b51p+0, 0x1.1429aaea92de0p+0, 0x1.172b83c7d517bp+0,
+    0x1.1a35beb6fcb75p+0, 0x1.1d4873168b9aap+0, 0x1.2063b88628cd6p+0,
+    0x1.2387a6e756238p+0, 0x1.26b4565e27cddp+0, 0x1.29e9df51fdee1p+0,
+    0x1.2d285a6e4030bp+0, 0x1.306fe0a31b715p+0, 0x1.33c08b26416ffp+0,
+    0x1.371a7373aa9cbp+0, 0x1.3a7db34e59ff7p+0, 0x1.3dea64c123422p+0,
+    0x1.4160a21f72e2ap+0, 0x1.44e086061892dp+0, 0x1.486a2b5c13cd0p+0,
+    0x1.4bfdad5362a27p+0, 0x1.4f9b2769d2ca7p+0, 0x1.5342b569d4f82p+0,
+    0x1.56f4736b527dap+0, 0x1.5ab07dd485429p+0, 0x1.5e76f15ad2148p+0,
+    0x1.6247eb03a5585p+0, 0x1.6623882552225p+0, 0x1.6a09e667f3bcdp+0,
+    0x1.6dfb23c651a2fp+0, 0x1.71f75e8ec5f74p+0, 0x1.75feb564267c9p+0,
+    0x1.7a11473eb0187p+0, 0x1.7e2f336cf4e62p+0, 0x1.82589994cce13p+0,
+    0x1.868d99b4492edp+0, 0x1.8ace5422aa0dbp+0, 0x1.8f1ae99157736p+0,
+    0x1.93737b0cdc5e5p+0, 0x1.97d829fde4e50p+0, 0x1.9c49182a3f090p+0,
+    0x1.a0c667b5de565p+0, 0x1.a5503b23e255dp+0, 0x1.a9e6b5579fdbfp+0,
+    0x1.ae89f995ad3adp+0, 0x1.b33a2b84f15fbp+0, 0x1.b7f76f2fb5e47p+0,
+    0x1.bcc1e904bc1d2p+0, 0x1.c199bdd85529cp+0, 0x1.c67f12e57d14bp+0,
+    0x1.cb720dcef9069p+0, 0x1.d072d4a07897cp+0, 0x1.d5818dcfba487p+0,
+    0x1.da9e603db3285p+0, 0x1.dfc97337b9b5fp+0, 0x1.e502ee78b3ff6p+0,
+    0x1.ea4afa2a490dap+0, 0x1.efa1bee615a27p+0, 0x1.f50765b6e4540p+0,
+    0x1.fa7c1819e90d8p+0,
+};
+// exp(d) for d <= 0 (a softmax's terms against their maximum, a normal
+// density), within about an ulp as CUDA's exp: 2^(k / 64) from a table
+// times a degree-6 polynomial for |r| <= ln 2 / 128, where d = k ln 2 / 64
+// + r: eleven double operations where CUDA's exp takes some eighteen
+// (PreludeTest: within 1.1 ulps of the exact value). Below -707, where the
+// table's power of two would leave the normal range, CUDA's exp rounds the
+// subnormal result (and takes -inf and NaN), in a call, so that its code
+// takes none of the common path's registers (the loss kernel's 48 were 64
+// with it inline).
+__device__ __noinline__ double exp_below_normal(double d) { return exp(d); }
+KD double exp_nonpositive(double d) {
+  if (!(d >= -707.0)) return exp_below_normal(d);
+  const double shifter = 0x1.8p52; // rounds to an integer in the low bits
+  const double shifted = fma(d, 92.33248261689366, shifter);
+  const int k = (int)(u32)f64_to_bits(shifted);
+  const double kd = shifted - shifter;
+  // ln 2 / 64 in two parts, the first with 36 significant bits, so that
+  // kd times it is exact for |k| < 2^17.
+  const double r = fma(-kd, 0x1.cf79abc9e3b3ap-46,
+                       fma(-kd, 0x1.62e42fefa0000p-7, d));
+  // exp(r) - 1, the Taylor terms to r^6 / 6! (the next is below 2^-64).
+  double p = fma(0x1.6c16c16c16c17p-10, r, 0x1.1111111111111p-7);
+  p = fma(p, r, 0x1.5555555555555p-5);
+  p = fma(p, r, 0x1.5555555555555p-3);
+  p = fma(p, r, 0.5);
+  p = r * fma(p, r, 1.0);
+  const double t = kExp2Sixtyfourths[k & 63];
+  return bits_to_f64(f64_to_bits(fma(t, p, t)) + ((u64)(i64)(k >> 6) << 52));
+}
 KD double gelu_tanh(double x) {
   return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
@@ -190,7 +244,7 @@ KD double gelu_tanh_grad(double x) {
 }
 KD double gelu_erf_grad(double x) {
   return 0.5 * (1.0 + erf(x * 0.7071067811865476)) +
-         x * 0.3989422804014327 * exp(-0.5 * x * x);
+         x * (exp_nonpositive(-0.5 * x * x) * 0.3989422804014327);
 }
 
 // Format::round(round_f32(gelu_erf(x))) for an f32 x: the interpreter's
@@ -316,57 +370,6 @@ struct PairSum {
     return {x.a + y.a, x.b + y.b};
   }
 };
-// 2^(j / 64), correctly rounded, for exp_nonpositive.
-__device__ const double kExp2Sixtyfourths[64] = {
-    0x1.0000000000000p+0, 0x1.02c9a3e778061p+0, 0x1.059b0d3158574p+0,
-    0x1.0874518759bc8p+0, 0x1.0b5586cf9890fp+0, 0x1.0e3ec32d3d1a2p+0,
-    0x1.11301d0125b51p+0, 0x1.1429aaea92de0p+0, 0x1.172b83c7d517bp+0,
-    0x1.1a35beb6fcb75p+0, 0x1.1d4873168b9aap+0, 0x1.2063b88628cd6p+0,
-    0x1.2387a6e756238p+0, 0x1.26b4565e27cddp+0, 0x1.29e9df51fdee1p+0,
-    0x1.2d285a6e4030bp+0, 0x1.306fe0a31b715p+0, 0x1.33c08b26416ffp+0,
-    0x1.371a7373aa9cbp+0, 0x1.3a7db34e59ff7p+0, 0x1.3dea64c123422p+0,
-    0x1.4160a21f72e2ap+0, 0x1.44e086061892dp+0, 0x1.486a2b5c13cd0p+0,
-    0x1.4bfdad5362a27p+0, 0x1.4f9b2769d2ca7p+0, 0x1.5342b569d4f82p+0,
-    0x1.56f4736b527dap+0, 0x1.5ab07dd485429p+0, 0x1.5e76f15ad2148p+0,
-    0x1.6247eb03a5585p+0, 0x1.6623882552225p+0, 0x1.6a09e667f3bcdp+0,
-    0x1.6dfb23c651a2fp+0, 0x1.71f75e8ec5f74p+0, 0x1.75feb564267c9p+0,
-    0x1.7a11473eb0187p+0, 0x1.7e2f336cf4e62p+0, 0x1.82589994cce13p+0,
-    0x1.868d99b4492edp+0, 0x1.8ace5422aa0dbp+0, 0x1.8f1ae99157736p+0,
-    0x1.93737b0cdc5e5p+0, 0x1.97d829fde4e50p+0, 0x1.9c49182a3f090p+0,
-    0x1.a0c667b5de565p+0, 0x1.a5503b23e255dp+0, 0x1.a9e6b5579fdbfp+0,
-    0x1.ae89f995ad3adp+0, 0x1.b33a2b84f15fbp+0, 0x1.b7f76f2fb5e47p+0,
-    0x1.bcc1e904bc1d2p+0, 0x1.c199bdd85529cp+0, 0x1.c67f12e57d14bp+0,
-    0x1.cb720dcef9069p+0, 0x1.d072d4a07897cp+0, 0x1.d5818dcfba487p+0,
-    0x1.da9e603db3285p+0, 0x1.dfc97337b9b5fp+0, 0x1.e502ee78b3ff6p+0,
-    0x1.ea4afa2a490dap+0, 0x1.efa1bee615a27p+0, 0x1.f50765b6e4540p+0,
-    0x1.fa7c1819e90d8p+0,
-};
-// exp(d) for d <= 0, a term of a sum that is at least 1 (a softmax's
-// against its maximum), within about an ulp as CUDA's exp: 2^(k / 64) from
-// a table times a degree-6 polynomial for |r| <= ln 2 / 128, where d =
-// k ln 2 / 64 + r: eleven double operations where CUDA's exp takes some
-// eighteen (PreludeTest: within 1.1 ulps of the exact value). Below
-// -707, where the table's power of two would leave the normal range, the
-// term is 0: against a sum of at least 1 such terms are nothing. NaN stays.
-KD double exp_nonpositive(double d) {
-  if (!(d >= -707.0)) return d != d ? d : 0.0;
-  const double shifter = 0x1.8p52; // rounds to an integer in the low bits
-  const double shifted = fma(d, 92.33248261689366, shifter);
-  const int k = (int)(u32)f64_to_bits(shifted);
-  const double kd = shifted - shifter;
-  // ln 2 / 64 in two parts, the first with 36 significant bits, so that
-  // kd times it is exact for |k| < 2^17.
-  const double r = fma(-kd, 0x1.cf79abc9e3b3ap-46,
-                       fma(-kd, 0x1.62e42fefa0000p-7, d));
-  // exp(r) - 1, the Taylor terms to r^6 / 6! (the next is below 2^-64).
-  double p = fma(0x1.6c16c16c16c17p-10, r, 0x1.1111111111111p-7);
-  p = fma(p, r, 0x1.5555555555555p-5);
-  p = fma(p, r, 0x1.5555555555555p-3);
-  p = fma(p, r, 0.5);
-  p = r * fma(p, r, 1.0);
-  const double t = kExp2Sixtyfourths[k & 63];
-  return bits_to_f64(f64_to_bits(fma(t, p, t)) + ((u64)(i64)(k >> 6) << 52));
-}
 // A row's maximum and the sum of exp(x - maximum) so far: its log-sum-exp
 // in one pass, each term rescaling the sum when it raises the maximum
 // (one exp per term). Terms of -inf add nothing; NaN terms make the sum
