@@ -491,6 +491,20 @@ KD void copy16(void *to, const void *from, int pieces) {
 #ifndef kiln_expect
 #define kiln_expect(condition) ((void)0)
 #endif
+// Adds a and b to the f32 pair at p (8-byte aligned, in global memory):
+// one vector reduction on sm_90, two atomics before it.
+#if __CUDA_ARCH__ >= 900
+KD void atomic_add_pair(float *p, float a, float b) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b)
+               : "memory");
+}
+#else
+KD void atomic_add_pair(float *p, float a, float b) {
+  kiln_expect(((u64)p & 7) == 0);
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
+}
+#endif
 
 template <typename Index = i64> KD Index global_thread() {
   return (Index)blockIdx.x * blockDim.x + threadIdx.x;

@@ -366,11 +366,13 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
   }
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
   // The rows' deltas go to scratch, whose pointer follows the results;
-  // where the key/value kernel sums dQ, its f32 sums after them.
+  // where the key/value kernel sums dQ, its f32 sums after them, from a
+  // multiple of 4 floats (16 bytes: pairs of sums take one reduction).
   bool atomic =
       options.queryGradient == QueryGradient::Atomic && qs[3] <= 128;
-  int64_t rows = qs[0] * qs[1] * qs[2],
-          scratch = atomic ? rows * (1 + qs[3]) : rows;
+  int64_t rows = qs[0] * qs[1] * qs[2], sumsAt = llvm::alignTo(rows, 4),
+          scratch = atomic ? sumsAt + rows * qs[3] : rows;
+  values->push_back({"DQ_SUMS_AT", indexConstant(sumsAt)});
   query.partialBytes = scratch * 4;
   query.indexBound = std::max(indexBound(op, stridesOf), scratch);
   values->push_back({"SCRATCH_ARG", std::to_string(query.operands.size() +

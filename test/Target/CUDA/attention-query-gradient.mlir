@@ -12,13 +12,13 @@
 // CHECK:       const idx end = (first + rowsPerBlock < 2 * 128 ? first + rowsPerBlock : 2 * 128) * 64;
 // CHECK:       dqSums[e] = 0.0f;
 // CHECK:     __launch_bounds__(128, 3) kiln_kernel_1(
-// CHECK:       atomicAdd(&dqSums[(bh * 128 + i) * 64 + column]
+// CHECK:       atomic_add_pair(&dqSums[(bh * 128 + i) * 64 + column]
 // CHECK:     __launch_bounds__(128) kiln_kernel_2(
 // CHECK:       dq[dqAt(row / 128, 0) + row % 128 * dqStep + e % 64] =
 // CHECK:     __launch_bounds__(128) kiln_kernel_3(
 // CHECK:       const idx end = (first + rowsPerBlock < 2 * 48 ? first + rowsPerBlock : 2 * 48) * 128;
 // CHECK:     __launch_bounds__(128) kiln_kernel_4(
-// CHECK:       atomicAdd(&dqSums[(bh * 48 + i) * 128 + column]
+// CHECK:       atomic_add_pair(&dqSums[(bh * 48 + i) * 128 + column]
 // CHECK:     __launch_bounds__(128) kiln_kernel_5(
 // CHECK-NOT: kiln_kernel_6
 
