@@ -156,7 +156,8 @@ std::optional<Values> tensorCoreValues(OpTy op, const TargetOptions &options,
                                  literal(ratio) + ") ? (float)" +
                                  literal(1.0 / (1.0 - ratio)) + " : 0.0f;"
                            : "return 1.0f;";
-  // Scores that are their products times a constant, in base 2.
+  // Whether a score in base 2 is its product times a constant (no mask,
+  // no cap).
   bool scaledOnly = !op.getMask() && !op.getSoftcap();
   double scale = op.getScale().convertToDouble();
   std::string capped = "x", slope = "1.0f";
