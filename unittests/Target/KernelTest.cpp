@@ -1577,8 +1577,10 @@ func.func @main(%q: tensor<2x4x32x16xbf16>, %k: tensor<2x4x32x16xbf16>, %v: tens
 )"},
     // Tensor cores: a tile of 64 query rows and the 16 past it, key tiles
     // of 64, grouped heads, causal; f16 without a mask, with an additive
-    // padding mask (BERT's), and causal with a boolean mask (rows that
-    // keep no key give 0 and -inf). The interpreter
+    // padding mask (BERT's), causal with a boolean mask (rows that keep no
+    // key give 0 and -inf), and with a negative scale (whose scores' row
+    // maximum is not that of the products, which the forward pass takes
+    // where the scale is positive). The interpreter
     // rounds normalized probabilities to the operands' type before P V,
     // the kernel unnormalized ones (FlashAttention's order): both are within
     // 2^-9 of the exact value (bf16), so outputs, convex combinations of
@@ -1589,7 +1591,8 @@ func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tens
                 %q2: tensor<2x2x24x32xf16>, %k2: tensor<2x2x40x32xf16>, %v2: tensor<2x2x40x32xf16>,
                 %m: tensor<2x1x1x40xf32>, %b: tensor<80x80xi1>)
     -> (tensor<1x4x80x64xf32>, tensor<1x4x80xf32>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>,
-        tensor<2x2x24x32xf16>, tensor<2x2x24xf32>, tensor<1x4x80x64xf32>, tensor<1x4x80xf32>) {
+        tensor<2x2x24x32xf16>, tensor<2x2x24xf32>, tensor<1x4x80x64xf32>, tensor<1x4x80xf32>,
+        tensor<2x2x24x32xf16>, tensor<2x2x24xf32>) {
   %out, %lse = kiln.attention %q, %k, %v {causal, scale = 0.125 : f64}
       : (tensor<1x4x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>) -> (tensor<1x4x80x64xf32>, tensor<1x4x80xf32>)
   %out2, %lse2 = kiln.attention %q2, %k2, %v2 {scale = 0.2 : f64}
@@ -1600,9 +1603,11 @@ func.func @main(%q: tensor<1x4x80x64xbf16>, %k: tensor<1x2x80x64xbf16>, %v: tens
   %out4, %lse4 = kiln.attention %q, %k, %v mask %b {causal, scale = 0.125 : f64}
       : (tensor<1x4x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<1x2x80x64xbf16>, tensor<80x80xi1>)
       -> (tensor<1x4x80x64xf32>, tensor<1x4x80xf32>)
-  return %out, %lse, %out2, %lse2, %out3, %lse3, %out4, %lse4 : tensor<1x4x80x64xf32>, tensor<1x4x80xf32>,
+  %out5, %lse5 = kiln.attention %q2, %k2, %v2 {scale = -0.2 : f64}
+      : (tensor<2x2x24x32xf16>, tensor<2x2x40x32xf16>, tensor<2x2x40x32xf16>) -> (tensor<2x2x24x32xf16>, tensor<2x2x24xf32>)
+  return %out, %lse, %out2, %lse2, %out3, %lse3, %out4, %lse4, %out5, %lse5 : tensor<1x4x80x64xf32>, tensor<1x4x80xf32>,
       tensor<2x2x24x32xf16>, tensor<2x2x24xf32>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>,
-      tensor<1x4x80x64xf32>, tensor<1x4x80xf32>
+      tensor<1x4x80x64xf32>, tensor<1x4x80xf32>, tensor<2x2x24x32xf16>, tensor<2x2x24xf32>
 }
 )",
      false, false, 0x1p-7},
