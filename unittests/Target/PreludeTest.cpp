@@ -27,34 +27,50 @@ using namespace kiln;
 namespace {
 
 /// The prelude every generated kernel source starts with (that of a
-/// one-op function's artifact), followed by `functions`, compiled and
-/// opened on the host; null where that fails. The library lives in
-/// `directory`, which the caller removes.
-void *preludeWith(const std::string &functions, std::string &directory) {
-  mlir::MLIRContext context;
-  registerKilnDialects(context);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
-    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-      %y = kiln.add %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-      return %y : tensor<4xf32>
-    })",
-                                                        &context);
-  cuda::TargetOptions options;
-  options.archs = {};
-  auto compiled = cuda::compileFunction(
-      *module->getOps<mlir::func::FuncOp>().begin(), options);
-  if (!module || mlir::failed(compiled))
-    return nullptr;
-  llvm::SmallString<128> path;
-  if (llvm::sys::fs::createUniqueDirectory("kiln-prelude", path))
-    return nullptr;
-  directory = path.str().str();
-  std::string error;
-  void *library = kiln::testing::openHostLibrary(
-      (*compiled)->source + functions, directory, error);
-  EXPECT_TRUE(library) << error;
-  return library;
-}
+/// one-op function's artifact) followed by `functions`, compiled and opened
+/// on the host; closed, and its directory removed, with this object.
+class PreludeLibrary {
+public:
+  explicit PreludeLibrary(const std::string &functions) {
+    mlir::MLIRContext context;
+    registerKilnDialects(context);
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+      func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+        %y = kiln.add %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+        return %y : tensor<4xf32>
+      })",
+                                                          &context);
+    if (!module)
+      return;
+    cuda::TargetOptions options;
+    options.archs = {}; // the source alone
+    auto compiled = cuda::compileFunction(
+        *module->getOps<mlir::func::FuncOp>().begin(), options);
+    llvm::SmallString<128> path;
+    if (mlir::failed(compiled) ||
+        llvm::sys::fs::createUniqueDirectory("kiln-prelude", path))
+      return;
+    directory = path.str().str();
+    std::string error;
+    handle = kiln::testing::openHostLibrary((*compiled)->source + functions,
+                                            directory, error);
+    EXPECT_TRUE(handle) << error;
+  }
+  ~PreludeLibrary() {
+    if (handle)
+      dlclose(handle);
+    if (!directory.empty())
+      llvm::sys::fs::remove_directories(directory);
+  }
+  /// The function `name`, null where there is none.
+  void *symbol(const char *name) const {
+    return handle ? dlsym(handle, name) : nullptr;
+  }
+
+private:
+  void *handle = nullptr;
+  std::string directory;
+};
 
 // exp(d) for d <= 0 (exp_nonpositive: a table of 2^(j / 64) and a
 // polynomial, a log-sum-exp's terms and a normal density in fewer double
@@ -64,19 +80,14 @@ void *preludeWith(const std::string &functions, std::string &directory) {
 // the library's exp itself; exp(0) is exactly 1, exp(-inf) 0 and NaN
 // stays NaN.
 TEST(PreludeTest, ExpOfNonpositiveIsWithinAnUlp) {
-  std::string directory;
-  void *library = preludeWith(
-      "extern \"C\" double probe(double d) { return exp_nonpositive(d); }\n",
-      directory);
-  ASSERT_TRUE(library);
-  auto probe = reinterpret_cast<double (*)(double)>(dlsym(library, "probe"));
+  PreludeLibrary library(
+      "extern \"C\" double probe(double d) { return exp_nonpositive(d); }\n");
+  auto probe = reinterpret_cast<double (*)(double)>(library.symbol("probe"));
   ASSERT_TRUE(probe);
-  std::vector<double> values = {-0.0,          -0x1p-1074,     -1e-300,
-                                -0x1p-60,      -0x1p-30,       -1e-9,
-                                -0.5,          -M_LN2 / 128,   -M_LN2 / 64,
-                                -M_LN2,        -1.0,           -10.0,
-                                -37.0,         -100.5,         -700.0,
-                                -706.9999999,  -707.0};
+  std::vector<double> values = {
+      -0.0,  -0x1p-1074,   -1e-300,     -0x1p-60,     -0x1p-30, -1e-9,
+      -0.5,  -M_LN2 / 128, -M_LN2 / 64, -M_LN2,       -1.0,     -10.0,
+      -37.0, -100.5,       -700.0,      -706.9999999, -707.0};
   std::mt19937_64 generator(5);
   std::uniform_real_distribution<double> uniform(-707.0, 0.0);
   std::uniform_real_distribution<double> exponent(-60.0, 10.0);
@@ -87,9 +98,9 @@ TEST(PreludeTest, ExpOfNonpositiveIsWithinAnUlp) {
     if (d < -707.0)
       continue;
     long double exact = std::exp(static_cast<long double>(d));
-    double got = probe(d), unit = std::nextafter(static_cast<double>(exact),
-                                                 INFINITY) -
-                                  static_cast<double>(exact);
+    double got = probe(d),
+           unit = std::nextafter(static_cast<double>(exact), INFINITY) -
+                  static_cast<double>(exact);
     ASSERT_LE(std::fabs(got - exact) / unit, 1.1L)
         << "exp(" << d << "): " << got << " vs " << static_cast<double>(exact);
   }
@@ -98,8 +109,6 @@ TEST(PreludeTest, ExpOfNonpositiveIsWithinAnUlp) {
     EXPECT_EQ(probe(d), std::exp(d)) << d;
   EXPECT_EQ(probe(-INFINITY), 0.0);
   EXPECT_TRUE(std::isnan(probe(NAN)));
-  dlclose(library);
-  llvm::sys::fs::remove_directories(directory);
 }
 
 } // namespace

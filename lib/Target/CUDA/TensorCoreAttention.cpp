@@ -68,9 +68,10 @@ std::pair<std::string, std::string> chunk(int64_t d, int64_t rowTiles) {
 /// The substitution of `name`, the heads a group of attention's blocks
 /// takes together (inHeadGroups): as many as stream at most `l2Bytes` of
 /// operands, `bytesPerHead` each, between one and `heads`.
-std::pair<std::string, std::string>
-groupHeads(const char *name, int64_t l2Bytes, int64_t bytesPerHead,
-           int64_t heads) {
+std::pair<std::string, std::string> groupHeads(const char *name,
+                                               int64_t l2Bytes,
+                                               int64_t bytesPerHead,
+                                               int64_t heads) {
   return {name, indexConstant(std::clamp<int64_t>(
                     l2Bytes / std::max<int64_t>(bytesPerHead, 1), 1, heads))};
 }
@@ -369,8 +370,7 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
   // The rows' deltas go to scratch, whose pointer follows the results;
   // where the key/value kernel sums dQ, its f32 sums after them, from a
   // multiple of 4 floats (16 bytes: pairs of sums take one reduction).
-  bool atomic =
-      options.queryGradient == QueryGradient::Atomic && qs[3] <= 128;
+  bool atomic = options.queryGradient == QueryGradient::Atomic && qs[3] <= 128;
   int64_t rows = qs[0] * qs[1] * qs[2], sumsAt = llvm::alignTo(rows, 4),
           scratch = atomic ? sumsAt + rows * qs[3] : rows;
   values->push_back({"DQ_SUMS_AT", indexConstant(sumsAt)});
