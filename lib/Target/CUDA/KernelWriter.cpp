@@ -273,6 +273,24 @@ std::string KernelWriter::once(const std::string &type,
   return name;
 }
 
+/// Code defining `name(o)`, a value of `type` at index o that
+/// `name_compute(o)` computes unless it holds o's already: `statements`,
+/// then `value`. Where `computedByLoop` (a row or column loop calls
+/// name_compute where it starts a row), a read checks that it did.
+static std::string memoized(const std::string &name, const std::string &type,
+                            const std::string &statements,
+                            const std::string &value, bool computedByLoop) {
+  return "  idx " + name + "_at = -1;\n  " + type + " " + name +
+         "_value{};\n  auto " + name +
+         "_compute = [&](idx o) {\n    if (o != " + name + "_at) {\n" +
+         statements + "      " + name + "_value = " + value + ";\n      " +
+         name + "_at = o;\n    }\n  };\n  auto " + name + " = [&](idx o) -> " +
+         type + " {\n    " +
+         (computedByLoop ? "kiln_expect(o == " + name + "_at);\n"
+                         : name + "_compute(o);\n") +
+         "    return " + name + "_value;\n  };\n";
+}
+
 FailureOr<std::string> KernelWriter::rowValue(Value value,
                                               const std::string &index,
                                               const std::string &start,
@@ -286,14 +304,7 @@ FailureOr<std::string> KernelWriter::rowValue(Value value,
   if (added) {
     std::string name = "v" + std::to_string(counter++);
     known->second = name;
-    std::string type = computeType(elementTypeOf(value));
-    code += "  idx " + name + "_at = -1;\n  " + type + " " + name +
-            "_value{};\n  auto " + name +
-            "_compute = [&](idx o) {\n    if (o != " + name + "_at) {\n      " +
-            name + "_value = " + *read + ";\n      " + name +
-            "_at = o;\n    }\n  };\n  auto " + name + " = [&](idx o) -> " +
-            type + " {\n    kiln_expect(o == " + name + "_at);\n    return " +
-            name + "_value;\n  };\n";
+    code += memoized(name, computeType(elementTypeOf(value)), "", *read, true);
     shared.push_back({name, start});
   }
   return known->second + "(" + index + ")";
@@ -461,18 +472,10 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   // starts a row is only read after: its reader is then the value alone,
   // not a copy of the loop inlined wherever it is read.
   bool computedByLoop = isShared && schedule != Schedule::BlockPerElement;
-  code +=
-      "  idx " + name + "_at = -1;\n  " + type + " " + name + "_value{};\n";
-  code += "  auto " + name + "_compute = [&](idx o) {\n    if (o != " + name +
-          "_at) {\n" + loop + "      " + name +
-          "_value = " +
-          (r.valueType ? "(" + r.finish + ")" : rounded(resultType, r.finish)) +
-          ";\n      " + name +
-          "_at = o;\n    }\n  };\n";
-  code += "  auto " + name + " = [&](idx o) -> " + type + " {\n    " +
-          (computedByLoop ? "kiln_expect(o == " + name + "_at);\n"
-                          : name + "_compute(o);\n") +
-          "    return " + name + "_value;\n  };\n";
+  code += memoized(name, type, loop,
+                   r.valueType ? "(" + r.finish + ")"
+                               : rounded(resultType, r.finish),
+                   computedByLoop);
   // Threads walk rows when they reuse a row's statistics.
   rowMemo |= !isShared && r.contiguous;
   unshared += !isShared;
