@@ -443,6 +443,15 @@ KD void cp_async16(void *to, const void *from) {
                : "r"(address), "l"(from)
                : "memory");
 }
+// Starts copying 4 bytes (both 4-byte aligned) likewise, or zeros where
+// !valid: nothing is read from `from` then.
+KD void cp_async4(void *to, const void *from, bool valid) {
+  const u32 address = (u32)__cvta_generic_to_shared(to);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+               :
+               : "r"(address), "l"(from), "r"(valid ? 4 : 0)
+               : "memory");
+}
 KD void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 // Starts bringing the line holding `address` into L2, for a load to come:
 // a request in flight that holds no register until it lands.

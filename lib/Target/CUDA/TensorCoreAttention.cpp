@@ -405,8 +405,8 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
   // dimension 64) from 168 registers (3 blocks per SM) to 242 (2); held to
   // 3 blocks, it spills 80 bytes. Without it, ptxas chooses 168 registers
   // or some 205 (2 blocks per SM) as small changes to the code fall (the
-  // order of the work items took it there): held to 3 blocks, it spills 24
-  // to 32 bytes, as the kernel measured at 122 TFLOP/s did 16. At 128 the
+  // order of the work items took it there): held to 3 blocks, it spills 8
+  // bytes, as the kernel measured at 122 TFLOP/s did 16. At 128 the
   // kernel takes 255 registers either way (2 blocks per SM, spilling 136
   // bytes, as the recomputing one spills 60); held to 3, it would spill
   // 1.5 KB.
