@@ -414,11 +414,12 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
                            "partials[" + at("k") + "]") +
                 "      acc = column_reduce(acc, " + r.combiner + "());\n";
     }
-  } else if (rowPieces > 1 && !r.uniform && r.contiguous &&
+  } else if (rowPieces > 1 && !r.uniform && !r.overRows && r.contiguous &&
              r.extent <= rowLength) {
     // A statistic of the row: its terms in the pieces the loop over the
     // row loads (the row's first `extent` elements; the last ones, fewer
-    // than a piece, element by element).
+    // than a piece, element by element). Not a sum over rows (a loss's
+    // total weight), whose terms read none of them.
     int64_t pieces = r.extent / rowPieces;
     std::string v = std::to_string(rowPieces);
     loop += "      acc = piece_reduce<idx, " + v + ">(acc, threadIdx.x, " +
