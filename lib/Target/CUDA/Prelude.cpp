@@ -398,6 +398,11 @@ struct Prod { KD double operator()(double a, double b) const { return a * b; } }
 struct Max { KD double operator()(double a, double b) const { return kiln_max(a, b); } };
 struct Min { KD double operator()(double a, double b) const { return kiln_min(a, b); } };
 
+// A compile-time integer as a value's type, for generic lambdas.
+template <int N> struct Constant {
+  static constexpr int value = N;
+};
+
 // D += A B on tensor cores for one warp: A 16x16 and B 16x8 of 16-bit
 // floats, D 16x8 in f32, as mma.m16n8k16 lays fragments out across lanes.
 // (The CPU emulation of the tests defines these, the ldmatrix loads, the

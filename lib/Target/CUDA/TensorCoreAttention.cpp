@@ -24,9 +24,11 @@ namespace {
 using Values = std::vector<std::pair<std::string, std::string>>;
 
 /// Device code for `keySpan(q0, first, last)`, the keys [first, last) that
-/// some query row of the tile at q0 may attend to, and `querySpan(k0,
-/// first, last)`, the query rows that may attend to some key of the tile at
-/// k0: what causal masking and the window leave of every tile.
+/// some query row of the tile at q0 may attend to, `querySpan(k0, first,
+/// last)`, the query rows that may attend to some key of the tile at k0:
+/// what causal masking and the window leave of every tile; and
+/// `attendsNoneFrom(i, rows, k0)`, whether no query row of [i, i + rows)
+/// may attend to key k0 or a later one (the rows before a causal tile's).
 template <typename OpTy> std::string spans(OpTy op) {
   int64_t left = -1, right = op.getCausal() ? 0 : -1;
   if (std::optional<ArrayRef<int64_t>> window = op.getWindow()) {
@@ -45,11 +47,15 @@ template <typename OpTy> std::string spans(OpTy op) {
   std::string keyLast = right < 0 ? "$TK" : atMost("q0 + $BQ + " + r, "$TK");
   std::string queryFirst = right < 0 ? "0" : atLeastZero("k0 - " + r);
   std::string queryLast = left < 0 ? "$TQ" : atMost("k0 + $BK + " + l, "$TQ");
+  std::string noneFrom = right < 0 ? "false" : "k0 >= i + rows + " + r;
   return "  auto keySpan = [&](idx q0, idx &first, idx &last) { first = " +
          keyFirst + "; last = " + keyLast +
          "; };\n  auto querySpan = [&](idx k0, idx &first, idx &last) { "
          "first = " +
-         queryFirst + "; last = " + queryLast + "; };\n";
+         queryFirst + "; last = " + queryLast +
+         "; };\n  [[maybe_unused]] auto attendsNoneFrom = [&](idx i, idx "
+         "rows, idx k0) -> bool { return " +
+         noneFrom + "; };\n";
 }
 
 /// Rows of the streamed side's tiles, which keep shared memory within

@@ -3,20 +3,28 @@
 // 16 that share every K and V fragment (FlashAttention-2's shape); at 128
 // the accumulators would not fit twice in registers, and with dropout its
 // draws would spill, so one tile of 16. The key/value gradient's blocks
-// own 64 keys either way.
+// own 64 keys either way. Under a causal mask a query tile's last key tile
+// is past the rows of its first row tile, which then sits it out.
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 // CHECK:     kiln_kernel_0(
+// CHECK:       auto attendsNoneFrom = [&](idx i, idx rows, idx k0) -> bool { return k0 >= i + rows + 0; };
 // CHECK:       u32 qa[2][64 / 16][4];
-// CHECK:       againstRows(s[0], 64 / 8, qa[0], keys, 2);
-// CHECK:       accumulate(o[0], pa[0], values, kk, 2);
+// CHECK:       againstRows(s[first], 64 / 8, qa[first], keys, 2 - first);
+// CHECK:       accumulate(o[first], pa[first], values, kk, 2 - first);
+// CHECK:       if (2 > 1 && attendsNoneFrom(q0, 64, k0))
+// CHECK-NEXT:    keyTile(Constant<1>(), k0, keys, values);
+// CHECK-NEXT:  else
+// CHECK-NEXT:    keyTile(Constant<0>(), k0, keys, values);
 // CHECK:     kiln_kernel_1(
+// CHECK:       auto attendsNoneFrom = [&](idx i, idx rows, idx k0) -> bool { return false; };
 // CHECK:       u32 qa[1][128 / 16][4];
 // CHECK:     kiln_kernel_2(
 // CHECK:       u32 qa[1][64 / 16][4];
 // CHECK:     kiln_kernel_3(
 // CHECK:       u32 qa[2][64 / 16][4], da[2][64 / 16][4];
-// CHECK:       scoreGradients(ds, bh, q0, row, qa[0], da[0], logsumexp, deltas, k0 + c0, keyChunk,
-// CHECK:       accumulate(acc[0], sa[0], keyChunk, kk, 2);
+// CHECK:       scoreGradients(skipped, ds, bh, q0, row, qa[0], da[0], logsumexp, deltas, k0 + c0,
+// CHECK:       accumulate(acc[first], sa[first], keyChunk, kk, 2 - first);
+// CHECK:       if (2 > 1 && attendsNoneFrom(q0, 64, k0))
 // CHECK:     kiln_kernel_4(
 // CHECK:       u32 ka[64 / 16][4], va[64 / 16][4];
 
@@ -29,7 +37,7 @@
 // SIXTYFOUR:       u32 qa[1][128 / 16][4];
 // SIXTYFOUR:     kiln_kernel_3(
 // SIXTYFOUR:       u32 qa[1][64 / 16][4], da[1][64 / 16][4];
-// SIXTYFOUR:       accumulate(acc[0], sa[0], keyChunk, kk, 1);
+// SIXTYFOUR:       accumulate(acc[first], sa[first], keyChunk, kk, 1 - first);
 
 // Both compile for both architectures, and the artifact records the
 // option.
