@@ -355,15 +355,40 @@ int fuseElementwise(func::FuncOp function) {
     if (alone || !groupOf.count(reduced.getDefiningOp()))
       reducedBy[reduced].push_back(op);
   };
+  auto groupProducing = [&](Value operand) -> std::optional<unsigned> {
+    Operation *producer = operand.getDefiningOp();
+    auto it = producer ? groupOf.find(producer) : groupOf.end();
+    if (it == groupOf.end())
+      return std::nullopt;
+    return it->second;
+  };
   for (Operation &op : function.getBody().front()) {
     // A norm's gradient reads its operands from memory, but elementwise
     // readers of its input gradient (the residual gradient added to it)
-    // join its kernel, where each row's statistics are at hand.
+    // join its kernel, where each row's statistics are at hand. So does a
+    // group of elementwise ops alone that computes its output gradient
+    // element for element (a post-norm block's, the sum of the residual's
+    // and the block's gradients): the kernel reads their operands instead
+    // of the sum stored.
     if (isa<LayerNormGradOp, RmsNormGradOp>(op)) {
-      groupOf[&op] = groups.size();
-      closed.insert(groups.size());
-      rowwise.insert(groups.size());
-      groups.push_back({&op});
+      Value grad = isa<LayerNormGradOp>(op) ? cast<LayerNormGradOp>(op).getGrad()
+                                            : cast<RmsNormGradOp>(op).getGrad();
+      std::optional<unsigned> producer = groupProducing(grad);
+      unsigned target = groups.size();
+      if (producer && !closed.contains(*producer) &&
+          llvm::all_of(groups[*producer], isElementwise)) {
+        DenseSet<Operation *> members(groups[*producer].begin(),
+                                      groups[*producer].end());
+        members.insert(&op);
+        if (usesFollow(groups[*producer], members, &op))
+          target = *producer;
+      }
+      if (target == groups.size())
+        groups.emplace_back();
+      groups[target].push_back(&op);
+      groupOf[&op] = target;
+      closed.insert(target);
+      rowwise.insert(target);
       continue;
     }
     // A cross-entropy's gradient joins the loss over the same logits: one
@@ -399,13 +424,6 @@ int fuseElementwise(func::FuncOp function) {
     // whose bias gradient the group sums): its values are then computed in
     // each kernel that needs them instead of being stored.
     SmallVector<unsigned> candidates;
-    auto groupProducing = [&](Value operand) -> std::optional<unsigned> {
-      Operation *producer = operand.getDefiningOp();
-      auto it = producer ? groupOf.find(producer) : groupOf.end();
-      if (it == groupOf.end())
-        return std::nullopt;
-      return it->second;
-    };
     for (Value operand : reduction ? op.getOperands().take_front()
                                    : op.getOperands())
       if (std::optional<unsigned> group = groupProducing(operand))

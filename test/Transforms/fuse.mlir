@@ -439,6 +439,38 @@ func.func @norm_gradient_bias_sum(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, 
 
 // -----
 
+// Tests that the elementwise ops computing a norm gradient's output
+// gradient (a post-norm block's: the residual's gradient plus the block's,
+// a 16-bit product) join its kernel, which reads their operands rather
+// than the sum stored; a group that reads through a transpose stays a
+// kernel of its own.
+// CHECK-LABEL: func @norm_gradient_of_a_sum
+// CHECK: %[[F:.*]]:4 = kiln.fusion %arg6, %arg5, %arg0, %arg1, %arg2, %arg4 : {{.*}} -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>) {
+// CHECK: kiln.cast
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.layer_norm_grad
+// CHECK-NEXT: kiln.reduce_sum
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[T:.*]] = kiln.fusion %arg7, %arg5
+// CHECK: kiln.transpose
+// CHECK: kiln.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: kiln.layer_norm_grad %arg0, %arg1, %arg2, %[[T]]
+func.func @norm_gradient_of_a_sum(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: tensor<2x4x1xf32>, %unused: tensor<2x4x8xf32>, %s: tensor<8xf32>, %dres: tensor<2x4x8xf32>, %dblock: tensor<2x4x8xbf16>, %dt: tensor<2x8x4xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>, tensor<2x4x8xf32>) {
+  %wide = kiln.cast %dblock : tensor<2x4x8xbf16> to tensor<2x4x8xf32>
+  %dy = kiln.add %dres, %wide : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %bias = kiln.reduce_sum %dx {axes = array<i64: 0, 1>} : (tensor<2x4x8xf32>) -> tensor<8xf32>
+  %copy = kiln.cast %dx : tensor<2x4x8xf32> to tensor<2x4x8xbf16>
+  %t = kiln.transpose %dt {permutation = array<i64: 0, 2, 1>} : (tensor<2x8x4xf32>) -> tensor<2x4x8xf32>
+  %dy2 = kiln.add %dres, %t : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %dx2, %ds2, %db2 = kiln.layer_norm_grad %x, %m, %r, %dy2 scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %ds, %db, %bias, %copy, %dx2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xbf16>, tensor<2x4x8xf32>
+}
+
+// -----
+
 // Tests that a reshape of a norm gradient's stored result that only ops
 // outside read (a product) stays a view of it rather than a second copy.
 // CHECK-LABEL: func @norm_gradient_view
