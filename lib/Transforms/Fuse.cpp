@@ -363,16 +363,17 @@ int fuseElementwise(func::FuncOp function) {
     return it->second;
   };
   for (Operation &op : function.getBody().front()) {
-    // A norm's gradient reads its operands from memory, but elementwise
-    // readers of its input gradient (the residual gradient added to it)
-    // join its kernel, where each row's statistics are at hand. So does a
-    // group of elementwise ops alone that computes its output gradient
-    // element for element (a post-norm block's, the sum of the residual's
-    // and the block's gradients): the kernel reads their operands instead
-    // of the sum stored.
+    // A norm's gradient is a block-per-row kernel: elementwise readers of
+    // its input gradient (the residual gradient added to it) join it, where
+    // each row's statistics are at hand; and it joins a group of
+    // elementwise ops alone that computes its output gradient (a post-norm
+    // block's, the residual's gradient plus the block's), whose operands
+    // its kernel then reads instead of the sum stored. Other operands it
+    // reads from memory.
     if (isa<LayerNormGradOp, RmsNormGradOp>(op)) {
-      Value grad = isa<LayerNormGradOp>(op) ? cast<LayerNormGradOp>(op).getGrad()
-                                            : cast<RmsNormGradOp>(op).getGrad();
+      Value grad = isa<LayerNormGradOp>(op)
+                       ? cast<LayerNormGradOp>(op).getGrad()
+                       : cast<RmsNormGradOp>(op).getGrad();
       std::optional<unsigned> producer = groupProducing(grad);
       unsigned target = groups.size();
       if (producer && !closed.contains(*producer) &&
