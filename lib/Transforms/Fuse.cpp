@@ -368,16 +368,22 @@ int fuseElementwise(func::FuncOp function) {
     // each row's statistics are at hand; and it joins a group of
     // elementwise ops alone that computes its output gradient (a post-norm
     // block's, the residual's gradient plus the block's), whose operands
-    // its kernel then reads instead of the sum stored. Other operands it
-    // reads from memory.
+    // its kernel then reads instead of the sum stored (every value of the
+    // group of that shape: nothing smaller to store beside the rows). Other
+    // operands it reads from memory.
     if (isa<LayerNormGradOp, RmsNormGradOp>(op)) {
       Value grad = isa<LayerNormGradOp>(op)
                        ? cast<LayerNormGradOp>(op).getGrad()
                        : cast<RmsNormGradOp>(op).getGrad();
       std::optional<unsigned> producer = groupProducing(grad);
+      auto elementForElement = [&](Operation *member) {
+        return isElementwise(member) &&
+               cast<ShapedType>(member->getResult(0).getType()).getShape() ==
+                   cast<ShapedType>(grad.getType()).getShape();
+      };
       unsigned target = groups.size();
       if (producer && !closed.contains(*producer) &&
-          llvm::all_of(groups[*producer], isElementwise)) {
+          llvm::all_of(groups[*producer], elementForElement)) {
         DenseSet<Operation *> members(groups[*producer].begin(),
                                       groups[*producer].end());
         members.insert(&op);

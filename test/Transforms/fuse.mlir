@@ -471,6 +471,24 @@ func.func @norm_gradient_of_a_sum(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, 
 
 // -----
 
+// Tests that a group with a value smaller than the norm's rows (a row's
+// scale, broadcast over it) stays a kernel of its own.
+// CHECK-LABEL: func @norm_gradient_of_a_scaled_sum
+// CHECK: %[[S:.*]] = kiln.fusion
+// CHECK: kiln.mul
+// CHECK: kiln.add
+// CHECK: kiln.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: kiln.layer_norm_grad %arg0, %arg1, %arg2, %[[S]]
+func.func @norm_gradient_of_a_scaled_sum(%x: tensor<2x4x8xf32>, %m: tensor<2x4x1xf32>, %r: tensor<2x4x1xf32>, %s: tensor<8xf32>, %dres: tensor<2x4x8xf32>, %a: tensor<2x4x1xf32>, %b: tensor<2x4x1xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %w = kiln.mul %a, %b : (tensor<2x4x1xf32>, tensor<2x4x1xf32>) -> tensor<2x4x1xf32>
+  %dy = kiln.add %dres, %w : (tensor<2x4x8xf32>, tensor<2x4x1xf32>) -> tensor<2x4x8xf32>
+  %dx, %ds, %db = kiln.layer_norm_grad %x, %m, %r, %dy scale %s {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %dx, %ds, %db : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Tests that a reshape of a norm gradient's stored result that only ops
 // outside read (a product) stays a view of it rather than a second copy.
 // CHECK-LABEL: func @norm_gradient_view
