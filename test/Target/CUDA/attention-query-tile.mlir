@@ -8,13 +8,14 @@
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda | FileCheck %s
 // CHECK:     kiln_kernel_0(
 // CHECK:       auto attendsNoneFrom = [&](idx i, idx rows, idx k0) -> bool { return k0 >= i + rows + 0; };
+// CHECK:       if (2 > 1 && attendsNoneFrom(q0, 64, k0))
+// CHECK-NEXT:    tile(Constant<2 - 1>());
+// CHECK-NEXT:  else
+// CHECK-NEXT:    tile(Constant<0>());
 // CHECK:       u32 qa[2][64 / 16][4];
 // CHECK:       againstRows(s[first], 64 / 8, qa[first], keys, 2 - first);
 // CHECK:       accumulate(o[first], pa[first], values, kk, 2 - first);
-// CHECK:       if (2 > 1 && attendsNoneFrom(q0, 64, k0))
-// CHECK-NEXT:    keyTile(Constant<1>(), k0, keys, values);
-// CHECK-NEXT:  else
-// CHECK-NEXT:    keyTile(Constant<0>(), k0, keys, values);
+// CHECK:       withRowTiles(q0, k0, [&](auto skipped) { keyTile(skipped, k0, keys, values); });
 // CHECK:     kiln_kernel_1(
 // CHECK:       auto attendsNoneFrom = [&](idx i, idx rows, idx k0) -> bool { return false; };
 // CHECK:       u32 qa[1][128 / 16][4];
@@ -24,7 +25,7 @@
 // CHECK:       u32 qa[2][64 / 16][4], da[2][64 / 16][4];
 // CHECK:       scoreGradients(skipped, ds, bh, q0, row, qa[0], da[0], logsumexp, deltas, k0 + c0,
 // CHECK:       accumulate(acc[first], sa[first], keyChunk, kk, 2 - first);
-// CHECK:       if (2 > 1 && attendsNoneFrom(q0, 64, k0))
+// CHECK:       withRowTiles(q0, k0, [&](auto skipped) { keyTile(skipped, k0, keys, values); });
 // CHECK:     kiln_kernel_4(
 // CHECK:       u32 ka[64 / 16][4], va[64 / 16][4];
 
