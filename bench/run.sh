@@ -27,7 +27,8 @@
 #   bert-quick          likewise for BERT-base: the anchor's torch.compile
 #                       configuration and kiln with everything on
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
-#                       the exported attention and with kiln's
+#                       the exported attention, with the query, key and
+#                       value projections apart, and with everything on
 #   bert-torch          the BERT anchor (eager, AMP, torch.compile)
 #
 # Parts must fit a device call's ten minutes each: gpt2-ablation is best
@@ -118,6 +119,8 @@ for part in "${parts[@]}"; do
   bert-kiln)
     bert_row "kiln bf16, exported attention" --precision bf16 \
       --rewrite-attention=false
+    bert_row "kiln bf16, projections apart" --precision bf16 \
+      --merge-projections=false
     bert_row "kiln bf16, all on" --precision bf16
     ;;
   bert-torch) "$python" "$shared/anchors/bert_torch.py" | tee -a "$results" ;;

@@ -46,8 +46,8 @@ kiln-run's training options with underscores (docs/python.md): loss,
 optimizer, precision, lr, schedule, warmup, min_lr, steps, weight_decay,
 betas, eps, momentum, dampening, nesterov, lr_decay,
 initial_accumulator_value, no_decay_biases_norms, clip_grad_norm, train,
-freeze, micro_batches, seed, narrow_norms, rewrite_attention, fuse,
-pad_max_overhead, recompute.)")
+freeze, micro_batches, seed, narrow_norms, rewrite_attention,
+merge_projections, fuse, pad_max_overhead, recompute.)")
       .def(py::init([](Model &model, const py::kwargs &options) {
              return std::make_unique<PyTrainer>(
                  model, trainerOptions(options, OptionKinds::Both));

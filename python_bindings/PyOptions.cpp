@@ -59,6 +59,7 @@ TrainerOptions trainerOptions(const py::dict &keywords, OptionKinds kinds) {
       {"micro_batches", field(&O::microBatches)},
       {"narrow_norms", field(&O::narrowNorms)},
       {"rewrite_attention", field(&O::rewriteAttention)},
+      {"merge_projections", field(&O::mergeProjections)},
       {"fuse", field(&O::fuse)},
       {"pad_max_overhead", field(&O::padMaxOverhead)},
       {"recompute", field(&O::recompute)},
@@ -127,6 +128,7 @@ TrainingSpec trainingSpecFrom(const TrainerOptions &o) {
   optimizer.lossScaling.enabled = needsLossScaling(*precision);
   pipeline.autodiff = {o.loss, o.train, o.freeze};
   pipeline.rewriteAttention = o.rewriteAttention;
+  pipeline.mergeProjections = o.mergeProjections;
   pipeline.fuse = o.fuse;
   if (o.padMaxOverhead < 0)
     raise("pad_max_overhead must not be negative");
@@ -154,14 +156,14 @@ std::string identityOf(const TrainerOptions &o) {
   return llvm::formatv(
              "python|{0}|{1}|{2}|{3:e16}|{4}|{5}|{6:e16}|{7:e16}|{8:e16}|"
              "{9:e16}|{10:e16}|{11:e16}|{12:e16}|{13}|{14:e16}|{15:e16}|{16}|"
-             "{17:e16}|{18}|{19}|{20}|{21}|{22}|{23}|{24}|{25:e16}|{26}",
+             "{17:e16}|{18}|{19}|{20}|{21}|{22}|{23}|{24}|{25:e16}|{26}|{27}",
              o.loss, o.optimizer, o.precision, o.lr, o.schedule, o.warmup,
              o.minLr, o.weightDecay.value_or(-1), o.eps.value_or(-1),
              o.betas.first, o.betas.second, o.momentum, o.dampening, o.nesterov,
              o.lrDecay, o.initialAccumulator, o.noDecayBiasesNorms,
              o.clipGradNorm, o.train, o.freeze, o.microBatches, o.seed,
              o.narrowNorms, o.rewriteAttention, o.fuse, o.padMaxOverhead,
-             o.recompute)
+             o.recompute, o.mergeProjections)
       .str();
 }
 

@@ -36,7 +36,8 @@ struct TrainerOptions {
   std::string train, freeze;
   int64_t microBatches = 1;
   uint64_t seed = 0;
-  bool narrowNorms = false, rewriteAttention = true, fuse = true;
+  bool narrowNorms = false, rewriteAttention = true, fuse = true,
+       mergeProjections = true;
   double padMaxOverhead = 0.01;
   bool recompute = false;
 };

@@ -38,6 +38,11 @@ static cl::opt<bool> rewriteAttention(
     "rewrite-attention", cl::init(true), cl::cat(pipelineOptions()),
     cl::desc("Replace attention with kiln.attention, which stores no "
              "batch x heads x T x T tensor (=false keeps the exported ops)"));
+static cl::opt<bool> mergeProjections(
+    "merge-projections", cl::init(true), cl::cat(pipelineOptions()),
+    cl::desc("Merge products of one input by several weights (query, key "
+             "and value projections) into one product by the weights "
+             "concatenated (=false keeps one product per weight)"));
 static cl::opt<bool>
     fuse("fuse", cl::init(true), cl::cat(pipelineOptions()),
          cl::desc("Fuse elementwise chains, GEMM epilogues and the optimizer's "
@@ -148,6 +153,7 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
   config.optimizer.lossScaling.enabled = needsLossScaling(*parsed);
   config.autodiff.loss = loss;
   config.rewriteAttention = rewriteAttention;
+  config.mergeProjections = mergeProjections;
   config.fuse = fuse;
   if (padMaxOverhead < 0)
     return bad("--pad-max-overhead must not be negative");
@@ -164,18 +170,19 @@ Expected<TrainingPipelineConfig> pipelineConfigFromOptions() {
 double initialAccumulatorFromOptions() { return initialAccumulator; }
 
 std::string pipelineOptionsIdentity() {
-  // The attention rewrite changes rounding (SDPA's scale), so it counts.
+  // The attention rewrite changes rounding (SDPA's scale), so it counts;
+  // so does merging projections (the input gradient's).
   // Doubles in full ({N:e16}): formatv's default keeps two decimals.
   return formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6:e16}|{7}|{8:e16}|{9}|{10:e16}|"
                  "{11:e16}|{12:e16}|{13}|{14:e16}|{15:e16}|{16}|{17:e16}|{18}|"
-                 "{19}|{20}|{21}",
+                 "{19}|{20}|{21}|{22}",
                  precision, narrowNorms, optimizer, microBatches, loss,
                  rewriteAttention, double(padMaxOverhead), recompute,
                  double(weightDecay), betas, double(eps), double(momentum),
                  double(dampening), nesterov, double(lrDecay),
                  double(initialAccumulator), noDecayBiasesNorms,
                  double(clipGradNorm), freeze, recomputeProducts,
-                 maxRecomputedProducts, fuse)
+                 maxRecomputedProducts, fuse, mergeProjections)
       .str();
 }
 

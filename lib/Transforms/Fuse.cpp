@@ -15,6 +15,7 @@
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/StridedViews.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -264,6 +265,11 @@ int fuseScalarReductions(func::FuncOp function) {
     bool readsRun = llvm::any_of(op.getOperands(), [&](Value operand) {
       return inRun.contains(operand.getDefiningOp());
     });
+    // Views between the fusions (parts of a gradient computed together)
+    // are no kernels: the merged fusion, at the run's last, follows them.
+    if (auto slice = dyn_cast<SliceOp>(op);
+        slice && !readsRun && slicesContiguousBlock(slice, function))
+      continue;
     if (!scalars(op) || readsRun) {
       if (runs.back().size() > 1)
         runs.emplace_back();
@@ -282,15 +288,30 @@ int fuseScalarReductions(func::FuncOp function) {
   return runs.size();
 }
 
+/// The concatenation of parameters (merged projections' weights) that
+/// `value` is and only its copy reads, if it is one.
+static ConcatOp parametersSideBySide(Value value) {
+  auto concat = value.getDefiningOp<ConcatOp>();
+  if (!concat || !value.hasOneUse() ||
+      !llvm::all_of(concat.getInputs(), [](Value input) {
+        return input.getDefiningOp<ParameterOp>();
+      }))
+    return {};
+  return concat;
+}
+
 bool fuseParameterCopies(func::FuncOp function) {
   Block &body = function.getBody().front();
-  // The first copy of each parameter in each type: later ones are
-  // recomputations, placed where the backward pass reads them.
+  // The first copy of each parameter (or parameters concatenated) in each
+  // type: later ones are recomputations, placed where the backward pass
+  // reads them.
   SmallVector<Operation *> copies;
   DenseSet<std::pair<Value, Type>> copied;
   for (Operation &op : body)
     if (auto cast = dyn_cast<CastOp>(op);
-        cast && cast.getInput().getDefiningOp<ParameterOp>() &&
+        cast &&
+        (cast.getInput().getDefiningOp<ParameterOp>() ||
+         parametersSideBySide(cast.getInput())) &&
         copied.insert({cast.getInput(), cast.getType()}).second)
       copies.push_back(cast);
   // The fusion goes before the first reader of a copy; copies of parameters
@@ -303,8 +324,14 @@ bool fuseParameterCopies(func::FuncOp function) {
         firstReader = reader;
   if (!firstReader)
     return false;
+  auto definedBefore = [&](Value parameter) {
+    return parameter.getDefiningOp()->isBeforeInBlock(firstReader);
+  };
   llvm::erase_if(copies, [&](Operation *copy) {
-    return !copy->getOperand(0).getDefiningOp()->isBeforeInBlock(firstReader);
+    Value input = copy->getOperand(0);
+    if (ConcatOp concat = parametersSideBySide(input))
+      return !llvm::all_of(concat.getInputs(), definedBefore);
+    return !definedBefore(input);
   });
   if (copies.size() < 2)
     return false;
@@ -317,9 +344,17 @@ bool fuseParameterCopies(func::FuncOp function) {
     return firstOfType.lookup(a->getResult(0).getType()) <
            firstOfType.lookup(b->getResult(0).getType());
   });
-  for (Operation *copy : copies)
+  // A concatenation goes into the fusion with its copy, just before it.
+  SmallVector<Operation *> group;
+  for (Operation *copy : copies) {
+    if (ConcatOp concat = parametersSideBySide(copy->getOperand(0))) {
+      concat->moveBefore(firstReader);
+      group.push_back(concat);
+    }
     copy->moveBefore(firstReader);
-  FusionOp fusion = outline(copies);
+    group.push_back(copy);
+  }
+  FusionOp fusion = outline(group);
   // Named for what it does in profiles, not after one parameter's product.
   fusion->setLoc(
       NameLoc::get(StringAttr::get(function.getContext(), "parameter copies")));
@@ -338,7 +373,31 @@ bool fuseOptimizerUpdates(func::FuncOp function) {
   return true;
 }
 
+/// Moves each slice or reshape of a reduction's result to just before its
+/// first reader. Autodiff puts the slices of a bias gradient that merged
+/// projections summed together right after the sum; there they would read
+/// the sum's group before the cast of the summed gradient (which the GEMMs
+/// read) could join that group, whose uses must all follow it.
+static void sinkReductionViews(Block &body) {
+  SmallVector<Operation *> views;
+  for (Operation &op : body)
+    if (isa<SliceOp, ReshapeOp>(op))
+      if (Operation *producer = op.getOperand(0).getDefiningOp();
+          producer && isFusedReduction(producer))
+        views.push_back(&op);
+  for (Operation *view : views) {
+    Operation *firstReader = nullptr;
+    for (Operation *user : view->getUsers())
+      if (Operation *reader = body.findAncestorOpInBlock(*user);
+          !firstReader || reader->isBeforeInBlock(firstReader))
+        firstReader = reader;
+    if (firstReader)
+      view->moveBefore(firstReader);
+  }
+}
+
 int fuseElementwise(func::FuncOp function) {
+  sinkReductionViews(function.getBody().front());
   SmallVector<SmallVector<Operation *>> groups;
   DenseMap<Operation *, unsigned> groupOf;
   DenseSet<unsigned> closed; // groups that end in a reduction
@@ -423,6 +482,13 @@ int fuseElementwise(func::FuncOp function) {
     }
     bool reduction = isFusedReduction(&op);
     if (!isElementwise(&op) && !isIndexMap(&op) && !reduction)
+      continue;
+    // A contiguous block of a buffer is a view of it (the part of a weight
+    // gradient merged projections computed together, which the gradient
+    // norm and the optimizer read): fused, it would be a copy, and each
+    // reader's kernel one of its own.
+    if (auto slice = dyn_cast<SliceOp>(op);
+        slice && slicesContiguousBlock(slice, function))
       continue;
     // The groups of this op's producers (for a reduction, of its reduced
     // input only), each joined if uses stay dominated.

@@ -13,8 +13,8 @@ using namespace mlir;
 
 namespace kiln {
 
-FailureOr<Literals> Literals::of(func::FuncOp function,
-                                 const AutodiffOptions &training) {
+FailureOr<DenseSet<Operation *>>
+trainedParameters(func::FuncOp function, const AutodiffOptions &training) {
   FailureOr<SmallVector<ParameterOp>> trained =
       selectParameters(function, training);
   if (failed(trained))
@@ -22,7 +22,16 @@ FailureOr<Literals> Literals::of(func::FuncOp function,
   DenseSet<Operation *> ops;
   for (ParameterOp op : *trained)
     ops.insert(op);
-  return Literals(std::move(ops));
+  return ops;
+}
+
+FailureOr<Literals> Literals::of(func::FuncOp function,
+                                 const AutodiffOptions &training) {
+  FailureOr<DenseSet<Operation *>> trained =
+      trainedParameters(function, training);
+  if (failed(trained))
+    return failure();
+  return Literals(std::move(*trained));
 }
 
 std::optional<Tensor> Literals::tensor(Value value) const {

@@ -1,7 +1,8 @@
 //===- PatternSupport.h - shared by the pattern passes ----------*- C++ -*-===//
 //
-// Internal to the pattern-matching passes (attention, GELU): reading the
-// literals a pattern is built from, and erasing what a match replaced.
+// Internal to the pattern-matching passes (attention, GELU, projections):
+// which parameters will be trained, reading the literals a pattern is built
+// from, and erasing what a match replaced.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,11 @@
 #include <optional>
 
 namespace kiln {
+
+/// The parameter ops of `function` that autodiff will train, as `training`
+/// selects them; fails on a bad pattern in `training`.
+mlir::FailureOr<llvm::DenseSet<mlir::Operation *>>
+trainedParameters(mlir::func::FuncOp function, const AutodiffOptions &training);
 
 /// Reads the values a pattern is built from (scales, GELU's 0.044715, a
 /// constant mask): constants, and parameters that will not be trained,

@@ -1,7 +1,8 @@
 //===- Pipeline.cpp - the training pipeline -------------------------------===//
 //
-// The order of kiln's passes. GELU recognition, the attention rewrite and
-// tensor-core padding run on the imported forward function, so that
+// The order of kiln's passes. Merging projections, GELU recognition, the
+// attention rewrite and tensor-core padding run on the imported forward
+// function, so that
 // autodiff differentiates kiln.gelu and kiln.attention with their own
 // gradients and gives the padding zero gradients; the step adds the
 // optimizer; precision assignment follows so that backward GEMMs obey the
@@ -23,6 +24,10 @@ namespace kiln {
 
 void buildTrainingPipeline(OpPassManager &manager,
                            const TrainingPipelineConfig &config) {
+  if (config.mergeProjections)
+    manager.addNestedPass<func::FuncOp>(
+        createKilnMergeProjections(KilnMergeProjectionsOptions{
+            config.autodiff.train, config.autodiff.freeze}));
   manager.addNestedPass<func::FuncOp>(createKilnRecognizeGelu(
       KilnRecognizeGeluOptions{config.autodiff.train, config.autodiff.freeze}));
   if (config.rewriteAttention)
@@ -99,6 +104,11 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
                     llvm::cl::desc("Fuse ops into kernels (false: one kernel "
                                    "per op)"),
                     llvm::cl::init(true)};
+  Option<bool> mergeProjections{
+      *this, "merge-projections",
+      llvm::cl::desc("Merge products of one input by several weights into "
+                     "one product by the weights concatenated"),
+      llvm::cl::init(true)};
   Option<bool> rewriteAttention{*this, "rewrite-attention",
                          llvm::cl::desc("Rewrite attention into kiln.attention"),
                          llvm::cl::init(true)};
@@ -152,6 +162,7 @@ void registerTrainingPipeline() {
         config.fuse = options.fuse;
         config.optimizer.lossScaling.enabled = needsLossScaling(*precision);
         config.rewriteAttention = options.rewriteAttention;
+        config.mergeProjections = options.mergeProjections;
         config.padMaxOverhead = options.padMaxOverhead;
         config.recompute = options.recompute;
         config.recomputeProducts = options.recomputeProducts;

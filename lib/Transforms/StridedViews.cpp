@@ -313,6 +313,13 @@ assembledParts(FusionOp fusion, unsigned result) {
 
 } // namespace
 
+bool slicesContiguousBlock(SliceOp slice, func::FuncOp step) {
+  Layout layout = sliced(contiguous(shapeOf(slice.getInput())), slice);
+  return layout.strides == contiguousStrides(shapeOf(slice)) &&
+         plainStorage(slice.getInput(), step) &&
+         plainStorage(slice.getResult(), step);
+}
+
 bool roundsExactAssembly(Operation *fusion, unsigned result) {
   auto assembly = cast<FusionOp>(fusion);
   return yielded(assembly, result).getDefiningOp<CastOp>() &&
@@ -399,6 +406,16 @@ DenseMap<Value, StridedView> findStridedViews(func::FuncOp step) {
         views[fusion->getOperand(argument.getArgNumber())] = {
             result, layout.offset, layout.strides, /*writes=*/true};
     }
+  // Slices that take a contiguous block of their input (a part of a
+  // weight or bias gradient that merged projections computed together)
+  // are their input at an offset, read as any contiguous tensor.
+  for (auto slice : body.getOps<SliceOp>()) {
+    Value input = slice.getInput();
+    if (!slicesContiguousBlock(slice, step) || views.count(input))
+      continue;
+    Layout layout = sliced(contiguous(shapeOf(input)), slice);
+    views[slice.getResult()] = {input, layout.offset, layout.strides};
+  }
   // Attention's gradients that a transpose alone puts back in token order
   // (a product without a bias reads it: Llama's value projection) are
   // written by attention in that order.

@@ -57,6 +57,15 @@ unfused = kiln.compile(model, output + ".unfused", precision="bf16",
                        fuse=False, batch_launches=False)
 assert unfused["kernel_launches"] > 2 * report["kernel_launches"], unfused
 
+# RoBERTa's query, key and value Linear layers: one GEMM each way with
+# their projections merged (the default), three apart.
+roberta = kiln.Model(f"{examples}/../test/Models/roberta_tiny/model.onnx",
+                     dims={"batch": 2})
+merged = kiln.compile(roberta, output + ".merged", precision="bf16")
+apart = kiln.compile(roberta, output + ".apart", precision="bf16",
+                     merge_projections=False)
+assert merged["gemms"] < apart["gemms"], (merged["gemms"], apart["gemms"])
+
 # Attention's query gradient summed with atomics by the key/value kernel:
 # one launch more per layer's attention gradient (kernels clearing and
 # storing f32 sums instead of a query kernel), the same options otherwise.

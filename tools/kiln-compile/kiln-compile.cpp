@@ -256,15 +256,15 @@ static void report(PlannedStep &planned) {
                       transient ? "  (at their peak)" : "");
   }
   // Ops that will be kernels: all but constants, parameter reads and views
-  // (reshapes, and fusions whose results are strided views or filled by
-  // one).
+  // (reshapes, slices of contiguous blocks, and fusions whose results are
+  // strided views or filled by one).
   int gemms = 0, epilogues = 0, attention = 0, fusions = 0, others = 0;
   auto isEpilogue = [](mlir::Operation &op) {
     auto fusion = dyn_cast<kiln::FusionOp>(op);
     return fusion && !fusion.getBody().getOps<kiln::MatmulOp>().empty();
   };
   auto isView = [&](mlir::Operation &op) {
-    return isa<kiln::FusionOp>(op) &&
+    return isa<kiln::FusionOp, kiln::SliceOp>(op) &&
            llvm::all_of(op.getResults(), [&](mlir::Value result) {
              return plan.computedElsewhere(result);
            });

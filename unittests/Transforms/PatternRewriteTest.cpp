@@ -1,19 +1,21 @@
 //===- PatternRewriteTest.cpp - pattern rewrites keep every function ------===//
 //
 // Runs each function of the lit tests of the pattern-matching passes
-// (test/Transforms/rewrite-attention.mlir, recognize-gelu.mlir: matched
-// forms and deliberately unmatched ones) before and after the rewrite on
-// random inputs. The rewritten function must agree within 1e-6 relative
-// (error norm over norm): the fused ops round once where the spelled-out
-// ones rounded at every step, ~1e-7 per element in fp32 (attention rounds
-// where eager attention rounds; only a scale applied before the product or
-// a division differs).
+// (test/Transforms/rewrite-attention.mlir, recognize-gelu.mlir,
+// merge-projections.mlir: matched forms and deliberately unmatched ones)
+// before and after the rewrite on random inputs. The rewritten function
+// must agree within 1e-6 relative (error norm over norm): the fused ops
+// round once where the spelled-out ones rounded at every step, ~1e-7 per
+// element in fp32 (attention rounds where eager attention rounds; only a
+// scale applied before the product or a division differs). Merged
+// projections compute each column as before: they must agree exactly.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Tools/ModelLoading.h"
+#include "kiln/Transforms/MergeProjections.h"
 #include "kiln/Transforms/RecognizeGelu.h"
 #include "kiln/Transforms/RewriteAttention.h"
 
@@ -34,18 +36,26 @@ namespace {
 using Rewrite = mlir::FailureOr<int> (*)(mlir::func::FuncOp,
                                          const AutodiffOptions &);
 
-/// One function of a lit test and the rewrite it tests.
+/// One function of a lit test, the rewrite it tests and the largest
+/// relative error the rewrite may introduce.
 struct PatternCase {
   std::string name, source;
   Rewrite rewrite;
+  double tolerance;
 };
 
 /// The functions of the lit tests, one per split.
 std::vector<PatternCase> testFunctions() {
   std::vector<PatternCase> cases;
-  for (auto [file, rewrite] :
-       {std::pair<const char *, Rewrite>("rewrite-attention", rewriteAttention),
-        std::pair<const char *, Rewrite>("recognize-gelu", recognizeGelu)}) {
+  struct LitFile {
+    const char *name;
+    Rewrite rewrite;
+    double tolerance;
+  };
+  for (auto [file, rewrite, tolerance] :
+       {LitFile{"rewrite-attention", rewriteAttention, 1e-6},
+        LitFile{"recognize-gelu", recognizeGelu, 1e-6},
+        LitFile{"merge-projections", mergeProjections, 0.0}}) {
     auto buffer = llvm::MemoryBuffer::getFile(
         std::string(KILN_SOURCE_DIR "/test/Transforms/") + file + ".mlir");
     if (!buffer)
@@ -53,8 +63,8 @@ std::vector<PatternCase> testFunctions() {
     llvm::SmallVector<llvm::StringRef> parts;
     (*buffer)->getBuffer().split(parts, "// -----");
     for (auto [i, part] : llvm::enumerate(parts))
-      cases.push_back(
-          {std::string(file) + "_" + std::to_string(i), part.str(), rewrite});
+      cases.push_back({std::string(file) + "_" + std::to_string(i), part.str(),
+                       rewrite, tolerance});
   }
   return cases;
 }
@@ -108,7 +118,7 @@ TEST_P(PatternRewriteTest, KeepsTheFunction) {
     auto after = interpret(rewritten, inputs);
     ASSERT_TRUE(mlir::succeeded(before) && mlir::succeeded(after)) << errors;
     for (auto [i, expected, actual] : llvm::enumerate(*before, *after))
-      EXPECT_LE(relativeError(actual, expected), 1e-6)
+      EXPECT_LE(relativeError(actual, expected), GetParam().tolerance)
           << original.getSymName().str() << " result " << i;
   }
 }

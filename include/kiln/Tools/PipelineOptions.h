@@ -17,7 +17,8 @@ namespace kiln {
 
 /// The category of the options that shape the compiled step: --precision,
 /// --optimizer and its hyperparameters, --micro-batches, --loss, --freeze,
-/// --fuse, --rewrite-attention, --pad-max-overhead, --recompute.
+/// --fuse, --rewrite-attention, --merge-projections, --pad-max-overhead,
+/// --recompute.
 llvm::cl::OptionCategory &pipelineOptions();
 
 /// The pipeline those options ask for, the optimizer with torch.optim's

@@ -1,9 +1,9 @@
 //===- Passes.td - kiln passes -----------------------------*- tablegen -*-===//
 //
-// Ordering (lib/Transforms/Pipeline.cpp): GELU recognition, the attention
-// rewrite and tensor-core padding run on the imported forward function;
-// kiln-autodiff then adds its gradient function and the training step the
-// optimizer update; kiln-assign-precision runs on the step, so that
+// Ordering (lib/Transforms/Pipeline.cpp): merging projections, GELU
+// recognition, the attention rewrite and tensor-core padding run on the
+// imported forward function; kiln-autodiff then adds its gradient function
+// and the training step the optimizer update; kiln-assign-precision runs on the step, so that
 // backward GEMMs follow the policy too; fusion, recomputation and the
 // memory plan come last.
 //
@@ -13,6 +13,33 @@
 #define KILN_TRANSFORMS_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def KilnMergeProjections : Pass<"kiln-merge-projections", "mlir::func::FuncOp"> {
+  let summary = "Merge products of one input by several weights into one";
+  let description = [{
+    Replaces the products of one input by 2-D weight parameters (BERT's
+    query, key and value projections; a gated MLP's gate and up) with one
+    product by the weights stacked, as GPT-2's c_attn packs them
+    (lib/Transforms/MergeProjections.cpp): the input is read once, and the
+    backward pass computes its gradient and the weights' in one GEMM each
+    instead of one per weight. Products merge when their weights are stored
+    as Linear layers store theirs ([out, in], read transposed: each weight's
+    gradient is then a contiguous block of the merged one), they share the
+    input and whether it is transposed, each adds a 1-D bias parameter (its
+    only use) or none does, and their weights are all trained or all not
+    (`train` and `freeze` are autodiff's). Readers read column slices of
+    the merged product, which attention reads as strided views. The
+    forward function computes exactly what it did; parameters stay apart.
+    Run it on the forward function, before autodiff.
+  }];
+  let options = [
+    Option<"train", "train", "std::string", "\"\"",
+           "The parameters autodiff will train (its option)">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "The parameters autodiff will freeze (its option)">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
 
 def KilnRecognizeGelu : Pass<"kiln-recognize-gelu", "mlir::func::FuncOp"> {
   let summary = "Replace GELU spelled out op by op with kiln.gelu";

@@ -37,6 +37,9 @@ struct TrainingPipelineConfig {
   bool fuse = true;
   /// Replace spelled-out attention with kiln.attention (FlashAttention).
   bool rewriteAttention = true;
+  /// Merge products of one input by several weights (query, key and value
+  /// projections) into one product by the weights concatenated.
+  bool mergeProjections = true;
   /// Pad weights to tensor-core friendly GEMM sizes (vocabulary 50304),
   /// allowing at most this fraction of extra GEMM work; 0 turns it off.
   double padMaxOverhead = 0.01;
@@ -51,7 +54,8 @@ struct TrainingPipelineConfig {
   int64_t maxRecomputedProducts = -1;
 };
 
-/// GELU recognition -> attention rewrite -> tensor-core padding -> autodiff
+/// [merged projections] -> GELU recognition -> attention rewrite ->
+/// tensor-core padding -> autodiff
 /// -> training step -> precision -> [fusion] -> [recompute] -> [parameter
 /// copies] -> memory plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,

@@ -20,6 +20,8 @@
 
 namespace kiln {
 
+class SliceOp;
+
 /// Where a value's elements lie in the buffer of `storage`: element
 /// `[i0, i1, ...]` at element `offset + i0 * strides[0] + i1 * strides[1] ...`.
 struct StridedView {
@@ -45,7 +47,8 @@ struct StridedView {
 ///     rounded back if widened. The result holds them; the fusion's other
 ///     results read the assembly from it (exact: it holds every value,
 ///     though a -0 that the assembly's added zeros would make +0 stays -0);
-///   - attention's gradients that a transpose alone reads, which holds them.
+///   - attention's gradients that a transpose alone reads, which holds them;
+///   - a slice (outside fusions) of a contiguous block of its input.
 /// Every view's innermost stride is 1.
 llvm::DenseMap<mlir::Value, StridedView>
 findStridedViews(mlir::func::FuncOp step);
@@ -56,6 +59,11 @@ findStridedViews(mlir::func::FuncOp step);
 /// sign of a zero), so what the fusion computes from it could be computed
 /// from the result.
 bool roundsExactAssembly(mlir::Operation *fusion, unsigned result);
+
+/// Whether `slice` (of `step`) takes a contiguous block of its input, both
+/// plain buffers the step computes: findStridedViews makes it a view unless
+/// its input is one, so fusion leaves it out of kernels.
+bool slicesContiguousBlock(SliceOp slice, mlir::func::FuncOp step);
 
 /// The strides of a row-major tensor of `shape`.
 llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
