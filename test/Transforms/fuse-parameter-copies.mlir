@@ -56,3 +56,30 @@ func.func @unread() {
   %cb = kiln.cast %b : tensor<8xf32> to tensor<8xbf16>
   return
 }
+
+// -----
+
+// Merged projections' weights, concatenated, are copied by the same
+// fusion: the concatenation moves in with its copy.
+// CHECK-LABEL: func @stacked_weights
+// CHECK: %[[WQ:.*]] = kiln.parameter "q"
+// CHECK: %[[WK:.*]] = kiln.parameter "k"
+// CHECK: %[[W:.*]] = kiln.parameter "w"
+// CHECK: %[[C:.*]]:2 = kiln.fusion %[[WQ]], %[[WK]], %[[W]] : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>) -> (tensor<8x8xbf16>, tensor<8x8xbf16>)
+// CHECK-NEXT: ^bb0(%[[A0:.*]]: tensor<4x8xf32>, %[[A1:.*]]: tensor<4x8xf32>, %[[A2:.*]]: tensor<8x8xf32>):
+// CHECK-NEXT: %[[S:.*]] = kiln.concat %[[A0]], %[[A1]] {axis = 0 : i64}
+// CHECK-NEXT: kiln.cast %[[S]]
+// CHECK-NEXT: kiln.cast %[[A2]]
+// CHECK: kiln.matmul %arg0, %[[C]]#0 {transpose_rhs}
+// CHECK: kiln.matmul %{{.*}}, %[[C]]#1
+func.func @stacked_weights(%x: tensor<8x8xbf16>) -> tensor<8x8xbf16> {
+  %wq = kiln.parameter "q" : tensor<4x8xf32>
+  %wk = kiln.parameter "k" : tensor<4x8xf32>
+  %w = kiln.parameter "w" : tensor<8x8xf32>
+  %s = kiln.concat %wq, %wk {axis = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %cs = kiln.cast %s : tensor<8x8xf32> to tensor<8x8xbf16>
+  %p = kiln.matmul %x, %cs {transpose_rhs} : (tensor<8x8xbf16>, tensor<8x8xbf16>) -> tensor<8x8xbf16>
+  %cw = kiln.cast %w : tensor<8x8xf32> to tensor<8x8xbf16>
+  %y = kiln.matmul %p, %cw : (tensor<8x8xbf16>, tensor<8x8xbf16>) -> tensor<8x8xbf16>
+  return %y : tensor<8x8xbf16>
+}
