@@ -27,8 +27,6 @@ using namespace mlir;
 
 namespace kiln {
 
-static constexpr int64_t kAlignment = 256;
-
 int64_t elementBytes(Type type) {
   if (type.isInteger(1))
     return 1;
@@ -80,7 +78,8 @@ static int64_t placeBuffers(std::vector<Buffer> &buffers) {
     for (auto [begin, end] : taken) {
       if (offset + buffer.bytes <= begin)
         break;
-      offset = std::max(offset, (end + kAlignment - 1) / kAlignment * kAlignment);
+      offset = std::max(offset, (end + kBufferAlignment - 1) /
+                                    kBufferAlignment * kBufferAlignment);
     }
     buffer.offset = offset;
     arena = std::max(arena, offset + buffer.bytes);

@@ -9,6 +9,8 @@
 
 #include "kiln/Transforms/StridedViews.h"
 
+#include "kiln/Transforms/MemoryPlan.h"
+
 #include "kiln/Autodiff/TrainingStep.h"
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 
@@ -315,7 +317,10 @@ assembledParts(FusionOp fusion, unsigned result) {
 
 bool slicesContiguousBlock(SliceOp slice, func::FuncOp step) {
   Layout layout = sliced(contiguous(shapeOf(slice.getInput())), slice);
+  int64_t offsetBytes =
+      layout.offset * elementBytes(getElementTypeOrSelf(slice.getType()));
   return layout.strides == contiguousStrides(shapeOf(slice)) &&
+         offsetBytes % kBufferAlignment == 0 &&
          plainStorage(slice.getInput(), step) &&
          plainStorage(slice.getResult(), step);
 }

@@ -317,19 +317,23 @@ func.func @mask_gradient_transposed(%q: tensor<2x4x8x16xbf16>, %m: tensor<4x8x8x
 // A slice of a contiguous block (rows of a weight gradient merged
 // projections computed together) is its input at an offset: 4 rows of 48
 // f32 elements further, 768 bytes. A block of columns is not contiguous:
-// it keeps a buffer of its own, after the input's 1536 bytes.
+// it keeps a buffer of its own, past the input's 1536 bytes; so does a
+// block of rows that starts 192 bytes in, less aligned than a buffer.
 // CHECK-LABEL: func @contiguous_slices
 // CHECK: kiln.exp %arg0 {kiln.offsets = array<i64: [[#W:]]>}
-// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W]]>
-// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W+768]]>
-// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W+1536]]>
-func.func @contiguous_slices(%x: tensor<8x48xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W]]>, start = array<i64: 0, 0>
+// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W+768]]>, start = array<i64: 4, 0>
+// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W+2304]]>, start = array<i64: 0, 16>
+// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W+1536]]>, start = array<i64: 1, 0>
+func.func @contiguous_slices(%x: tensor<8x48xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
   %w = kiln.exp %x : tensor<8x48xf32>
   %a = kiln.slice %w {start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<4x48xf32>
   %b = kiln.slice %w {start = array<i64: 4, 0>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<4x48xf32>
   %c = kiln.slice %w {start = array<i64: 0, 16>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<8x16xf32>
+  %d = kiln.slice %w {start = array<i64: 1, 0>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<4x48xf32>
   %sa = kiln.reduce_sum %a {axes = array<i64: 0, 1>} : (tensor<4x48xf32>) -> tensor<f32>
   %sb = kiln.reduce_sum %b {axes = array<i64: 0, 1>} : (tensor<4x48xf32>) -> tensor<f32>
   %sc = kiln.reduce_sum %c {axes = array<i64: 0, 1>} : (tensor<8x16xf32>) -> tensor<f32>
-  return %sa, %sb, %sc : tensor<f32>, tensor<f32>, tensor<f32>
+  %sd = kiln.reduce_sum %d {axes = array<i64: 0, 1>} : (tensor<4x48xf32>) -> tensor<f32>
+  return %sa, %sb, %sc, %sd : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }

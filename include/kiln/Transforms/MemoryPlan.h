@@ -18,6 +18,10 @@
 
 namespace kiln {
 
+/// Every buffer's offset in the arena is a multiple of this: what cuBLASLt
+/// assumes of its operands, and more than 16-byte vector loads need.
+constexpr int64_t kBufferAlignment = 256;
+
 /// What a buffer holds, for the breakdown of the plan.
 enum class BufferKind {
   Parameter,      // master weights, updated in place

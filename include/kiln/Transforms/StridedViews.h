@@ -60,9 +60,10 @@ findStridedViews(mlir::func::FuncOp step);
 /// from the result.
 bool roundsExactAssembly(mlir::Operation *fusion, unsigned result);
 
-/// Whether `slice` (of `step`) takes a contiguous block of its input, both
-/// plain buffers the step computes: findStridedViews makes it a view unless
-/// its input is one, so fusion leaves it out of kernels.
+/// Whether `slice` (of `step`) takes a contiguous block of its input that
+/// starts as aligned as a buffer (kBufferAlignment), both plain buffers the
+/// step computes: findStridedViews makes it a view unless its input is
+/// one, so fusion leaves it out of kernels.
 bool slicesContiguousBlock(SliceOp slice, mlir::func::FuncOp step);
 
 /// The strides of a row-major tensor of `shape`.
