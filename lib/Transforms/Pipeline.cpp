@@ -1,8 +1,8 @@
 //===- Pipeline.cpp - the training pipeline -------------------------------===//
 //
-// The order of kiln's passes. Merging projections, GELU recognition, the
-// attention rewrite and tensor-core padding run on the imported forward
-// function, so that
+// The order of kiln's passes. GELU recognition, the attention rewrite,
+// merging projections (which sees what attention reads in place) and
+// tensor-core padding run on the imported forward function, so that
 // autodiff differentiates kiln.gelu and kiln.attention with their own
 // gradients and gives the padding zero gradients; the step adds the
 // optimizer; precision assignment follows so that backward GEMMs obey the
@@ -24,16 +24,16 @@ namespace kiln {
 
 void buildTrainingPipeline(OpPassManager &manager,
                            const TrainingPipelineConfig &config) {
-  if (config.mergeProjections)
-    manager.addNestedPass<func::FuncOp>(
-        createKilnMergeProjections(KilnMergeProjectionsOptions{
-            config.autodiff.train, config.autodiff.freeze}));
   manager.addNestedPass<func::FuncOp>(createKilnRecognizeGelu(
       KilnRecognizeGeluOptions{config.autodiff.train, config.autodiff.freeze}));
   if (config.rewriteAttention)
     manager.addNestedPass<func::FuncOp>(createKilnRewriteAttention(
         KilnRewriteAttentionOptions{config.autodiff.train,
                                     config.autodiff.freeze}));
+  if (config.mergeProjections)
+    manager.addNestedPass<func::FuncOp>(
+        createKilnMergeProjections(KilnMergeProjectionsOptions{
+            config.autodiff.train, config.autodiff.freeze}));
   if (config.padMaxOverhead > 0)
     manager.addNestedPass<func::FuncOp>(createKilnPadTensorCores(
         KilnPadTensorCoresOptions{config.padMaxOverhead}));

@@ -9,6 +9,7 @@
 
 #include "kiln/Transforms/StridedViews.h"
 
+#include "kiln/Transforms/Fuse.h"
 #include "kiln/Transforms/MemoryPlan.h"
 
 #include "kiln/Autodiff/TrainingStep.h"
@@ -315,11 +316,21 @@ assembledParts(FusionOp fusion, unsigned result) {
 
 } // namespace
 
+/// Whether `value` is stored whatever reads it: a product, a fusion's
+/// result, a reduction's (its own kernel's or yielded by one), a step
+/// argument. Elementwise values may instead be computed by their readers'
+/// kernels, slices and all.
+static bool storedAnyway(Value value) {
+  Operation *op = value.getDefiningOp();
+  return !op || isa<MatmulOp, FusionOp>(op) || isFusedReduction(op);
+}
+
 bool slicesContiguousBlock(SliceOp slice, func::FuncOp step) {
   Layout layout = sliced(contiguous(shapeOf(slice.getInput())), slice);
   int64_t offsetBytes =
       layout.offset * elementBytes(getElementTypeOrSelf(slice.getType()));
-  return layout.strides == contiguousStrides(shapeOf(slice)) &&
+  return storedAnyway(slice.getInput()) &&
+         layout.strides == contiguousStrides(shapeOf(slice)) &&
          offsetBytes % kBufferAlignment == 0 &&
          plainStorage(slice.getInput(), step) &&
          plainStorage(slice.getResult(), step);

@@ -780,33 +780,33 @@ func.func @bias_gradient_of_an_assembly(%q: tensor<4x2xbf16>, %k: tensor<4x2xbf1
 // stay out of kernels (views of their input), and the sums of squares
 // around them still become one fusion.
 // CHECK-LABEL: func @merged_bias_gradients
-// CHECK: %[[G:.*]]:2 = kiln.fusion %arg0 : (tensor<16x12xf32>) -> (tensor<12xf32>, tensor<16x12xbf16>)
+// CHECK: %[[G:.*]]:2 = kiln.fusion %arg0 : (tensor<16x192xf32>) -> (tensor<192xf32>, tensor<16x192xbf16>)
 // CHECK: %[[W:.*]] = kiln.matmul %[[G]]#1, %arg1
 // CHECK-COUNT-2: kiln.slice %[[W]]
 // CHECK-COUNT-3: kiln.slice %[[G]]#0
 // CHECK-NEXT: kiln.fusion {{.*}} -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
-func.func @merged_bias_gradients(%d: tensor<16x12xf32>, %x: tensor<16x8xbf16>) -> (tensor<12x8xf32>, tensor<f32>) {
-  %s = kiln.reduce_sum %d {axes = array<i64: 0>} : (tensor<16x12xf32>) -> tensor<12xf32>
-  %b0 = kiln.slice %s {start = array<i64: 0>, stride = array<i64: 1>} : tensor<12xf32> to tensor<4xf32>
-  %b1 = kiln.slice %s {start = array<i64: 4>, stride = array<i64: 1>} : tensor<12xf32> to tensor<4xf32>
-  %b2 = kiln.slice %s {start = array<i64: 8>, stride = array<i64: 1>} : tensor<12xf32> to tensor<4xf32>
-  %r = kiln.cast %d : tensor<16x12xf32> to tensor<16x12xbf16>
-  %w = kiln.matmul %r, %x {accumulate = f32, transpose_lhs} : (tensor<16x12xbf16>, tensor<16x8xbf16>) -> tensor<12x8xf32>
-  %w0 = kiln.slice %w {start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : tensor<12x8xf32> to tensor<4x8xf32>
-  %w1 = kiln.slice %w {start = array<i64: 4, 0>, stride = array<i64: 1, 1>} : tensor<12x8xf32> to tensor<4x8xf32>
-  %n0 = kiln.mul %w0, %w0 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  %q0 = kiln.reduce_sum %n0 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
-  %m0 = kiln.mul %b0, %b0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  %p0 = kiln.reduce_sum %m0 {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
-  %n1 = kiln.mul %w1, %w1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  %q1 = kiln.reduce_sum %n1 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
-  %m1 = kiln.mul %b1, %b1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  %p1 = kiln.reduce_sum %m1 {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
-  %m2 = kiln.mul %b2, %b2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  %p2 = kiln.reduce_sum %m2 {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+func.func @merged_bias_gradients(%d: tensor<16x192xf32>, %x: tensor<16x64xbf16>) -> (tensor<192x64xf32>, tensor<f32>) {
+  %s = kiln.reduce_sum %d {axes = array<i64: 0>} : (tensor<16x192xf32>) -> tensor<192xf32>
+  %b0 = kiln.slice %s {start = array<i64: 0>, stride = array<i64: 1>} : tensor<192xf32> to tensor<64xf32>
+  %b1 = kiln.slice %s {start = array<i64: 64>, stride = array<i64: 1>} : tensor<192xf32> to tensor<64xf32>
+  %b2 = kiln.slice %s {start = array<i64: 128>, stride = array<i64: 1>} : tensor<192xf32> to tensor<64xf32>
+  %r = kiln.cast %d : tensor<16x192xf32> to tensor<16x192xbf16>
+  %w = kiln.matmul %r, %x {accumulate = f32, transpose_lhs} : (tensor<16x192xbf16>, tensor<16x64xbf16>) -> tensor<192x64xf32>
+  %w0 = kiln.slice %w {start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : tensor<192x64xf32> to tensor<64x64xf32>
+  %w1 = kiln.slice %w {start = array<i64: 64, 0>, stride = array<i64: 1, 1>} : tensor<192x64xf32> to tensor<64x64xf32>
+  %n0 = kiln.mul %w0, %w0 : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %q0 = kiln.reduce_sum %n0 {axes = array<i64: 0, 1>} : (tensor<64x64xf32>) -> tensor<f32>
+  %m0 = kiln.mul %b0, %b0 : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  %p0 = kiln.reduce_sum %m0 {axes = array<i64: 0>} : (tensor<64xf32>) -> tensor<f32>
+  %n1 = kiln.mul %w1, %w1 : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %q1 = kiln.reduce_sum %n1 {axes = array<i64: 0, 1>} : (tensor<64x64xf32>) -> tensor<f32>
+  %m1 = kiln.mul %b1, %b1 : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  %p1 = kiln.reduce_sum %m1 {axes = array<i64: 0>} : (tensor<64xf32>) -> tensor<f32>
+  %m2 = kiln.mul %b2, %b2 : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  %p2 = kiln.reduce_sum %m2 {axes = array<i64: 0>} : (tensor<64xf32>) -> tensor<f32>
   %t0 = kiln.add %q0, %p0 : (tensor<f32>, tensor<f32>) -> tensor<f32>
   %t1 = kiln.add %q1, %p1 : (tensor<f32>, tensor<f32>) -> tensor<f32>
   %t2 = kiln.add %t0, %t1 : (tensor<f32>, tensor<f32>) -> tensor<f32>
   %t3 = kiln.add %t2, %p2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
-  return %w, %t3 : tensor<12x8xf32>, tensor<f32>
+  return %w, %t3 : tensor<192x64xf32>, tensor<f32>
 }

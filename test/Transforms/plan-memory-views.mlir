@@ -316,24 +316,38 @@ func.func @mask_gradient_transposed(%q: tensor<2x4x8x16xbf16>, %m: tensor<4x8x8x
 
 // A slice of a contiguous block (rows of a weight gradient merged
 // projections computed together) is its input at an offset: 4 rows of 48
-// f32 elements further, 768 bytes. A block of columns is not contiguous:
-// it keeps a buffer of its own, past the input's 1536 bytes; so does a
-// block of rows that starts 192 bytes in, less aligned than a buffer.
+// f32 elements further, 768 bytes. A block of rows that starts 192 bytes
+// in, less aligned than a buffer (which a GEMM could read), keeps a buffer
+// of its own.
 // CHECK-LABEL: func @contiguous_slices
-// CHECK: kiln.exp %arg0 {kiln.offsets = array<i64: [[#W:]]>}
+// CHECK: kiln.matmul %arg0, %arg1 {kiln.offsets = array<i64: [[#W:]]>}
 // CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W]]>, start = array<i64: 0, 0>
 // CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W+768]]>, start = array<i64: 4, 0>
-// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W+2304]]>, start = array<i64: 0, 16>
-// CHECK: kiln.slice {{.*}}kiln.offsets = array<i64: [[#W+1536]]>, start = array<i64: 1, 0>
-func.func @contiguous_slices(%x: tensor<8x48xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
-  %w = kiln.exp %x : tensor<8x48xf32>
+// CHECK-NOT: kiln.offsets = array<i64: [[#W+192]]>, start = array<i64: 1, 0>
+func.func @contiguous_slices(%x: tensor<8x4xf32>, %y: tensor<4x48xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+  %w = kiln.matmul %x, %y : (tensor<8x4xf32>, tensor<4x48xf32>) -> tensor<8x48xf32>
   %a = kiln.slice %w {start = array<i64: 0, 0>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<4x48xf32>
   %b = kiln.slice %w {start = array<i64: 4, 0>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<4x48xf32>
-  %c = kiln.slice %w {start = array<i64: 0, 16>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<8x16xf32>
   %d = kiln.slice %w {start = array<i64: 1, 0>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<4x48xf32>
   %sa = kiln.reduce_sum %a {axes = array<i64: 0, 1>} : (tensor<4x48xf32>) -> tensor<f32>
   %sb = kiln.reduce_sum %b {axes = array<i64: 0, 1>} : (tensor<4x48xf32>) -> tensor<f32>
-  %sc = kiln.reduce_sum %c {axes = array<i64: 0, 1>} : (tensor<8x16xf32>) -> tensor<f32>
   %sd = kiln.reduce_sum %d {axes = array<i64: 0, 1>} : (tensor<4x48xf32>) -> tensor<f32>
-  return %sa, %sb, %sc, %sd : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+  return %sa, %sb, %sd : tensor<f32>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// A block of columns of a product is not contiguous: it keeps a buffer of
+// its own, whoever reads it.
+// CHECK-LABEL: func @column_blocks
+// CHECK: kiln.matmul %arg0, %arg1 {kiln.offsets = array<i64: [[#W:]]>}
+// CHECK-NOT: kiln.offsets = array<i64: [[#W+64]]>, start = array<i64: 0, 16>
+// CHECK-NOT: kiln.offsets = array<i64: [[#W+128]]>, start = array<i64: 0, 32>
+func.func @column_blocks(%x: tensor<8x4xf32>, %y: tensor<4x48xf32>, %z: tensor<16x4xf32>) -> (tensor<f32>, tensor<8x4xf32>) {
+  %w = kiln.matmul %x, %y : (tensor<8x4xf32>, tensor<4x48xf32>) -> tensor<8x48xf32>
+  %c = kiln.slice %w {start = array<i64: 0, 16>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<8x16xf32>
+  %d = kiln.slice %w {start = array<i64: 0, 32>, stride = array<i64: 1, 1>} : tensor<8x48xf32> to tensor<8x16xf32>
+  %s = kiln.reduce_sum %c {axes = array<i64: 0, 1>} : (tensor<8x16xf32>) -> tensor<f32>
+  %p = kiln.matmul %d, %z : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %s, %p : tensor<f32>, tensor<8x4xf32>
 }

@@ -1,11 +1,11 @@
 //===- Passes.td - kiln passes -----------------------------*- tablegen -*-===//
 //
-// Ordering (lib/Transforms/Pipeline.cpp): merging projections, GELU
-// recognition, the attention rewrite and tensor-core padding run on the
-// imported forward function; kiln-autodiff then adds its gradient function
-// and the training step the optimizer update; kiln-assign-precision runs on the step, so that
-// backward GEMMs follow the policy too; fusion, recomputation and the
-// memory plan come last.
+// Ordering (lib/Transforms/Pipeline.cpp): GELU recognition, the attention
+// rewrite, merging projections and tensor-core padding run on the imported
+// forward function; kiln-autodiff then adds its gradient function and the
+// training step the optimizer update; kiln-assign-precision runs on the
+// step, so that backward GEMMs follow the policy too; fusion, recomputation
+// and the memory plan come last.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,14 +23,15 @@ def KilnMergeProjections : Pass<"kiln-merge-projections", "mlir::func::FuncOp"> 
     (lib/Transforms/MergeProjections.cpp): the input is read once, and the
     backward pass computes its gradient and the weights' in one GEMM each
     instead of one per weight. Products merge when their weights are stored
-    as Linear layers store theirs ([out, in], read transposed: each weight's
-    gradient is then a contiguous block of the merged one), they share the
-    input and whether it is transposed, each adds a 1-D bias parameter (its
-    only use) or none does, and their weights are all trained or all not
-    (`train` and `freeze` are autodiff's). Readers read column slices of
-    the merged product, which attention reads as strided views. The
-    forward function computes exactly what it did; parameters stay apart.
-    Run it on the forward function, before autodiff.
+    as Linear layers store theirs ([out, in], read transposed: each
+    weight's gradient is then a contiguous block of the merged one),
+    attention reads their results in place, they share the input and
+    whether it is transposed, each adds a 1-D bias parameter (its only use)
+    or none does, and their weights are all trained or all not (`train` and
+    `freeze` are autodiff's). Readers read column slices of the merged
+    product. The forward function computes exactly what it did; parameters
+    stay apart. Run it on the forward function after the attention
+    rewrite, before autodiff.
   }];
   let options = [
     Option<"train", "train", "std::string", "\"\"",

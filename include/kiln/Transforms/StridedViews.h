@@ -48,7 +48,7 @@ struct StridedView {
 ///     results read the assembly from it (exact: it holds every value,
 ///     though a -0 that the assembly's added zeros would make +0 stays -0);
 ///   - attention's gradients that a transpose alone reads, which holds them;
-///   - a slice (outside fusions) of a contiguous block of its input.
+///   - a slice (outside fusions) of a contiguous block of a stored input.
 /// Every view's innermost stride is 1.
 llvm::DenseMap<mlir::Value, StridedView>
 findStridedViews(mlir::func::FuncOp step);
@@ -61,9 +61,11 @@ findStridedViews(mlir::func::FuncOp step);
 bool roundsExactAssembly(mlir::Operation *fusion, unsigned result);
 
 /// Whether `slice` (of `step`) takes a contiguous block of its input that
-/// starts as aligned as a buffer (kBufferAlignment), both plain buffers the
-/// step computes: findStridedViews makes it a view unless its input is
-/// one, so fusion leaves it out of kernels.
+/// starts as aligned as a buffer (kBufferAlignment: a GEMM may read it),
+/// both plain buffers the step computes, the input one stored whatever
+/// reads it (a product, a fusion's result, a reduction's): findStridedViews
+/// makes it a view unless its input is one, so fusion leaves it out of
+/// kernels.
 bool slicesContiguousBlock(SliceOp slice, mlir::func::FuncOp step);
 
 /// The strides of a row-major tensor of `shape`.
