@@ -4,8 +4,8 @@
 // BERT's query, key and value for attention. As three products of
 // [tokens, d] by [d, d], the activation is read three times, and the
 // backward pass writes three partial input gradients that a kernel then
-// adds. As one product by the weights concatenated ([d, 3d], as GPT-2's
-// c_attn packs them) it is read once, the input gradient's GEMM sums the
+// adds. As one product by the weights stacked ([3d, d]; GPT-2's c_attn
+// packs them likewise) it is read once, the input gradient's GEMM sums the
 // three in its accumulator, and the weight gradient is one GEMM too. The
 // slices of the product are strided views of its buffer (attention reads
 // its heads there, and writes their gradients back there in place).
@@ -128,17 +128,17 @@ GroupKey groupKeyOf(const Projection &projection, bool trained) {
                                 bool(projection.bias) << 1 | trained << 2};
 }
 
-/// Concatenates the results of `parameters` along `axis`, before `at`;
-/// moves each parameter before it (a parameter has no operands).
-Value concatenated(OpBuilder &builder, Operation *at,
-                   ArrayRef<ParameterOp> parameters, int64_t axis) {
+/// Stacks the results of `parameters` (along their first dimension) before
+/// `at`; moves each parameter before it (a parameter has no operands).
+Value stacked(OpBuilder &builder, Operation *at,
+              ArrayRef<ParameterOp> parameters) {
   SmallVector<Value> values;
   for (ParameterOp parameter : parameters) {
     if (at->isBeforeInBlock(parameter))
       parameter->moveBefore(at);
     values.push_back(parameter.getResult());
   }
-  return builder.create<ConcatOp>(at->getLoc(), values, axis);
+  return builder.create<ConcatOp>(at->getLoc(), values, 0);
 }
 
 /// Replaces `group` (two or more, in program order) with one product by the
@@ -156,13 +156,13 @@ void merge(ArrayRef<Projection> group) {
   }
   OpBuilder builder(first);
   Location location = builder.getFusedLoc(locations);
-  Value weight = concatenated(builder, first, weights, 0);
+  Value weight = stacked(builder, first, weights);
   Value merged = builder.create<MatmulOp>(
       location, first.getLhs(), weight, first.getTransposeLhsAttr(),
       first.getTransposeRhsAttr(), TypeAttr());
   if (!biases.empty())
     merged = builder.create<AddOp>(location, merged,
-                                   concatenated(builder, first, biases, 0));
+                                   stacked(builder, first, biases));
   int64_t rank = shapeOf(merged).size(), column = 0;
   for (Projection projection : group) {
     SmallVector<int64_t> start(rank, 0), stride(rank, 1);
