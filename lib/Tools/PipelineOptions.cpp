@@ -40,9 +40,9 @@ static cl::opt<bool> rewriteAttention(
              "batch x heads x T x T tensor (=false keeps the exported ops)"));
 static cl::opt<bool> mergeProjections(
     "merge-projections", cl::init(true), cl::cat(pipelineOptions()),
-    cl::desc("Merge products of one input by several weights (query, key "
-             "and value projections) into one product by the weights "
-             "concatenated (=false keeps one product per weight)"));
+    cl::desc("Merge the query, key and value projections of one input that "
+             "attention reads (Linear weights) into one product by the "
+             "weights stacked (=false keeps one product per weight)"));
 static cl::opt<bool>
     fuse("fuse", cl::init(true), cl::cat(pipelineOptions()),
          cl::desc("Fuse elementwise chains, GEMM epilogues and the optimizer's "

@@ -106,8 +106,9 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
                     llvm::cl::init(true)};
   Option<bool> mergeProjections{
       *this, "merge-projections",
-      llvm::cl::desc("Merge products of one input by several weights into "
-                     "one product by the weights concatenated"),
+      llvm::cl::desc("Merge the query, key and value projections of one "
+                     "input that attention reads into one product by the "
+                     "weights stacked"),
       llvm::cl::init(true)};
   Option<bool> rewriteAttention{*this, "rewrite-attention",
                          llvm::cl::desc("Rewrite attention into kiln.attention"),
