@@ -55,6 +55,34 @@ func.func @query_key_value(%x: tensor<2x3x4xf32>) -> tensor<2x2x3x2xf32> {
 
 // -----
 
+// A query with a bias and a key and value without: only the key and value
+// merge (one bias concatenated with none would be no bias of the sum).
+// CHECK-LABEL: func @mixed_biases
+// CHECK: kiln.matmul %arg0, %{{.*}} {transpose_rhs} : (tensor<2x3x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4xf32>
+// CHECK: kiln.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT: kiln.matmul %arg0, %{{.*}} {transpose_rhs} : (tensor<2x3x4xf32>, tensor<8x4xf32>) -> tensor<2x3x8xf32>
+// CHECK-NOT: kiln.concat
+func.func @mixed_biases(%x: tensor<2x3x4xf32>) -> tensor<2x2x3x2xf32> {
+  %wq = kiln.parameter "query.weight" = dense<[[-0.9, -0.6, 0.2, -0.8], [0.9, -0.4, 0.9, 0.7], [-0.4, -0.9, 0.1, -0.3], [-0.5, -0.5, 0.7, 0.7]]> : tensor<4x4xf32> : tensor<4x4xf32>
+  %bq = kiln.parameter "query.bias" = dense<[0.8, 0.9, -0.9, 0.7]> : tensor<4xf32> : tensor<4xf32>
+  %wk = kiln.parameter "key.weight" = dense<[[0.3, 0.2, -0.3, 0.4], [0.7, 0.7, 0.6, 0.4], [0.1, 0.3, 0.9, -0.4], [0.5, -0.2, 0.8, -0.6]]> : tensor<4x4xf32> : tensor<4x4xf32>
+  %wv = kiln.parameter "value.weight" = dense<[[-0.7, -0.1, 0.7, 0.2], [-0.1, 0.6, 0.9, -0.1], [0.1, -0.2, -0.4, 0.5], [0.3, -0.6, 0.6, -0.7]]> : tensor<4x4xf32> : tensor<4x4xf32>
+  %pq = kiln.matmul %x, %wq {transpose_rhs} : (tensor<2x3x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4xf32>
+  %q = kiln.add %bq, %pq : (tensor<4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %qh = kiln.reshape %q : tensor<2x3x4xf32> to tensor<2x3x2x2xf32>
+  %qt = kiln.transpose %qh {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x3x2x2xf32>) -> tensor<2x2x3x2xf32>
+  %k = kiln.matmul %x, %wk {transpose_rhs} : (tensor<2x3x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4xf32>
+  %kh = kiln.reshape %k : tensor<2x3x4xf32> to tensor<2x3x2x2xf32>
+  %kt = kiln.transpose %kh {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x3x2x2xf32>) -> tensor<2x2x3x2xf32>
+  %v = kiln.matmul %x, %wv {transpose_rhs} : (tensor<2x3x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4xf32>
+  %vh = kiln.reshape %v : tensor<2x3x4xf32> to tensor<2x3x2x2xf32>
+  %vt = kiln.transpose %vh {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x3x2x2xf32>) -> tensor<2x2x3x2xf32>
+  %o, %lse = kiln.attention %qt, %kt, %vt {scale = 0.7 : f64} : (tensor<2x2x3x2xf32>, tensor<2x2x3x2xf32>, tensor<2x2x3x2xf32>) -> (tensor<2x2x3x2xf32>, tensor<2x2x3xf32>)
+  return %o : tensor<2x2x3x2xf32>
+}
+
+// -----
+
 // Weights stored [in, out] (TorchScript's MatMul initializers, dynamo's
 // exports) stay apart: stacked along their columns, each one's gradient
 // would be a block of columns of the merged one, to be copied out.
