@@ -98,7 +98,7 @@ cuda_graph, device_grids), as kiln-run's.)")
         py::arg("attention_query_tile") = 128,
         R"(Writes the training step of `model` as a CUDA artifact for
 kiln-run (kiln-compile --target=cuda); `attention` is "kiln" or "cudnn";
-`attention_query_gradient` is "atomic" or "recompute"
+`attention_query_gradient` is "atomic", "recompute" or "stored"
 (kiln-compile --attention-query-gradient); `attention_query_tile` is 128
 or 64 (kiln-compile --attention-query-tile);
 more keyword arguments are the pipeline options of kiln.Trainer. Needs no

@@ -45,8 +45,10 @@ py::dict compileStep(Model &model, const std::string &output,
   if (attention != "kiln" && attention != "cudnn")
     raise("attention must be 'kiln' or 'cudnn', got '" + attention + "'");
   if (attentionQueryGradient != "atomic" &&
-      attentionQueryGradient != "recompute")
-    raise("attention_query_gradient must be 'atomic' or 'recompute', got '" +
+      attentionQueryGradient != "recompute" &&
+      attentionQueryGradient != "stored")
+    raise("attention_query_gradient must be 'atomic', 'recompute' or "
+          "'stored', got '" +
           attentionQueryGradient + "'");
   if (attentionQueryTile != 64 && attentionQueryTile != 128)
     raise("attention_query_tile must be 64 or 128, got " +
@@ -79,6 +81,8 @@ py::dict compileStep(Model &model, const std::string &output,
     target.attention = cuda::AttentionBackend::Cudnn;
   if (attentionQueryGradient == "atomic")
     target.queryGradient = cuda::QueryGradient::Atomic;
+  if (attentionQueryGradient == "stored")
+    target.queryGradient = cuda::QueryGradient::Stored;
   target.attentionQueryTile = attentionQueryTile;
   target.optionsText =
       "python|" + identityOf(options) + cuda::targetOptionsText(target);

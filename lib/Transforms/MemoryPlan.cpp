@@ -88,7 +88,8 @@ static int64_t placeBuffers(std::vector<Buffer> &buffers) {
   return arena;
 }
 
-MemoryPlan planMemory(func::FuncOp step, Overwrites overwrites) {
+MemoryPlan planMemory(func::FuncOp step, Overwrites overwrites,
+                      ScratchBytes scratchBytes) {
   MemoryPlan plan;
   Block &body = step.getBody().front();
   DenseMap<Operation *, int64_t> position;
@@ -217,6 +218,15 @@ MemoryPlan planMemory(func::FuncOp step, Overwrites overwrites) {
     buffer.start = std::min(buffer.start, defined);
     buffer.end = std::max(buffer.end, lastUse(value, defined));
     bufferOf[value] = id;
+  }
+  for (Operation &op : body) {
+    int64_t bytes = scratchBytes ? scratchBytes(&op) : 0;
+    if (bytes <= 0)
+      continue;
+    int64_t at = position.lookup(&op);
+    plan.scratchOf[&op] = plan.buffers.size();
+    plan.buffers.push_back(
+        {Value(), BufferKind::Activation, bytes, at, at, 0, &op});
   }
   plan.arenaBytes = placeBuffers(plan.buffers);
 

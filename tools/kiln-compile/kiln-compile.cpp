@@ -124,7 +124,12 @@ static cl::opt<kiln::cuda::QueryGradient> queryGradient(
                    "products; head dimensions up to 128)"),
         clEnumValN(kiln::cuda::QueryGradient::Recomputed, "recompute",
                    "by a kernel of its own that computes the scores again "
-                   "(seven products, the same bits every run; default)")),
+                   "(seven products, the same bits every run; default)"),
+        clEnumValN(kiln::cuda::QueryGradient::Stored, "stored",
+                   "by a kernel of its own from the score gradients the "
+                   "key/value kernel stores in scratch (five products, the "
+                   "same bits every run, 2 bytes per score; head dimensions "
+                   "up to 64)")),
     cl::cat(category));
 
 static cl::opt<unsigned> attentionQueryTile(

@@ -242,14 +242,20 @@ TEST_P(KernelTest, MatchesInterpreter) {
     compileAndCompare(function, arguments, *expected, c,
                       cuda::QueryGradient::Atomic);
   }
-  // Tensor-core gradients the other way too: dQ by a query kernel of its
-  // own.
+  // Tensor-core gradients the other ways too: dQ by a query kernel of its
+  // own, recomputing dS or reading the dS that the key/value kernel
+  // stored.
   bool gradients = false;
   function.walk([&](AttentionGradOp) { gradients = true; });
   if (gradients && !c.exactAttention) {
-    SCOPED_TRACE("dQ by a kernel of its own");
+    {
+      SCOPED_TRACE("dQ by a kernel of its own");
+      compileAndCompare(function, arguments, *expected, c,
+                        cuda::QueryGradient::Recomputed);
+    }
+    SCOPED_TRACE("dQ from the stored dS");
     compileAndCompare(function, arguments, *expected, c,
-                      cuda::QueryGradient::Recomputed);
+                      cuda::QueryGradient::Stored);
   }
 }
 

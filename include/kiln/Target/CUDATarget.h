@@ -31,12 +31,16 @@ enum class AttentionBackend { Kiln, Cudnn };
 /// How kiln's tensor-core kernels compute attention's query gradient dQ:
 /// summed by the key/value kernel, which has dS already, with f32 atomics
 /// (FlashAttention-2's five products; the order of dQ's additions varies
-/// from run to run), or by a query kernel of its own that computes the
-/// scores again (seven products; the same bits every run). Recomputing is
-/// the default: on an H200 GPT-2's step ran 3.6% faster with it
-/// (docs/benchmarks.md), the atomics' contention costing more than the two
-/// products they save.
-enum class QueryGradient { Atomic, Recomputed };
+/// from run to run); by a query kernel of its own that computes the
+/// scores again (seven products; the same bits every run); or by a query
+/// kernel multiplying the dS that the key/value kernel stores, 16-bit, in
+/// scratch (five products and the same bits every run, for 2 bytes per
+/// score that some query may attend to, at head dimensions up to 64).
+/// Recomputing is the default: on an H200 GPT-2's step ran 3.6% faster
+/// with it than with atomics (docs/benchmarks.md), the atomics'
+/// contention costing more than the two products they save; storing dS
+/// is not measured yet.
+enum class QueryGradient { Atomic, Recomputed, Stored };
 
 struct TargetOptions {
   /// Architectures to compile cubins for ("sm_80", "sm_90"); PTX is added

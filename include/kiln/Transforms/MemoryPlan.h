@@ -32,6 +32,7 @@ enum class BufferKind {
 };
 
 struct Buffer {
+  /// The value it holds, or null for the scratch of `scratchOf`.
   mlir::Value value;
   BufferKind kind;
   int64_t bytes;
@@ -39,6 +40,8 @@ struct Buffer {
   /// to its last user; persistent buffers span the whole step.
   int64_t start, end;
   int64_t offset = 0;
+  /// The op whose kernels use it as scratch while the op runs.
+  mlir::Operation *scratchOf = nullptr;
 };
 
 struct MemoryPlan {
@@ -46,6 +49,8 @@ struct MemoryPlan {
   /// The buffer (index into `buffers`) of every planned value, views
   /// (reshapes, strided views) and every read of a parameter included.
   llvm::DenseMap<mlir::Value, size_t> bufferOf;
+  /// The buffer of every op's scratch.
+  llvm::DenseMap<mlir::Operation *, size_t> scratchOf;
   /// Values whose elements lie, strided, in their storage's buffer.
   llvm::DenseMap<mlir::Value, StridedView> views;
   /// The arena: the end of the highest buffer.
@@ -74,14 +79,19 @@ struct MemoryPlan {
 /// operand's buffer where `op` is its last reader.
 using Overwrites = llvm::function_ref<bool(mlir::Operation *op, unsigned result,
                                            unsigned operand)>;
+/// The bytes of scratch the executor's kernels for `op` use while `op`
+/// runs, and nothing before or after (0 for none).
+using ScratchBytes = llvm::function_ref<int64_t(mlir::Operation *op)>;
 
 /// Plans the buffers of `step`, a single-block function. Constants are not
 /// planned (they live with the code); a result that updates a parameter or
 /// an optimizer state shares that buffer, a reshape is a view of its
 /// input's buffer, and strided views (StridedViews.h) are views of their
 /// storage's. With `overwrites`, a result may take the buffer of an
-/// operand it overwrites (of its size, whose last reader is the op).
-MemoryPlan planMemory(mlir::func::FuncOp step, Overwrites overwrites = {});
+/// operand it overwrites (of its size, whose last reader is the op). With
+/// `scratchBytes`, an op's scratch is a buffer live while the op runs.
+MemoryPlan planMemory(mlir::func::FuncOp step, Overwrites overwrites = {},
+                      ScratchBytes scratchBytes = {});
 
 /// Bytes of one element of `type` in memory (i1 as one byte).
 int64_t elementBytes(mlir::Type type);

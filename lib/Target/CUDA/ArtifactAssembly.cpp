@@ -297,6 +297,8 @@ std::string targetOptionsText(const TargetOptions &options) {
     text += "|cudnn-attention";
   if (options.queryGradient == QueryGradient::Atomic)
     text += "|atomic-query-gradient";
+  if (options.queryGradient == QueryGradient::Stored)
+    text += "|stored-query-gradient";
   if (options.attentionQueryTile != 128)
     text += "|attention-query-tile=" + std::to_string(options.attentionQueryTile);
   return text;

@@ -441,11 +441,16 @@ tensorCoreAttentionForward(AttentionOp op, const TargetOptions &options,
 /// The gradient on tensor cores, for what the forward pass takes and a
 /// gradient of the operands' type; none otherwise. dQ as
 /// `options.queryGradient` says where the head dimension is at most 128
-/// (its B fragments stay in registers), by a query kernel of its own
-/// above, whose blocks own query rows as the forward pass's do.
+/// for atomics (their B fragments stay in registers) and 64 for stored dS,
+/// by a query kernel that recomputes dS elsewhere, whose blocks own query
+/// rows as the forward pass's do.
 std::optional<llvm::SmallVector<KernelPlan>>
 tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
                             StridesOf stridesOf);
+/// The bytes of scratch the kernels of tensorCoreAttentionGradient use:
+/// the rows' deltas, and the f32 sums of dQ or the stored dS.
+int64_t tensorCoreGradientScratchBytes(AttentionGradOp op,
+                                       const TargetOptions &options);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

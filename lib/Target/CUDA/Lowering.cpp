@@ -116,9 +116,15 @@ Lowering::appendArguments(const KernelPlan &kernel,
   }
   if (kernel.partialBytes) {
     int64_t offset = kernel.partialSlot * kernel.partialBytes;
-    partialBytes = std::max(partialBytes, offset + kernel.partialBytes);
-    partialUses.push_back({operations.size(), launch.args.size(), offset});
-    launch.args.push_back(0);
+    auto planned = plan.scratchOf.find(origin);
+    if (planned != plan.scratchOf.end() &&
+        plan.buffers[planned->second].bytes >= offset + kernel.partialBytes) {
+      launch.args.push_back(plan.buffers[planned->second].offset + offset);
+    } else {
+      partialBytes = std::max(partialBytes, offset + kernel.partialBytes);
+      partialUses.push_back({operations.size(), launch.args.size(), offset});
+      launch.args.push_back(0);
+    }
   }
   if (kernel.checksIndices) {
     checkUses.push_back({operations.size(), launch.args.size()});
@@ -440,6 +446,15 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
     for (size_t i = first; i < operations.size(); ++i)
       operations[i]->epilogue_fallback_of = *fallbackOf;
   return success();
+}
+
+int64_t Lowering::opScratchBytes(Operation *op) const {
+  auto gradient = dyn_cast<AttentionGradOp>(op);
+  if (!gradient || options.exactAttention ||
+      options.attention != AttentionBackend::Kiln ||
+      tensorCoreAttentionUnsupported(op))
+    return 0;
+  return tensorCoreGradientScratchBytes(gradient, options);
 }
 
 LogicalResult Lowering::lowerOp(Operation &op) {

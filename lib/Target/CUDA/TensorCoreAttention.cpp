@@ -23,6 +23,18 @@ namespace {
 
 using Values = std::vector<std::pair<std::string, std::string>>;
 
+/// How far left and right of query row i its keys may lie: i - j <= left
+/// and j - i <= right, -1 for no bound (causal masking, the window).
+template <typename OpTy> std::pair<int64_t, int64_t> keyBand(OpTy op) {
+  int64_t left = -1, right = op.getCausal() ? 0 : -1;
+  if (std::optional<ArrayRef<int64_t>> window = op.getWindow()) {
+    left = (*window)[0];
+    if (!op.getCausal())
+      right = (*window)[1];
+  }
+  return {left, right};
+}
+
 /// Device code for `keySpan(q0, first, last)`, the keys [first, last) that
 /// some query row of the tile at q0 may attend to, `querySpan(k0, first,
 /// last)`, the query rows that may attend to some key of the tile at k0:
@@ -30,12 +42,7 @@ using Values = std::vector<std::pair<std::string, std::string>>;
 /// `attendsNoneFrom(i, rows, k0)`, whether no query row of [i, i + rows)
 /// may attend to key k0 or a later one (the rows before a causal tile's).
 template <typename OpTy> std::string spans(OpTy op) {
-  int64_t left = -1, right = op.getCausal() ? 0 : -1;
-  if (std::optional<ArrayRef<int64_t>> window = op.getWindow()) {
-    left = (*window)[0];
-    if (!op.getCausal())
-      right = (*window)[1];
-  }
+  auto [left, right] = keyBand(op);
   auto atLeastZero = [](const std::string &x) {
     return "(" + x + " > 0 ? " + x + " : 0)";
   };
@@ -57,6 +64,43 @@ template <typename OpTy> std::string spans(OpTy op) {
          "rows, idx k0) -> bool { return " +
          noneFrom + "; };\n";
 }
+
+/// The pairs of a 64-row query tile and a 64-key tile of one head that
+/// keySpan gives (some row of the query tile may attend to some key of
+/// the key tile): the blocks of dS^T that the stored query gradient
+/// keeps per head.
+int64_t storedScoreTiles(AttentionGradOp op) {
+  auto [left, right] = keyBand(op);
+  int64_t tq = shapeOf(op.getQuery())[2], tk = shapeOf(op.getKey())[2];
+  int64_t pairs = 0;
+  for (int64_t q0 = 0; q0 < tq; q0 += 64) {
+    int64_t first = left < 0 ? 0 : std::max<int64_t>(q0 - left, 0);
+    int64_t last = right < 0 ? tk : std::min(q0 + 64 + right, tk);
+    pairs += std::max<int64_t>((last - first / 64 * 64 + 63) / 64, 0);
+  }
+  return pairs;
+}
+
+/// The scratch of the tensor-core gradient kernels, whose pointer follows
+/// the results: the rows' deltas; after them, where the key/value kernel
+/// sums dQ, its f32 sums, and where it stores dS, the blocks of dS^T;
+/// either from a multiple of 4 floats (16 bytes: pairs of sums take one
+/// reduction, blocks are copied in 16-byte pieces).
+struct GradientScratch {
+  GradientScratch(AttentionGradOp op, const TargetOptions &options) {
+    ArrayRef<int64_t> qs = shapeOf(op.getQuery());
+    atomic = options.queryGradient == QueryGradient::Atomic && qs[3] <= 128;
+    stored = options.queryGradient == QueryGradient::Stored && qs[3] <= 64;
+    rows = qs[0] * qs[1] * qs[2];
+    afterDeltas = llvm::alignTo(rows, 4);
+    scoreTiles = stored ? storedScoreTiles(op) : 0;
+    floats = atomic   ? afterDeltas + rows * qs[3]
+             : stored ? afterDeltas + qs[0] * qs[1] * scoreTiles * 64 * 64 / 2
+                      : rows;
+  }
+  bool atomic, stored;
+  int64_t rows, afterDeltas, scoreTiles, floats;
+};
 
 /// Rows of the streamed side's tiles, which keep shared memory within
 /// 48 KiB (a block's static limit) for head dimension `d`, rows padded
@@ -347,6 +391,11 @@ static KernelPlan gradientPass(const KernelPlan &like, std::string body,
   return plan;
 }
 
+int64_t tensorCoreGradientScratchBytes(AttentionGradOp op,
+                                       const TargetOptions &options) {
+  return GradientScratch(op, options).floats * 4;
+}
+
 std::optional<SmallVector<KernelPlan>>
 tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
                             StridesOf stridesOf) {
@@ -373,15 +422,15 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
     query.untouched.push_back(maskGrad);
   }
   ArrayRef<int64_t> qs = shapeOf(op.getQuery()), ks = shapeOf(op.getKey());
-  // The rows' deltas go to scratch, whose pointer follows the results;
-  // where the key/value kernel sums dQ, its f32 sums after them, from a
-  // multiple of 4 floats (16 bytes: pairs of sums take one reduction).
-  bool atomic = options.queryGradient == QueryGradient::Atomic && qs[3] <= 128;
-  int64_t rows = qs[0] * qs[1] * qs[2], sumsAt = llvm::alignTo(rows, 4),
-          scratch = atomic ? sumsAt + rows * qs[3] : rows;
-  values->push_back({"DQ_SUMS_AT", indexConstant(sumsAt)});
-  query.partialBytes = scratch * 4;
-  query.indexBound = std::max(indexBound(op, stridesOf), scratch);
+  GradientScratch scratch(op, options);
+  bool atomic = scratch.atomic, stored = scratch.stored;
+  int64_t rows = scratch.rows;
+  values->push_back({"DQ_SUMS_AT", indexConstant(scratch.afterDeltas)});
+  values->push_back({"DS_AT", indexConstant(scratch.afterDeltas)});
+  values->push_back({"SCORE_TILES", indexConstant(scratch.scoreTiles)});
+  query.partialBytes = scratch.floats * 4;
+  // The blocks of dS^T are addressed in 16-bit elements.
+  query.indexBound = std::max(indexBound(op, stridesOf), 2 * scratch.floats);
   values->push_back({"SCRATCH_ARG", std::to_string(query.operands.size() +
                                                    query.results.size())});
   KernelPlan keyValue = query;
@@ -397,6 +446,7 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
   keyValues.push_back({"BQ", "$STREAMED"});
   keyValues.push_back({"BK", "64"});
   keyValues.push_back({"ATOMIC_DQ", atomic ? "true" : "false"});
+  keyValues.push_back({"STORED_DS", stored ? "true" : "false"});
   query.body = substitute(prologue + kTensorCoreQueryGradient, queryValues);
   keyValue.body = substitute(prologue + kTensorCoreKeyValueGradient, keyValues);
   // The query kernel stores dq and each row's delta (dO . O), which the
@@ -419,16 +469,36 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
   if (qs[3] <= 64)
     keyValue.minBlocksPerSM = 3;
   SmallVector<KernelPlan> plans = {query, keyValue};
-  if (atomic) {
-    // The deltas and cleared sums first (32 rows a block), the sums
-    // stored as dq last.
-    plans.front() = gradientPass(
-        query, substitute(prologue + kTensorCoreGradientStart, queryValues),
+  if (atomic || stored) {
+    // The deltas (and cleared sums) first, 32 rows a block.
+    KernelPlan &start = plans.front();
+    start = gradientPass(
+        query, substitute(prologue + kTensorCoreGradientStart, keyValues),
         {op.getOutput(), op.getOutputGrad()}, (rows + 31) / 32);
+    if (stored)
+      start.partialBytes = rows * 4;
+  }
+  if (atomic) {
+    // The sums stored as dq last.
     plans.push_back(gradientPass(
         query,
         substitute(prologue + kTensorCoreQueryGradientStore, queryValues),
         {op.getQueryGrad()}, (rows * qs[3] + 127) / 128));
+  }
+  if (stored) {
+    // dQ from the stored dS, in tiles of 64 query rows.
+    Values storedValues = *values;
+    storedValues.push_back({"ROWTILES", "1"});
+    storedValues.push_back(chunk(qs[3], 1));
+    storedValues.push_back({"BQ", "64"});
+    storedValues.push_back({"BK", "64"});
+    KernelPlan &dq = plans.emplace_back(gradientPass(
+        query,
+        substitute(prologue + kTensorCoreStoredQueryGradient, storedValues),
+        {op.getKey(), op.getQueryGrad()}, 0));
+    launchTiles(dq, qs[0] * qs[1], qs[2]);
+    dq.gridStrided = false;
+    dq.flops = attentionProductFlops(op);
   }
   if (op.getMaskGrad())
     plans.push_back(tensorCoreMaskGradient(op, query, *values)
