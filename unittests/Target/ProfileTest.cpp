@@ -147,15 +147,18 @@ TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
   mlir::func::FuncOp step = (*trainer)->stepFunction();
   // What each kernel of attention's gradient touches, its scratch counted
   // whole (each row's delta, then, where the key/value kernel sums dq, the
-  // rows' f32 sums). Summed by atomics (the default): the first kernel
-  // reads the output and its gradient, writes the deltas and clears the
-  // sums; the key/value kernel reads the operands and the deltas, adds to
-  // the sums and writes dk and dv; the last stores the sums as dq.
-  // Recomputed: the query kernel reads the operands, the output and its
-  // gradient and writes dq and the deltas; the key/value kernel reads the
-  // deltas instead of the output and writes dk and dv.
+  // rows' f32 sums, where it stores dS, the blocks of dS^T). Summed by
+  // atomics: the first kernel reads the output and its gradient, writes
+  // the deltas and clears the sums; the key/value kernel reads the
+  // operands and the deltas, adds to the sums and writes dk and dv; the
+  // last stores the sums as dq. Recomputed (the default): the query kernel
+  // reads the operands, the output and its gradient and writes dq and the
+  // deltas; the key/value kernel reads the deltas instead of the output
+  // and writes dk and dv. Stored: the first kernel writes the deltas
+  // alone; the key/value kernel stores dS^T where the atomic one adds to
+  // sums, the last reads it and K and writes dq.
   // Both layers' gradients have the same shapes.
-  std::vector<int64_t> atomicBytes, recomputedBytes;
+  std::vector<int64_t> atomicBytes, recomputedBytes, storedBytes;
   step.walk([&](AttentionGradOp op) {
     auto bytes = [](mlir::Value value) {
       auto type = llvm::cast<mlir::RankedTensorType>(value.getType());
@@ -180,12 +183,30 @@ TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
         std::vector<int64_t>{delta + operands + bytes(op.getOutput()) +
                                  bytes(op.getQueryGrad()),
                              delta + keyValue});
+    // Blocks of 64 keys by 64 queries of 2 bytes, for each head and pair
+    // of tiles the causal mask leaves.
+    llvm::ArrayRef<int64_t> shape =
+        llvm::cast<mlir::RankedTensorType>(op.getQuery().getType()).getShape();
+    int64_t tiles = 0;
+    for (int64_t q0 = 0; q0 < shape[2]; q0 += 64)
+      tiles += q0 / 64 + 1;
+    int64_t scores = shape[0] * shape[1] * tiles * 64 * 64 * 2;
+    llvm::append_range(
+        storedBytes,
+        std::vector<int64_t>{
+            delta + bytes(op.getOutput()) + bytes(op.getOutputGrad()),
+            delta + scores + keyValue,
+            delta + scores + bytes(op.getKey()) + bytes(op.getQueryGrad())});
   });
   int64_t recomputedFlops = 0;
   for (cuda::QueryGradient queryGradient :
-       {cuda::QueryGradient::Recomputed, cuda::QueryGradient::Atomic}) {
+       {cuda::QueryGradient::Recomputed, cuda::QueryGradient::Atomic,
+        cuda::QueryGradient::Stored}) {
     bool atomic = queryGradient == cuda::QueryGradient::Atomic;
-    SCOPED_TRACE(atomic ? "dq summed by atomics" : "dq recomputed");
+    bool stored = queryGradient == cuda::QueryGradient::Stored;
+    SCOPED_TRACE(atomic   ? "dq summed by atomics"
+                 : stored ? "dq from stored dS"
+                          : "dq recomputed");
     cuda::TargetOptions options;
     options.queryGradient = queryGradient;
     auto compiled = cuda::compileFunction(step, options);
@@ -217,11 +238,13 @@ TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
     EXPECT_GT(gemms, 0);
     // Two layers: one forward launch and three gradient launches each (two
     // where the query kernel recomputes the scores).
-    EXPECT_EQ(attention, atomic ? 8 : 6);
-    EXPECT_EQ(gradientBytes, atomic ? atomicBytes : recomputedBytes);
+    EXPECT_EQ(attention, atomic || stored ? 8 : 6);
+    EXPECT_EQ(gradientBytes, atomic   ? atomicBytes
+                             : stored ? storedBytes
+                                      : recomputedBytes);
     // Five products (FlashAttention-2's) against seven.
     EXPECT_GT(gradientFlops, 0);
-    if (atomic)
+    if (atomic || stored)
       EXPECT_EQ(gradientFlops * 7, recomputedFlops * 5);
     else
       recomputedFlops = gradientFlops;

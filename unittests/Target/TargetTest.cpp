@@ -74,6 +74,10 @@ struct StepOptions {
   bool wideIndices = false;
   /// Attention by cuDNN where it applies (the artifact must then have some).
   bool cudnnAttention = false;
+  /// Attention by the kernels that round where the interpreter does, or on
+  /// tensor cores, whose query gradient as `queryGradient` says.
+  bool exactAttention = true;
+  cuda::QueryGradient queryGradient = cuda::QueryGradient::Recomputed;
 };
 
 class TargetTest : public ::testing::Test {
@@ -117,7 +121,8 @@ protected:
 
     cuda::TargetOptions options;
     options.archs = kiln::testing::executorArchitectures();
-    options.exactAttention = true;
+    options.exactAttention = stepOptions.exactAttention;
+    options.queryGradient = stepOptions.queryGradient;
     options.batchLaunches = stepOptions.batchLaunches;
     options.wideIndices = stepOptions.wideIndices;
     if (stepOptions.cudnnAttention)
@@ -211,8 +216,9 @@ protected:
     // one is rounding noise and its update lr * sign(noise). Updated
     // parameters are compared where |g| > 1e-6, far above the noise of f32
     // sums this size, and where the GEMMs accumulate in f64 as the
-    // interpreter does and attention is kiln's (cuDNN's rounding moves
-    // gradients by more than 1e-6); the first moment, 0.1 * g, everywhere.
+    // interpreter does and attention rounds where it does (cuDNN's and the
+    // tensor-core kernels' rounding moves gradients by more than 1e-6); the
+    // first moment, 0.1 * g, everywhere.
     unsigned next = 2;
     size_t stateStart = 2 + (*trainer)->trainedParameters().size();
     auto firstMoment = [&](const std::string &name) -> const Tensor & {
@@ -226,7 +232,8 @@ protected:
       const Tensor &moment = firstMoment(name);
       Tensor got = executor->read(name);
       const Tensor &want = (*expected)[next++];
-      if (!exactGemms || stepOptions.cudnnAttention)
+      if (!exactGemms || stepOptions.cudnnAttention ||
+          !stepOptions.exactAttention)
         continue;
       for (int64_t i = 0; i < want.getNumElements(); ++i)
         if (std::fabs(moment.getAsDouble(i)) > 1e-7) {
@@ -327,6 +334,20 @@ TEST_F(TargetTest, Gpt2StepWithCudnnAttentionMatchesInterpreter) {
               {source("examples/gpt2_tiny/input_ids.pb"),
                source("examples/gpt2_tiny/labels.pb")},
               Precision::BF16, 0x1p-7, {}, cudnn);
+}
+
+// Attention on tensor cores, its query gradient from the dS that the
+// key/value kernel stores in scratch, which the memory plan places among
+// the buffers (in memory that no value holds while the gradient runs):
+// within the tensor-core bound, 2^-7, as the cuDNN step above.
+TEST_F(TargetTest, Gpt2StepWithStoredScoreGradientsMatchesInterpreter) {
+  StepOptions stored;
+  stored.exactAttention = false;
+  stored.queryGradient = cuda::QueryGradient::Stored;
+  compareStep(source("examples/gpt2_tiny/model.onnx"),
+              {source("examples/gpt2_tiny/input_ids.pb"),
+               source("examples/gpt2_tiny/labels.pb")},
+              Precision::BF16, 0x1p-7, {}, stored);
 }
 
 // fp16: 16-bit operands and the loss scale, decided inside the step.

@@ -53,7 +53,16 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
   if (recompute != Recompute::None) {
     EXPECT_GT(recomputeActivations(*step, recompute == Recompute::Products), 0);
   }
-  MemoryPlan plan = planMemory(*step);
+  // Attention's gradient and the products use scratch (what kiln's CUDA
+  // kernels for attention's gradient do), as large as their first operand.
+  auto scratchBytes = [](mlir::Operation *op) -> int64_t {
+    if (!mlir::isa<AttentionGradOp, MatmulOp>(op))
+      return 0;
+    auto type = mlir::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+    return type.getNumElements() * elementBytes(type.getElementType());
+  };
+  MemoryPlan plan = planMemory(*step, {}, scratchBytes);
+  EXPECT_FALSE(plan.scratchOf.empty());
 
   // Owner of every byte of the arena; -1 for none.
   std::vector<int> owner(plan.arenaBytes, -1);
@@ -103,6 +112,18 @@ TEST_P(MemoryPlanTest, LiveValuesNeverShareBytes) {
       if (fills)
         ++filledViews;
     }
+    // Scratch, written while the op reads its operands and writes its
+    // results, overwrites none of them (nor, checked by later readers,
+    // anything else live).
+    if (auto scratch = plan.scratchOf.find(&op);
+        scratch != plan.scratchOf.end()) {
+      write(scratch->second);
+      llvm::SmallVector<mlir::Value> touched(op.getOperands());
+      llvm::append_range(touched, op.getResults());
+      for (mlir::Value value : touched)
+        if (auto it = plan.bufferOf.find(value); it != plan.bufferOf.end())
+          check(it->second, &op);
+    }
   }
   EXPECT_GT(reads, 100);
   // GPT-2's attention reads its heads from the packed projection (q, k
@@ -150,6 +171,55 @@ TEST(MemoryPlanOverwritesTest, ResultsTakeBuffersTheirOpReadsLast) {
   EXPECT_NE(separate.bufferOf.at(values[1]), separate.bufferOf.at(values[0]));
   EXPECT_EQ(plan.buffers.size() + 1, separate.buffers.size());
   EXPECT_LE(plan.arenaBytes, separate.arenaBytes);
+}
+
+// An op's scratch is a buffer live while the op runs: it takes bytes no
+// value holds then (those of a value read last before it), and adds to the
+// arena only what no such gap holds.
+TEST(MemoryPlanScratchTest, ScratchTakesMemoryFreeWhileItsOpRuns) {
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    func.func @main(%x: tensor<64x32xf32>) -> tensor<64x32xf32> {
+      %a = kiln.exp %x : tensor<64x32xf32>
+      %b = kiln.neg %x : tensor<64x32xf32>
+      %c = kiln.add %a, %b : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+      %d = kiln.exp %c : tensor<64x32xf32>
+      return %d : tensor<64x32xf32>
+    })",
+                                                        &context);
+  ASSERT_TRUE(module);
+  auto step = *module->getOps<mlir::func::FuncOp>().begin();
+  auto ops = llvm::to_vector(llvm::map_range(
+      step.getBody().front().without_terminator(),
+      [](mlir::Operation &op) { return &op; }));
+  int64_t bytes = 64 * 32 * 4;
+  auto plan = [&](int64_t scratch) {
+    return planMemory(step, {}, [&](mlir::Operation *op) {
+      return op == ops[3] ? scratch : 0;
+    });
+  };
+  MemoryPlan without = planMemory(step);
+  // The arena holds four values at %c; while %d is computed, three.
+  MemoryPlan fits = plan(bytes);
+  ASSERT_EQ(fits.scratchOf.size(), 1u);
+  const Buffer &scratch = fits.buffers[fits.scratchOf.at(ops[3])];
+  EXPECT_EQ(scratch.scratchOf, ops[3]);
+  EXPECT_EQ(scratch.start, 3);
+  EXPECT_EQ(scratch.end, 3);
+  EXPECT_EQ(fits.arenaBytes, without.arenaBytes);
+  mlir::Value live[] = {step.getArgument(0), ops[2]->getResult(0),
+                        ops[3]->getResult(0)};
+  for (mlir::Value value : live) {
+    const Buffer &buffer = fits.buffers[fits.bufferOf.at(value)];
+    EXPECT_TRUE(scratch.offset + scratch.bytes <= buffer.offset ||
+                buffer.offset + buffer.bytes <= scratch.offset);
+  }
+  // Twice that is more than any gap: the arena grows by the rest.
+  MemoryPlan grows = plan(2 * bytes);
+  EXPECT_GT(grows.arenaBytes, without.arenaBytes);
+  EXPECT_LE(grows.arenaBytes, without.arenaBytes + 2 * bytes);
+  EXPECT_TRUE(plan(0).scratchOf.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -38,16 +38,44 @@
 // RECOMPUTE-NOT: kiln_kernel_4
 // RECOMPUTE-NOT: (dqSums[e])
 
-// Both forms compile for both architectures, and the artifact records the
+// With --attention-query-gradient=stored (head dimensions up to 64) a
+// kernel stores the deltas (clearing no sums), the key/value kernel stores
+// dS^T in blocks of 64 keys by 64 queries after them, one for each pair of
+// tiles the causal mask leaves (3 of 4 per head at 128 rows), and a query
+// kernel multiplies them by K. At 128 the query kernel recomputes dS.
+// RUN: kiln-compile %s --forward --target=cuda --print-cuda \
+// RUN:   --attention-query-gradient=stored | FileCheck %s --check-prefix=STORED
+// STORED:     __launch_bounds__(128) kiln_kernel_0(
+// STORED:       deltaScratch[row] = d;
+// STORED:       for (idx e = first * 64 + threadIdx.x; false && e < end; e += blockDim.x)
+// STORED:     __launch_bounds__(128, 3) kiln_kernel_1(
+// STORED:       return (u16 *)(deltaScratch + 256) + (bh * 3 + tile) * (64 * 64);
+// STORED:       u16 *block = true ? scoreBlock(bh, q0, k0) : nullptr;
+// STORED:       _Pragma("unroll") for (int f = 0; true && f < 4; ++f)
+// STORED:     __launch_bounds__(128) kiln_kernel_2(
+// STORED:       const u16 *block = scoreBlock(bh, q0, k0);
+// STORED:       transposedA(Ss[buffer], 64 + 8, warp, kk, a);
+// STORED:       storeRows(dq + dqAt(bh, 0), dqStep, row, 128, acc,
+// STORED:     __launch_bounds__(128) kiln_kernel_3(
+// STORED:       storeRows(dq + dqAt(bh, 0), dqStep, row[m], 48, acc[m],
+// STORED:     __launch_bounds__(128) kiln_kernel_4(
+// STORED:       u16 *block = false ? scoreBlock(bh, q0, k0) : nullptr;
+// STORED-NOT: kiln_kernel_5
+
+// The forms compile for both architectures, and the artifact records the
 // option.
 // RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.kiln \
 // RUN:   --attention-query-gradient=atomic | FileCheck %s --check-prefix=WROTE
 // RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.recompute.kiln \
 // RUN:   | FileCheck %s --check-prefix=WROTE-RECOMPUTE
 // WROTE: 6 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 6 distinct kernels
+// RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.stored.kiln \
+// RUN:   --attention-query-gradient=stored | FileCheck %s --check-prefix=WROTE-STORED
 // WROTE-RECOMPUTE: 4 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 4 distinct kernels
+// WROTE-STORED: 5 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 5 distinct kernels
 // RUN: grep -c "atomic-query-gradient" %t.kiln
 // RUN: not grep -c "atomic-query-gradient" %t.recompute.kiln
+// RUN: grep -c "stored-query-gradient" %t.stored.kiln
 func.func @main(%q: tensor<1x2x128x64xbf16>, %k: tensor<1x2x128x64xbf16>, %v: tensor<1x2x128x64xbf16>,
                 %o: tensor<1x2x128x64xbf16>, %l: tensor<1x2x128xf32>, %g: tensor<1x2x128x64xbf16>,
                 %q2: tensor<1x2x48x128xf16>, %k2: tensor<1x1x64x128xf16>, %v2: tensor<1x1x64x128xf16>,
