@@ -14,18 +14,21 @@
 #                       one wave of the GPU, with cuDNN's attention instead
 #                       of kiln's, with attention's query gradient summed
 #                       with atomics by the key/value kernel (five products
-#                       instead of a kernel of its own and seven), with the
-#                       bias gradients summed by kernels instead of their
-#                       GEMMs
+#                       instead of a kernel of its own and seven), from the
+#                       dS the key/value kernel stores (five products, no
+#                       atomics), with the bias gradients summed by kernels
+#                       instead of their GEMMs
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
 #   gpt2-quick          the target's rows alone, for a short device
 #                       call: the anchor's torch.compile configuration at
 #                       B16, kiln with everything on, then with
 #                       attention's forward pass in 64-row tiles, then
-#                       with cuDNN's attention (what attention leaves)
+#                       with the query gradient from stored dS, then with
+#                       cuDNN's attention (what attention leaves)
 #   bert-quick          likewise for BERT-base: the anchor's torch.compile
-#                       configuration and kiln with everything on
+#                       configuration, kiln with everything on and with the
+#                       query gradient from stored dS
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
 #                       the exported attention, with the query, key and
 #                       value projections apart, and with everything on
@@ -97,6 +100,8 @@ for part in "${parts[@]}"; do
       --attention=cudnn
     gpt2_row "kiln bf16, all on, query gradient by atomics" --precision bf16 \
       --attention-query-gradient=atomic
+    gpt2_row "kiln bf16, all on, query gradient from stored dS" \
+      --precision bf16 --attention-query-gradient=stored
     KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
       "kiln bf16, all on, bias gradients by kernels" --precision bf16
     ;;
@@ -108,6 +113,8 @@ for part in "${parts[@]}"; do
     gpt2_row "kiln bf16, all on" --precision bf16
     gpt2_row "kiln bf16, all on, attention forward in 64-row tiles" \
       --precision bf16 --attention-query-tile=64
+    gpt2_row "kiln bf16, all on, query gradient from stored dS" \
+      --precision bf16 --attention-query-gradient=stored
     gpt2_row "kiln bf16, all on, cuDNN attention" --precision bf16 \
       --attention=cudnn
     ;;
@@ -115,6 +122,8 @@ for part in "${parts[@]}"; do
     anchor bert_torch '"bf16 AMP torch.compile, sdpa", amp=torch.bfloat16,
       compile=True'
     bert_row "kiln bf16, all on" --precision bf16
+    bert_row "kiln bf16, all on, query gradient from stored dS" \
+      --precision bf16 --attention-query-gradient=stored
     ;;
   bert-kiln)
     bert_row "kiln bf16, exported attention" --precision bf16 \

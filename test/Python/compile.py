@@ -72,6 +72,14 @@ assert merged["gemms"] < apart["gemms"], (merged["gemms"], apart["gemms"])
 atomic = kiln.compile(model, output + ".atomic", precision="bf16",
                       attention_query_gradient="atomic")
 assert atomic["kernel_launches"] == report["kernel_launches"] + 2, atomic
+# From the score gradients the key/value kernel stores: likewise one launch
+# more per layer (the deltas first, the query kernel last), in an arena
+# that holds them where no value lives while the gradient runs.
+stored = kiln.compile(model, output + ".stored", precision="bf16",
+                      attention_query_gradient="stored")
+assert stored["kernel_launches"] == report["kernel_launches"] + 2, stored
+assert stored["arena_bytes"] <= report["arena_bytes"] + (1 << 20), stored
+assert b"|stored-query-gradient" in open(output + ".stored", "rb").read()
 
 # Attention's forward pass in 64-row tiles: the same launches, its kernel
 # (whose source the artifact holds) with one tile of query fragments per

@@ -177,6 +177,18 @@ struct PlannedStep {
   int64_t vocabulary = 0;
 };
 
+/// The target options that decide the kernels (--target=cuda).
+static kiln::cuda::TargetOptions kernelOptions() {
+  kiln::cuda::TargetOptions options;
+  options.exactAttention = exactAttention;
+  options.batchLaunches = batchLaunches;
+  options.wideIndices = wideIndices;
+  options.attention = attentionBackend;
+  options.queryGradient = queryGradient;
+  options.attentionQueryTile = attentionQueryTile;
+  return options;
+}
+
 /// Imports the model with `options`, runs the training pipeline on it and
 /// plans the step; errors are emitted on `context`. A `trial` of a search
 /// for what fits keeps its warnings and remarks to itself: the plan the
@@ -203,18 +215,24 @@ static std::optional<PlannedStep> planStep(mlir::MLIRContext &context,
   planned.vocabulary = kiln::tokenVocabulary(*forward);
   if (forwardOnly) {
     planned.step = *forward;
+  } else {
+    auto functions = kiln::runTrainingPipeline(*planned.module, config);
+    if (mlir::failed(functions))
+      return std::nullopt;
+    planned.step = functions->step;
+  }
+  // The pass recorded offsets; the report needs the buffers themselves, as
+  // the target places them (a loss gradient over its logits, the scratch
+  // of attention's gradient).
+  if (target.empty()) {
     planned.plan = kiln::planMemory(planned.step);
     return planned;
   }
-  auto functions = kiln::runTrainingPipeline(*planned.module, config);
-  if (mlir::failed(functions))
-    return std::nullopt;
-  planned.step = functions->step;
-  // The pass recorded offsets; the report needs the buffers themselves, as
-  // the target places them (a loss gradient over its logits).
+  kiln::cuda::TargetOptions kernels = kernelOptions();
   planned.plan = kiln::planMemory(
-      planned.step,
-      target.empty() ? kiln::Overwrites() : kiln::cuda::overwritesOperand);
+      planned.step, kiln::cuda::overwritesOperand, [&](mlir::Operation *op) {
+        return kiln::cuda::kernelScratchBytes(op, kernels);
+      });
   return planned;
 }
 
@@ -301,14 +319,17 @@ static void report(PlannedStep &planned) {
             [](auto *a, auto *b) { return a->bytes > b->bytes; });
   outs() << "largest buffers:\n";
   for (const kiln::Buffer *buffer : llvm::ArrayRef(largest).take_front(5)) {
-    std::string producer = "argument";
-    if (mlir::Operation *op = buffer->value.getDefiningOp())
-      producer = op->getName().getStringRef().str();
-    std::string type;
-    raw_string_ostream os(type);
-    os << buffer->value.getType();
+    std::string producer = "argument", type = "scratch";
+    if (buffer->scratchOf) {
+      producer = buffer->scratchOf->getName().getStringRef().str();
+    } else {
+      if (mlir::Operation *op = buffer->value.getDefiningOp())
+        producer = op->getName().getStringRef().str();
+      type.clear();
+      raw_string_ostream(type) << buffer->value.getType();
+    }
     outs() << formatv("  {0,12}  {1,-24} {2}\n", size(buffer->bytes), producer,
-                      os.str());
+                      type);
   }
 }
 
@@ -430,7 +451,7 @@ static void printKernels(const kiln::artifact::ArtifactT &artifact,
 
 /// Writes the artifact of `planned` (--target=cuda).
 static int compileForCuda(PlannedStep &planned) {
-  kiln::cuda::TargetOptions targetOptions;
+  kiln::cuda::TargetOptions targetOptions = kernelOptions();
   if (!archs.empty())
     targetOptions.archs.assign(archs.begin(), archs.end());
   if (outputPath.empty() && !reportKernels)
@@ -439,12 +460,6 @@ static int compileForCuda(PlannedStep &planned) {
   targetOptions.modelHash =
       kiln::digest(modelBytes ? (*modelBytes)->getBuffer() : StringRef());
   targetOptions.initialAccumulator = kiln::initialAccumulatorFromOptions();
-  targetOptions.exactAttention = exactAttention;
-  targetOptions.batchLaunches = batchLaunches;
-  targetOptions.wideIndices = wideIndices;
-  targetOptions.attention = attentionBackend;
-  targetOptions.queryGradient = queryGradient;
-  targetOptions.attentionQueryTile = attentionQueryTile;
   targetOptions.optionsText = kiln::pipelineOptionsIdentity() +
                               kiln::cuda::targetOptionsText(targetOptions);
   if (!recomputedToFit.empty())

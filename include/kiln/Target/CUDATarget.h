@@ -127,6 +127,14 @@ compileFunction(mlir::func::FuncOp function, const TargetOptions &options,
 /// gradient over the logits it alone reads, a row at a time.
 bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
 
+/// The bytes of scratch the kernels compiled for `op` use while it runs
+/// (the memory plan's ScratchBytes, which places it among the buffers):
+/// that of attention's gradient on tensor cores (the rows' deltas, and
+/// dQ's sums or the stored dS; with --attention=cudnn, the gradients cuDNN
+/// leaves to kiln keep theirs after the buffers); 0 for other ops, whose
+/// scratch (split reductions' partials) follows the plan's buffers.
+int64_t kernelScratchBytes(mlir::Operation *op, const TargetOptions &options);
+
 /// The options of `options` that change what the artifact computes or how
 /// it launches, as its options text records them after the pipeline's
 /// ("|exact-attention|cudnn-attention|atomic-query-gradient|attention-query-tile=64";

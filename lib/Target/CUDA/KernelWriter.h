@@ -447,10 +447,6 @@ tensorCoreAttentionForward(AttentionOp op, const TargetOptions &options,
 std::optional<llvm::SmallVector<KernelPlan>>
 tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
                             StridesOf stridesOf);
-/// The bytes of scratch the kernels of tensorCoreAttentionGradient use:
-/// the rows' deltas, and the f32 sums of dQ or the stored dS.
-int64_t tensorCoreGradientScratchBytes(AttentionGradOp op,
-                                       const TargetOptions &options);
 
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.

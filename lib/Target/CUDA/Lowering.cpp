@@ -448,15 +448,6 @@ LogicalResult Lowering::lowerFusion(FusionOp fusion) {
   return success();
 }
 
-int64_t Lowering::opScratchBytes(Operation *op) const {
-  auto gradient = dyn_cast<AttentionGradOp>(op);
-  if (!gradient || options.exactAttention ||
-      options.attention != AttentionBackend::Kiln ||
-      tensorCoreAttentionUnsupported(op))
-    return 0;
-  return tensorCoreGradientScratchBytes(gradient, options);
-}
-
 LogicalResult Lowering::lowerOp(Operation &op) {
   if (isa<ConstantOp, ParameterOp, func::ReturnOp>(op))
     return success();

@@ -39,7 +39,9 @@ public:
            TargetReport *report)
       : function(function), options(options), report(report),
         plan(planMemory(function, overwritesOperand,
-                        [&](mlir::Operation *op) { return opScratchBytes(op); })) {}
+                        [&](mlir::Operation *op) {
+                          return kernelScratchBytes(op, options);
+                        })) {}
 
   mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>> run();
 
@@ -56,11 +58,6 @@ private:
       return it->second.strides;
     return contiguousStrides(shapeOf(value));
   }
-  /// The scratch of `op`'s kernels that the memory plan places among the
-  /// buffers, live while `op` runs: that of attention's gradient on tensor
-  /// cores (deltas, and dQ's sums or the stored dS). Other scratch goes to
-  /// the partials area after the plan's buffers.
-  int64_t opScratchBytes(mlir::Operation *op) const;
   mlir::LogicalResult lowerOp(mlir::Operation &op);
   mlir::LogicalResult lowerFusion(FusionOp fusion);
   /// The index of the kernel with `body` for the launch bounds of `plan`

@@ -391,9 +391,13 @@ static KernelPlan gradientPass(const KernelPlan &like, std::string body,
   return plan;
 }
 
-int64_t tensorCoreGradientScratchBytes(AttentionGradOp op,
-                                       const TargetOptions &options) {
-  return GradientScratch(op, options).floats * 4;
+int64_t kernelScratchBytes(Operation *op, const TargetOptions &options) {
+  auto gradient = dyn_cast<AttentionGradOp>(op);
+  if (!gradient || options.exactAttention ||
+      options.attention != AttentionBackend::Kiln ||
+      tensorCoreAttentionUnsupported(op))
+    return 0;
+  return GradientScratch(gradient, options).floats * 4;
 }
 
 std::optional<SmallVector<KernelPlan>>

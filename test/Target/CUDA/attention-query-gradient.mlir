@@ -62,6 +62,13 @@
 // STORED:       u16 *block = false ? scoreBlock(bh, q0, k0) : nullptr;
 // STORED-NOT: kiln_kernel_5
 
+// The stored dS (2 heads x 3 blocks of 8 KiB) and the deltas (1 KiB) are a
+// buffer of the memory plan, live while the gradient runs.
+// RUN: kiln-compile %s --forward --target=cuda --report-memory -o %t.memory.kiln \
+// RUN:   --attention-query-gradient=stored | FileCheck %s --check-prefix=MEMORY
+// MEMORY: largest buffers:
+// MEMORY:   49.0 KiB  kiln.attention_grad      scratch
+
 // The forms compile for both architectures, and the artifact records the
 // option.
 // RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.kiln \
