@@ -114,8 +114,7 @@ static cl::opt<kiln::cuda::AttentionBackend> attentionBackend(
     cl::cat(category));
 
 static cl::opt<kiln::cuda::QueryGradient> queryGradient(
-    "attention-query-gradient",
-    cl::init(kiln::cuda::QueryGradient::Recomputed),
+    "attention-query-gradient", cl::init(kiln::cuda::QueryGradient::Recomputed),
     cl::desc("--target=cuda: how kiln's tensor-core kernels compute "
              "attention's query gradient"),
     cl::values(

@@ -190,9 +190,9 @@ TEST(MemoryPlanScratchTest, ScratchTakesMemoryFreeWhileItsOpRuns) {
                                                         &context);
   ASSERT_TRUE(module);
   auto step = *module->getOps<mlir::func::FuncOp>().begin();
-  auto ops = llvm::to_vector(llvm::map_range(
-      step.getBody().front().without_terminator(),
-      [](mlir::Operation &op) { return &op; }));
+  auto ops = llvm::to_vector(
+      llvm::map_range(step.getBody().front().without_terminator(),
+                      [](mlir::Operation &op) { return &op; }));
   int64_t bytes = 64 * 32 * 4;
   auto plan = [&](int64_t scratch) {
     return planMemory(step, {}, [&](mlir::Operation *op) {

@@ -38,10 +38,9 @@ public:
   Lowering(mlir::func::FuncOp function, const TargetOptions &options,
            TargetReport *report)
       : function(function), options(options), report(report),
-        plan(planMemory(function, overwritesOperand,
-                        [&](mlir::Operation *op) {
-                          return kernelScratchBytes(op, options);
-                        })) {}
+        plan(planMemory(function, overwritesOperand, [&](mlir::Operation *op) {
+          return kernelScratchBytes(op, options);
+        })) {}
 
   mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>> run();
 
