@@ -17,7 +17,8 @@
 #                       instead of a kernel of its own and seven), from the
 #                       dS the key/value kernel stores (five products, no
 #                       atomics), with the bias gradients summed by kernels
-#                       instead of their GEMMs
+#                       instead of their GEMMs, with each GEMM's algorithm
+#                       the fastest of cuBLASLt's eight first (--tune-gemms)
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
 #   gpt2-quick          the target's rows alone, for a short device
@@ -104,6 +105,8 @@ for part in "${parts[@]}"; do
       --precision bf16 --attention-query-gradient=stored
     KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
       "kiln bf16, all on, bias gradients by kernels" --precision bf16
+    KILN_RUN_FLAGS=--tune-gemms gpt2_row "kiln bf16, all on, GEMMs tuned" \
+      --precision bf16
     ;;
   gpt2-torch-eager) "$python" "$shared/anchors/gpt2_torch.py" eager | tee -a "$results" ;;
   gpt2-torch-compile) "$python" "$shared/anchors/gpt2_torch.py" compile | tee -a "$results" ;;
