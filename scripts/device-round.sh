@@ -76,8 +76,9 @@ for part in "$@"; do
   loss-curve) run loss-curve 150 bash test/GPU/loss-curve.sh "$bin" ;;
   models) run gpu-model-tests 540 "${gpu_tests[@]}" 180 "$whole_models" ;;
   quick)
-    # Every kernel test, the split sums' and the example's bf16 step, whole
-    # and in grids of three blocks, in one process (no start-up per test);
+    # Every kernel test, the split sums' and the example's bf16 step, whole,
+    # in grids of three blocks and with the query gradient from stored dS,
+    # in one process (no start-up per test);
     # then the benchmarks, each baseline before kiln's rows: nine minutes
     # at most (about five on an H200), so that a machine's start fits
     # beside them in 15 minutes of device time.
