@@ -13,11 +13,11 @@
 #                       launches), then in the artifact's grids instead of
 #                       one wave of the GPU, with cuDNN's attention instead
 #                       of kiln's, with attention's query gradient summed
-#                       with atomics by the key/value kernel (five products
-#                       instead of a kernel of its own and seven), from the
-#                       dS the key/value kernel stores (five products, no
-#                       atomics), with the bias gradients summed by kernels
-#                       instead of their GEMMs, with each GEMM's algorithm
+#                       with atomics by the key/value kernel instead of
+#                       computed from the dS it stores, or recomputed by a
+#                       kernel of its own (seven products instead of five),
+#                       with the bias gradients summed by kernels instead
+#                       of their GEMMs, with each GEMM's algorithm
 #                       the fastest of cuBLASLt's eight first (--tune-gemms)
 #   gpt2-torch-eager    the anchor's eager and AMP configurations
 #   gpt2-torch-compile  the anchor's torch.compile configurations
@@ -25,11 +25,12 @@
 #                       call: the anchor's torch.compile configuration at
 #                       B16, kiln with everything on, then with
 #                       attention's forward pass in 64-row tiles, then
-#                       with the query gradient from stored dS, then with
-#                       cuDNN's attention (what attention leaves)
+#                       with the query gradient recomputed instead of from
+#                       stored dS, then with cuDNN's attention (what
+#                       attention leaves)
 #   bert-quick          likewise for BERT-base: the anchor's torch.compile
 #                       configuration, kiln with everything on and with the
-#                       query gradient from stored dS
+#                       query gradient recomputed
 #   bert-kiln           BERT-base classification, B64 T256, bf16, with
 #                       the exported attention, with the query, key and
 #                       value projections apart, and with everything on
@@ -101,8 +102,8 @@ for part in "${parts[@]}"; do
       --attention=cudnn
     gpt2_row "kiln bf16, all on, query gradient by atomics" --precision bf16 \
       --attention-query-gradient=atomic
-    gpt2_row "kiln bf16, all on, query gradient from stored dS" \
-      --precision bf16 --attention-query-gradient=stored
+    gpt2_row "kiln bf16, all on, query gradient recomputed" \
+      --precision bf16 --attention-query-gradient=recompute
     KILN_RUN_FLAGS=--gemm-bias-gradients=false gpt2_row \
       "kiln bf16, all on, bias gradients by kernels" --precision bf16
     KILN_RUN_FLAGS=--tune-gemms gpt2_row "kiln bf16, all on, GEMMs tuned" \
@@ -116,8 +117,8 @@ for part in "${parts[@]}"; do
     gpt2_row "kiln bf16, all on" --precision bf16
     gpt2_row "kiln bf16, all on, attention forward in 64-row tiles" \
       --precision bf16 --attention-query-tile=64
-    gpt2_row "kiln bf16, all on, query gradient from stored dS" \
-      --precision bf16 --attention-query-gradient=stored
+    gpt2_row "kiln bf16, all on, query gradient recomputed" \
+      --precision bf16 --attention-query-gradient=recompute
     gpt2_row "kiln bf16, all on, cuDNN attention" --precision bf16 \
       --attention=cudnn
     ;;
@@ -125,8 +126,8 @@ for part in "${parts[@]}"; do
     anchor bert_torch '"bf16 AMP torch.compile, sdpa", amp=torch.bfloat16,
       compile=True'
     bert_row "kiln bf16, all on" --precision bf16
-    bert_row "kiln bf16, all on, query gradient from stored dS" \
-      --precision bf16 --attention-query-gradient=stored
+    bert_row "kiln bf16, all on, query gradient recomputed" \
+      --precision bf16 --attention-query-gradient=recompute
     ;;
   bert-kiln)
     bert_row "kiln bf16, exported attention" --precision bf16 \

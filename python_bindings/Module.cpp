@@ -94,11 +94,11 @@ cuda_graph, device_grids), as kiln-run's.)")
         py::kw_only(), py::arg("arch") = std::vector<std::string>{"sm_90"},
         py::arg("exact_attention") = false, py::arg("batch_launches") = true,
         py::arg("wide_indices") = false, py::arg("attention") = "kiln",
-        py::arg("attention_query_gradient") = "recompute",
+        py::arg("attention_query_gradient") = "auto",
         py::arg("attention_query_tile") = 128,
         R"(Writes the training step of `model` as a CUDA artifact for
 kiln-run (kiln-compile --target=cuda); `attention` is "kiln" or "cudnn";
-`attention_query_gradient` is "atomic", "recompute" or "stored"
+`attention_query_gradient` is "auto", "atomic", "recompute" or "stored"
 (kiln-compile --attention-query-gradient); `attention_query_tile` is 128
 or 64 (kiln-compile --attention-query-tile);
 more keyword arguments are the pipeline options of kiln.Trainer. Needs no

@@ -14,6 +14,8 @@
 
 #include <pybind11/stl.h>
 
+#include <map>
+
 namespace py = pybind11;
 
 namespace kiln::python {
@@ -44,11 +46,15 @@ py::dict compileStep(Model &model, const std::string &output,
                      int64_t attentionQueryTile, const py::kwargs &keywords) {
   if (attention != "kiln" && attention != "cudnn")
     raise("attention must be 'kiln' or 'cudnn', got '" + attention + "'");
-  if (attentionQueryGradient != "atomic" &&
-      attentionQueryGradient != "recompute" &&
-      attentionQueryGradient != "stored")
-    raise("attention_query_gradient must be 'atomic', 'recompute' or "
-          "'stored', got '" +
+  const std::map<std::string, cuda::QueryGradient> queryGradients = {
+      {"atomic", cuda::QueryGradient::Atomic},
+      {"recompute", cuda::QueryGradient::Recomputed},
+      {"stored", cuda::QueryGradient::Stored},
+      {"auto", cuda::QueryGradient::Auto}};
+  auto queryGradient = queryGradients.find(attentionQueryGradient);
+  if (queryGradient == queryGradients.end())
+    raise("attention_query_gradient must be 'atomic', 'recompute', 'stored' "
+          "or 'auto', got '" +
           attentionQueryGradient + "'");
   if (attentionQueryTile != 64 && attentionQueryTile != 128)
     raise("attention_query_tile must be 64 or 128, got " +
@@ -79,10 +85,7 @@ py::dict compileStep(Model &model, const std::string &output,
   target.wideIndices = wideIndices;
   if (attention == "cudnn")
     target.attention = cuda::AttentionBackend::Cudnn;
-  if (attentionQueryGradient == "atomic")
-    target.queryGradient = cuda::QueryGradient::Atomic;
-  if (attentionQueryGradient == "stored")
-    target.queryGradient = cuda::QueryGradient::Stored;
+  target.queryGradient = queryGradient->second;
   target.attentionQueryTile = attentionQueryTile;
   target.optionsText =
       "python|" + identityOf(options) + cuda::targetOptionsText(target);

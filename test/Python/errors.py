@@ -90,7 +90,7 @@ attempt("architecture", lambda: kiln.compile(model, "x.kiln", arch=["90"]))
 # CHECK: attention backend: attention must be 'kiln' or 'cudnn', got 'flash'
 attempt("attention backend",
         lambda: kiln.compile(model, "x.kiln", attention="flash"))
-# CHECK: query gradient: attention_query_gradient must be 'atomic', 'recompute' or 'stored', got 'exact'
+# CHECK: query gradient: attention_query_gradient must be 'atomic', 'recompute', 'stored' or 'auto', got 'exact'
 attempt("query gradient",
         lambda: kiln.compile(model, "x.kiln", attention_query_gradient="exact"))
 # CHECK: query tile: attention_query_tile must be 64 or 128, got 96

@@ -114,7 +114,7 @@ static cl::opt<kiln::cuda::AttentionBackend> attentionBackend(
     cl::cat(category));
 
 static cl::opt<kiln::cuda::QueryGradient> queryGradient(
-    "attention-query-gradient", cl::init(kiln::cuda::QueryGradient::Recomputed),
+    "attention-query-gradient", cl::init(kiln::cuda::QueryGradient::Auto),
     cl::desc("--target=cuda: how kiln's tensor-core kernels compute "
              "attention's query gradient"),
     cl::values(
@@ -123,12 +123,17 @@ static cl::opt<kiln::cuda::QueryGradient> queryGradient(
                    "products; head dimensions up to 128)"),
         clEnumValN(kiln::cuda::QueryGradient::Recomputed, "recompute",
                    "by a kernel of its own that computes the scores again "
-                   "(seven products, the same bits every run; default)"),
+                   "(seven products, the same bits every run)"),
         clEnumValN(kiln::cuda::QueryGradient::Stored, "stored",
                    "by a kernel of its own from the score gradients the "
                    "key/value kernel stores in scratch (five products, the "
                    "same bits every run, 2 bytes per score; head dimensions "
-                   "up to 64)")),
+                   "up to 64)"),
+        clEnumValN(kiln::cuda::QueryGradient::Auto, "auto",
+                   "stored where the step's memory plan holds the score "
+                   "gradients in memory free while attention's gradient "
+                   "runs (the arena grows by at most 1%), else recompute "
+                   "(default)")),
     cl::cat(category));
 
 static cl::opt<unsigned> attentionQueryTile(
@@ -227,7 +232,8 @@ static std::optional<PlannedStep> planStep(mlir::MLIRContext &context,
     planned.plan = kiln::planMemory(planned.step);
     return planned;
   }
-  kiln::cuda::TargetOptions kernels = kernelOptions();
+  kiln::cuda::TargetOptions kernels =
+      kiln::cuda::resolveTargetOptions(planned.step, kernelOptions());
   planned.plan = kiln::planMemory(
       planned.step, kiln::cuda::overwritesOperand, [&](mlir::Operation *op) {
         return kiln::cuda::kernelScratchBytes(op, kernels);

@@ -36,11 +36,13 @@ enum class AttentionBackend { Kiln, Cudnn };
 /// kernel multiplying the dS that the key/value kernel stores, 16-bit, in
 /// scratch (five products and the same bits every run, for 2 bytes per
 /// score that some query may attend to, at head dimensions up to 64).
-/// Recomputing is the default: on an H200 GPT-2's step ran 3.6% faster
-/// with it than with atomics (docs/benchmarks.md), the atomics'
-/// contention costing more than the two products they save; storing dS
-/// is not measured yet.
-enum class QueryGradient { Atomic, Recomputed, Stored };
+/// On an H200 GPT-2's step ran 3.6% faster recomputing than with atomics
+/// (docs/benchmarks.md), the atomics' contention costing more than the
+/// two products they save. Auto, the default, stores dS where the step's
+/// memory plan holds it in memory no value needs while attention's
+/// gradient runs, and recomputes where storing it would grow the arena
+/// (long sequences): resolveTargetOptions decides.
+enum class QueryGradient { Atomic, Recomputed, Stored, Auto };
 
 struct TargetOptions {
   /// Architectures to compile cubins for ("sm_80", "sm_90"); PTX is added
@@ -63,7 +65,7 @@ struct TargetOptions {
   /// for checking the 64-bit form on small models.
   bool wideIndices = false;
   AttentionBackend attention = AttentionBackend::Kiln;
-  QueryGradient queryGradient = QueryGradient::Recomputed;
+  QueryGradient queryGradient = QueryGradient::Auto;
   /// Query rows per block of attention's forward pass on tensor cores at
   /// head dimensions up to 64 without dropout: 128 (two tiles of 16 per
   /// warp) or 64 (one, as at larger head dimensions and with dropout).
@@ -126,6 +128,14 @@ compileFunction(mlir::func::FuncOp function, const TargetOptions &options,
 /// its operand `operand` (the memory plan's Overwrites): a cross-entropy's
 /// gradient over the logits it alone reads, a row at a time.
 bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
+
+/// `options` with what they leave to the step decided: the query gradient
+/// of QueryGradient::Auto is Stored if planning the step's memory with the
+/// stored score gradients' scratch grows the arena by at most 1% over
+/// recomputing them, and Recomputed otherwise. compileFunction compiles
+/// with these.
+TargetOptions resolveTargetOptions(mlir::func::FuncOp step,
+                                   const TargetOptions &options);
 
 /// The bytes of scratch the kernels compiled for `op` use while it runs
 /// (the memory plan's ScratchBytes, which places it among the buffers):

@@ -297,6 +297,8 @@ std::string targetOptionsText(const TargetOptions &options) {
     text += "|cudnn-attention";
   if (options.queryGradient == QueryGradient::Atomic)
     text += "|atomic-query-gradient";
+  if (options.queryGradient == QueryGradient::Recomputed)
+    text += "|recomputed-query-gradient";
   if (options.queryGradient == QueryGradient::Stored)
     text += "|stored-query-gradient";
   if (options.attentionQueryTile != 128)
@@ -304,10 +306,31 @@ std::string targetOptionsText(const TargetOptions &options) {
   return text;
 }
 
+TargetOptions resolveTargetOptions(func::FuncOp step,
+                                   const TargetOptions &options) {
+  TargetOptions resolved = options;
+  if (options.queryGradient != QueryGradient::Auto)
+    return resolved;
+  auto arena = [&](QueryGradient queryGradient) {
+    resolved.queryGradient = queryGradient;
+    return planMemory(step, overwritesOperand, [&](Operation *op) {
+             return kernelScratchBytes(op, resolved);
+           })
+        .arenaBytes;
+  };
+  int64_t recomputed = arena(QueryGradient::Recomputed);
+  int64_t stored = arena(QueryGradient::Stored);
+  resolved.queryGradient = stored <= recomputed + recomputed / 100
+                               ? QueryGradient::Stored
+                               : QueryGradient::Recomputed;
+  return resolved;
+}
+
 FailureOr<std::unique_ptr<artifact::ArtifactT>>
 compileFunction(func::FuncOp function, const TargetOptions &options,
                 TargetReport *report) {
-  return Lowering(function, options, report).run();
+  TargetOptions resolved = resolveTargetOptions(function, options);
+  return Lowering(function, resolved, report).run();
 }
 
 } // namespace kiln::cuda
