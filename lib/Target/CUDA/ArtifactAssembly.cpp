@@ -313,9 +313,9 @@ TargetOptions resolveTargetOptions(func::FuncOp step,
     return resolved;
   auto arena = [&](QueryGradient queryGradient) {
     resolved.queryGradient = queryGradient;
-    return planMemory(step, overwritesOperand, [&](Operation *op) {
-             return kernelScratchBytes(op, resolved);
-           })
+    return planMemory(
+               step, overwritesOperand,
+               [&](Operation *op) { return kernelScratchBytes(op, resolved); })
         .arenaBytes;
   };
   int64_t recomputed = arena(QueryGradient::Recomputed);
