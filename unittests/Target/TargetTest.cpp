@@ -23,6 +23,7 @@
 #include "kiln/Training/Trainer.h"
 #include "kiln/Transforms/MemoryPlan.h"
 
+#include "mlir/Parser/Parser.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <gtest/gtest.h>
@@ -348,6 +349,57 @@ TEST_F(TargetTest, Gpt2StepWithStoredScoreGradientsMatchesInterpreter) {
               {source("examples/gpt2_tiny/input_ids.pb"),
                source("examples/gpt2_tiny/labels.pb")},
               Precision::BF16, 0x1p-7, {}, stored);
+}
+
+// The default query gradient (auto) stores the score gradients where the
+// step's memory plan holds them in memory freed by then (the example's
+// step: its arena grows by under 1%), recomputes them where they would
+// add to the arena (a lone attention gradient: nothing else to free) and
+// with cuDNN's attention; a form the options name stays.
+TEST(QueryGradientTest, AutoStoresScoreGradientsWhereThePlanHoldsThem) {
+  mlir::MLIRContext context;
+  registerKilnDialects(context);
+  llvm::SourceMgr sources;
+  auto module =
+      loadModel(std::string(KILN_SOURCE_DIR) + "/examples/gpt2_tiny/model.onnx",
+                &context, {}, sources);
+  ASSERT_TRUE(module);
+  auto forward = findFunction(*module, "");
+  ASSERT_TRUE(mlir::succeeded(forward));
+  TrainingSpec spec;
+  spec.pipeline.precision = Precision::BF16;
+  auto trainer = Trainer::create(*module, *forward, spec);
+  ASSERT_TRUE(mlir::succeeded(trainer));
+  mlir::func::FuncOp step = (*trainer)->stepFunction();
+  cuda::TargetOptions options;
+  EXPECT_EQ(options.queryGradient, cuda::QueryGradient::Auto);
+  EXPECT_EQ(cuda::resolveTargetOptions(step, options).queryGradient,
+            cuda::QueryGradient::Stored);
+  options.attention = cuda::AttentionBackend::Cudnn;
+  EXPECT_EQ(cuda::resolveTargetOptions(step, options).queryGradient,
+            cuda::QueryGradient::Recomputed);
+  options.attention = cuda::AttentionBackend::Kiln;
+  options.queryGradient = cuda::QueryGradient::Atomic;
+  EXPECT_EQ(cuda::resolveTargetOptions(step, options).queryGradient,
+            cuda::QueryGradient::Atomic);
+
+  auto lone = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    func.func @main(%q: tensor<1x2x128x64xbf16>, %o: tensor<1x2x128x64xbf16>,
+                    %l: tensor<1x2x128xf32>)
+        -> (tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>) {
+      %dq, %dk, %dv = kiln.attention_grad %q, %q, %q output %o, %l, %o {causal, scale = 0.125 : f64}
+          : (tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>,
+             tensor<1x2x128x64xbf16>, tensor<1x2x128xf32>, tensor<1x2x128x64xbf16>)
+          -> (tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>)
+      return %dq, %dk, %dv : tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>, tensor<1x2x128x64xbf16>
+    })",
+                                                      &context);
+  ASSERT_TRUE(lone);
+  options.queryGradient = cuda::QueryGradient::Auto;
+  EXPECT_EQ(cuda::resolveTargetOptions(
+                *lone->getOps<mlir::func::FuncOp>().begin(), options)
+                .queryGradient,
+            cuda::QueryGradient::Recomputed);
 }
 
 // fp16: 16-bit operands and the loss scale, decided inside the step.

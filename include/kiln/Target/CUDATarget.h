@@ -132,8 +132,9 @@ bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
 /// `options` with what they leave to the step decided: the query gradient
 /// of QueryGradient::Auto is Stored if planning the step's memory with the
 /// stored score gradients' scratch grows the arena by at most 1% over
-/// recomputing them, and Recomputed otherwise. compileFunction compiles
-/// with these.
+/// recomputing them, and Recomputed otherwise (and with cuDNN's attention,
+/// whose leftovers' scratch the plan does not hold). compileFunction
+/// compiles with these.
 TargetOptions resolveTargetOptions(mlir::func::FuncOp step,
                                    const TargetOptions &options);
 

@@ -311,6 +311,12 @@ TargetOptions resolveTargetOptions(func::FuncOp step,
   TargetOptions resolved = options;
   if (options.queryGradient != QueryGradient::Auto)
     return resolved;
+  // The gradients cuDNN leaves to kiln keep their scratch after the plan's
+  // buffers, where stored dS would add to the arena.
+  if (options.attention == AttentionBackend::Cudnn) {
+    resolved.queryGradient = QueryGradient::Recomputed;
+    return resolved;
+  }
   auto arena = [&](QueryGradient queryGradient) {
     resolved.queryGradient = queryGradient;
     return planMemory(
