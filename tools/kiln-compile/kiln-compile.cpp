@@ -232,12 +232,9 @@ static std::optional<PlannedStep> planStep(mlir::MLIRContext &context,
     planned.plan = kiln::planMemory(planned.step);
     return planned;
   }
-  kiln::cuda::TargetOptions kernels =
-      kiln::cuda::resolveTargetOptions(planned.step, kernelOptions());
-  planned.plan = kiln::planMemory(
-      planned.step, kiln::cuda::overwritesOperand, [&](mlir::Operation *op) {
-        return kiln::cuda::kernelScratchBytes(op, kernels);
-      });
+  planned.plan = kiln::cuda::planTargetMemory(
+      planned.step,
+      kiln::cuda::resolveTargetOptions(planned.step, kernelOptions()));
   return planned;
 }
 

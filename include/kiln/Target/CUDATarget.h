@@ -11,6 +11,7 @@
 #define KILN_TARGET_CUDATARGET_H
 
 #include "kiln/Artifact/Artifact.h"
+#include "kiln/Transforms/MemoryPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Error.h"
@@ -138,13 +139,14 @@ bool overwritesOperand(mlir::Operation *op, unsigned result, unsigned operand);
 TargetOptions resolveTargetOptions(mlir::func::FuncOp step,
                                    const TargetOptions &options);
 
-/// The bytes of scratch the kernels compiled for `op` use while it runs
-/// (the memory plan's ScratchBytes, which places it among the buffers):
-/// that of attention's gradient on tensor cores (the rows' deltas, and
-/// dQ's sums or the stored dS; with --attention=cudnn, the gradients cuDNN
-/// leaves to kiln keep theirs after the buffers); 0 for other ops, whose
-/// scratch (split reductions' partials) follows the plan's buffers.
-int64_t kernelScratchBytes(mlir::Operation *op, const TargetOptions &options);
+/// The memory plan of `step` as the target places it, `options` resolved:
+/// results written over their operands (overwritesOperand), and the
+/// scratch of attention's gradient on tensor cores (the rows' deltas, and
+/// dQ's sums or the stored dS) a buffer live while the op runs. Other
+/// scratch (split reductions' partials; with --attention=cudnn, that of the
+/// gradients cuDNN leaves to kiln) follows the plan's buffers in the arena.
+MemoryPlan planTargetMemory(mlir::func::FuncOp step,
+                            const TargetOptions &options);
 
 /// The options of `options` that change what the artifact computes or how
 /// it launches, as its options text records them after the pipeline's

@@ -306,6 +306,12 @@ std::string targetOptionsText(const TargetOptions &options) {
   return text;
 }
 
+MemoryPlan planTargetMemory(func::FuncOp step, const TargetOptions &options) {
+  return planMemory(step, overwritesOperand, [&](Operation *op) {
+    return kernelScratchBytes(op, options);
+  });
+}
+
 TargetOptions resolveTargetOptions(func::FuncOp step,
                                    const TargetOptions &options) {
   TargetOptions resolved = options;
@@ -319,10 +325,7 @@ TargetOptions resolveTargetOptions(func::FuncOp step,
   }
   auto arena = [&](QueryGradient queryGradient) {
     resolved.queryGradient = queryGradient;
-    return planMemory(
-               step, overwritesOperand,
-               [&](Operation *op) { return kernelScratchBytes(op, resolved); })
-        .arenaBytes;
+    return planTargetMemory(step, resolved).arenaBytes;
   };
   int64_t recomputed = arena(QueryGradient::Recomputed);
   int64_t stored = arena(QueryGradient::Stored);

@@ -448,6 +448,11 @@ std::optional<llvm::SmallVector<KernelPlan>>
 tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
                             StridesOf stridesOf);
 
+/// The bytes of scratch the kernels compiled for `op` use while it runs,
+/// which planTargetMemory places among the buffers: that of attention's
+/// gradient on tensor cores; 0 for other ops.
+int64_t kernelScratchBytes(mlir::Operation *op, const TargetOptions &options);
+
 /// Defines `value`, a result of an elementwise op, or fails (without an
 /// error) when its op is not elementwise.
 mlir::FailureOr<std::string> emitElementwise(KernelWriter &writer,

@@ -91,7 +91,7 @@ Lowering::appendArguments(const KernelPlan &kernel,
                           function_ref<int64_t(Value)> resultOffset) {
   // Constants, partials and index checks live in areas placed once their
   // sizes are known: their arguments are filled in then. The scratch the
-  // memory plan holds for the op (kernelScratchBytes) is placed already.
+  // memory plan holds for the op (planTargetMemory) is placed already.
   auto constant = [&](Operation *op) {
     constantUses.push_back({operations.size(), launch.args.size(),
                             static_cast<size_t>(constantOffset(op))});

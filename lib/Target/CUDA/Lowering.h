@@ -38,9 +38,7 @@ public:
   Lowering(mlir::func::FuncOp function, const TargetOptions &options,
            TargetReport *report)
       : function(function), options(options), report(report),
-        plan(planMemory(function, overwritesOperand, [&](mlir::Operation *op) {
-          return kernelScratchBytes(op, options);
-        })) {}
+        plan(planTargetMemory(function, options)) {}
 
   mlir::FailureOr<std::unique_ptr<artifact::ArtifactT>> run();
 
