@@ -7,13 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Runtime/Profile.h"
+
+#include "ExampleStep.h"
+
 #include "kiln/Artifact/Artifact.h"
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
 #include "kiln/Target/CUDATarget.h"
-#include "kiln/Tools/ModelLoading.h"
-#include "kiln/Training/Trainer.h"
-
-#include "llvm/Support/SourceMgr.h"
 
 #include <gtest/gtest.h>
 
@@ -133,18 +132,9 @@ TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
 TEST(ProfileTest, StepOperationsCarryBytesAndFlops) {
   mlir::MLIRContext context;
   registerKilnDialects(context);
-  llvm::SourceMgr sources;
-  auto module =
-      loadModel(std::string(KILN_SOURCE_DIR) + "/examples/gpt2_tiny/model.onnx",
-                &context, {}, sources);
-  ASSERT_TRUE(module);
-  auto forward = findFunction(*module, "");
-  ASSERT_TRUE(mlir::succeeded(forward));
-  TrainingSpec spec;
-  spec.pipeline.precision = Precision::BF16;
-  auto trainer = Trainer::create(*module, *forward, spec);
-  ASSERT_TRUE(mlir::succeeded(trainer));
-  mlir::func::FuncOp step = (*trainer)->stepFunction();
+  kiln::testing::ExampleStep example(context);
+  mlir::func::FuncOp step = example.step;
+  ASSERT_TRUE(step);
   // What each kernel of attention's gradient touches, its scratch counted
   // whole (each row's delta, then, where the key/value kernel sums dq, the
   // rows' f32 sums, where it stores dS, the blocks of dS^T). Summed by

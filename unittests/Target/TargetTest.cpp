@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExampleStep.h"
 #include "Executor.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
@@ -359,18 +360,9 @@ TEST_F(TargetTest, Gpt2StepWithStoredScoreGradientsMatchesInterpreter) {
 TEST(QueryGradientTest, AutoStoresScoreGradientsWhereThePlanHoldsThem) {
   mlir::MLIRContext context;
   registerKilnDialects(context);
-  llvm::SourceMgr sources;
-  auto module =
-      loadModel(std::string(KILN_SOURCE_DIR) + "/examples/gpt2_tiny/model.onnx",
-                &context, {}, sources);
-  ASSERT_TRUE(module);
-  auto forward = findFunction(*module, "");
-  ASSERT_TRUE(mlir::succeeded(forward));
-  TrainingSpec spec;
-  spec.pipeline.precision = Precision::BF16;
-  auto trainer = Trainer::create(*module, *forward, spec);
-  ASSERT_TRUE(mlir::succeeded(trainer));
-  mlir::func::FuncOp step = (*trainer)->stepFunction();
+  kiln::testing::ExampleStep example(context);
+  mlir::func::FuncOp step = example.step;
+  ASSERT_TRUE(step);
   cuda::TargetOptions options;
   EXPECT_EQ(options.queryGradient, cuda::QueryGradient::Auto);
   EXPECT_EQ(cuda::resolveTargetOptions(step, options).queryGradient,
