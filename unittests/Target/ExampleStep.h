@@ -1,4 +1,4 @@
-//===- ExampleStep.h - the example's training step for tests --*- C++ -*-===//
+//===- ExampleStep.h - the example's training step for tests ----*- C++ -*-===//
 //
 // The training step of examples/gpt2_tiny in bf16 GEMMs, built by the
 // Trainer as kiln-compile builds it, for tests of what the target makes of
