@@ -74,7 +74,7 @@
 // MEMORY:   49.0 KiB  kiln.attention_grad      scratch
 
 // The forms compile for both architectures, and the artifact records the
-// option.
+// option (none for the default, auto).
 // RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.kiln \
 // RUN:   --attention-query-gradient=atomic | FileCheck %s --check-prefix=WROTE
 // RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.recompute.kiln \
@@ -87,6 +87,10 @@
 // RUN: grep -c "atomic-query-gradient" %t.kiln
 // RUN: not grep -c "atomic-query-gradient" %t.recompute.kiln
 // RUN: grep -c "stored-query-gradient" %t.stored.kiln
+// RUN: kiln-compile %s --forward --target=cuda -o %t.explicit.kiln \
+// RUN:   --attention-query-gradient=recompute
+// RUN: grep -c "recomputed-query-gradient" %t.explicit.kiln
+// RUN: not grep -c "recomputed-query-gradient" %t.recompute.kiln
 func.func @main(%q: tensor<1x2x128x64xbf16>, %k: tensor<1x2x128x64xbf16>, %v: tensor<1x2x128x64xbf16>,
                 %o: tensor<1x2x128x64xbf16>, %l: tensor<1x2x128xf32>, %g: tensor<1x2x128x64xbf16>,
                 %q2: tensor<1x2x48x128xf16>, %k2: tensor<1x1x64x128xf16>, %v2: tensor<1x1x64x128xf16>,
