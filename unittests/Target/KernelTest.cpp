@@ -1775,6 +1775,30 @@ func.func @main(%q: tensor<1x2x200x32xbf16>, %k: tensor<1x2x200x32xbf16>, %v: te
      {},
      false,
      /*resultTolerances=*/{{5, 1e-4}}},
+    // Far more query rows than keys in a band 20 back and 150 ahead: query
+    // tiles from the fourth on have no key tile (rows past 90 attend to
+    // none: dq 0), and the band reaches more than a tile past the last key
+    // tile from the first query tile on, the limits of the stored score
+    // gradients' closed-form block index. At the tensor-core bound.
+    {"TensorCoreAttentionShortKeys",
+     R"(
+func.func @main(%q: tensor<1x2x300x16xbf16>, %k: tensor<1x2x70x16xbf16>, %v: tensor<1x2x70x16xbf16>,
+                %g: tensor<1x2x300x16xbf16>)
+    -> (tensor<1x2x300x16xbf16>, tensor<1x2x70x16xbf16>, tensor<1x2x70x16xbf16>) {
+  %q32 = kiln.cast %q : tensor<1x2x300x16xbf16> to tensor<1x2x300x16xf32>
+  %k32 = kiln.cast %k : tensor<1x2x70x16xbf16> to tensor<1x2x70x16xf32>
+  %v32 = kiln.cast %v : tensor<1x2x70x16xbf16> to tensor<1x2x70x16xf32>
+  %o, %l = kiln.attention %q32, %k32, %v32 {window = array<i64: 20, 150>, scale = 0.25 : f64}
+      : (tensor<1x2x300x16xf32>, tensor<1x2x70x16xf32>, tensor<1x2x70x16xf32>) -> (tensor<1x2x300x16xf32>, tensor<1x2x300xf32>)
+  %o16 = kiln.cast %o : tensor<1x2x300x16xf32> to tensor<1x2x300x16xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o16, %l, %g {window = array<i64: 20, 150>, scale = 0.25 : f64}
+      : (tensor<1x2x300x16xbf16>, tensor<1x2x70x16xbf16>, tensor<1x2x70x16xbf16>, tensor<1x2x300x16xbf16>,
+         tensor<1x2x300xf32>, tensor<1x2x300x16xbf16>)
+      -> (tensor<1x2x300x16xbf16>, tensor<1x2x70x16xbf16>, tensor<1x2x70x16xbf16>)
+  return %dq, %dk, %dv : tensor<1x2x300x16xbf16>, tensor<1x2x70x16xbf16>, tensor<1x2x70x16xbf16>
+}
+)",
+     false, false, 0x1p-7},
     // Blocks take heads in groups whose streamed operands fit a budget
     // (here 30000 bytes: two of the five heads' 12736 bytes of keys and
     // values, two of their 14328 of queries, output gradients, log-sum-exps
