@@ -436,8 +436,12 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
   // the key tiles (-1: no bound on that side).
   auto [left, right] = keyBand(op);
   values->push_back({"KEY_TILES", indexConstant(llvm::divideCeil(ks[2], 64))});
-  values->push_back({"BEHIND", left < 0 ? "(-1)" : indexConstant(llvm::divideCeil(left, 64))});
-  values->push_back({"AHEAD", right < 0 ? "(-1)" : indexConstant(1 + llvm::divideCeil(right, 64))});
+  values->push_back(
+      {"BEHIND",
+       left < 0 ? "(-1)" : indexConstant(llvm::divideCeil(left, 64))});
+  values->push_back(
+      {"AHEAD",
+       right < 0 ? "(-1)" : indexConstant(1 + llvm::divideCeil(right, 64))});
   query.partialBytes = scratch.floats * 4;
   // The blocks of dS^T are addressed in 16-bit elements.
   query.indexBound = std::max(indexBound(op, stridesOf), 2 * scratch.floats);
