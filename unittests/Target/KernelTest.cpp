@@ -1899,6 +1899,46 @@ func.func @main(%q: tensor<1x2x40x256xbf16>, %k: tensor<1x1x40x256xbf16>, %v: te
 }
 )",
      false, false, 0x1p-7},
+    // Wide heads over several tiles, where the key/value gradient streams
+    // query tiles of 32 rows (head dimension 128) and 16 (256) but stores
+    // dS^T in blocks of 64 by 64: in a band 50 back and 30 ahead, the
+    // second key tile's first attending query is row 34, the first tile's
+    // last row 93, so that the halves and quarters of blocks no row of
+    // which attends must still be written (zeros), or the stored query
+    // kernel reads the poisoned scratch; 150 rows, the last block part
+    // past the rows. Grouped heads, causal with 40 keys back, at 256. The
+    // gradient from an exact forward pass, at the bounds above.
+    {"TensorCoreAttentionWideHeadTiles", R"(
+func.func @main(%q: tensor<1x2x150x128xbf16>, %k: tensor<1x2x150x128xbf16>, %v: tensor<1x2x150x128xbf16>,
+                %g: tensor<1x2x150x128xbf16>, %q2: tensor<1x2x100x256xbf16>, %k2: tensor<1x1x100x256xbf16>,
+                %v2: tensor<1x1x100x256xbf16>, %g2: tensor<1x2x100x256xbf16>)
+    -> (tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>,
+        tensor<1x2x100x256xbf16>, tensor<1x1x100x256xbf16>, tensor<1x1x100x256xbf16>) {
+  %q32 = kiln.cast %q : tensor<1x2x150x128xbf16> to tensor<1x2x150x128xf32>
+  %k32 = kiln.cast %k : tensor<1x2x150x128xbf16> to tensor<1x2x150x128xf32>
+  %v32 = kiln.cast %v : tensor<1x2x150x128xbf16> to tensor<1x2x150x128xf32>
+  %o, %l = kiln.attention %q32, %k32, %v32 {window = array<i64: 50, 30>, scale = 0.09 : f64}
+      : (tensor<1x2x150x128xf32>, tensor<1x2x150x128xf32>, tensor<1x2x150x128xf32>) -> (tensor<1x2x150x128xf32>, tensor<1x2x150xf32>)
+  %o16 = kiln.cast %o : tensor<1x2x150x128xf32> to tensor<1x2x150x128xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v output %o16, %l, %g {window = array<i64: 50, 30>, scale = 0.09 : f64}
+      : (tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>,
+         tensor<1x2x150xf32>, tensor<1x2x150x128xbf16>)
+      -> (tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>)
+  %q232 = kiln.cast %q2 : tensor<1x2x100x256xbf16> to tensor<1x2x100x256xf32>
+  %k232 = kiln.cast %k2 : tensor<1x1x100x256xbf16> to tensor<1x1x100x256xf32>
+  %v232 = kiln.cast %v2 : tensor<1x1x100x256xbf16> to tensor<1x1x100x256xf32>
+  %o2, %l2 = kiln.attention %q232, %k232, %v232 {causal, window = array<i64: 40, -1>, scale = 0.0625 : f64}
+      : (tensor<1x2x100x256xf32>, tensor<1x1x100x256xf32>, tensor<1x1x100x256xf32>) -> (tensor<1x2x100x256xf32>, tensor<1x2x100xf32>)
+  %o216 = kiln.cast %o2 : tensor<1x2x100x256xf32> to tensor<1x2x100x256xbf16>
+  %dq2, %dk2, %dv2 = kiln.attention_grad %q2, %k2, %v2 output %o216, %l2, %g2 {causal, window = array<i64: 40, -1>, scale = 0.0625 : f64}
+      : (tensor<1x2x100x256xbf16>, tensor<1x1x100x256xbf16>, tensor<1x1x100x256xbf16>, tensor<1x2x100x256xbf16>,
+         tensor<1x2x100xf32>, tensor<1x2x100x256xbf16>)
+      -> (tensor<1x2x100x256xbf16>, tensor<1x1x100x256xbf16>, tensor<1x1x100x256xbf16>)
+  return %dq, %dk, %dv, %dq2, %dk2, %dv2 : tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>, tensor<1x2x150x128xbf16>,
+      tensor<1x2x100x256xbf16>, tensor<1x1x100x256xbf16>, tensor<1x1x100x256xbf16>
+}
+)",
+     false, false, 0x1p-7},
     // Attention dropout on tensor cores (BERT's and GPT-2's attn_pdrop),
     // drawn from the step's offset as kiln.dropout draws it: forward, and
     // the gradient from an exact forward pass, at the bounds above (a

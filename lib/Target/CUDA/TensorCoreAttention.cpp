@@ -90,7 +90,7 @@ struct GradientScratch {
   GradientScratch(AttentionGradOp op, const TargetOptions &options) {
     ArrayRef<int64_t> qs = shapeOf(op.getQuery());
     atomic = options.queryGradient == QueryGradient::Atomic && qs[3] <= 128;
-    stored = options.queryGradient == QueryGradient::Stored && qs[3] <= 64;
+    stored = options.queryGradient == QueryGradient::Stored;
     rows = qs[0] * qs[1] * qs[2];
     afterDeltas = llvm::alignTo(rows, 4);
     scoreTiles = stored ? storedScoreTiles(op) : 0;
@@ -505,7 +505,7 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
     storedValues.push_back({"ROWTILES", "1"});
     storedValues.push_back(chunk(qs[3], 1));
     storedValues.push_back({"BQ", "64"});
-    storedValues.push_back({"BK", "64"});
+    storedValues.push_back({"BK", "$STREAMED"});
     KernelPlan &dq = plans.emplace_back(gradientPass(
         query,
         substitute(prologue + kTensorCoreStoredQueryGradient, storedValues),

@@ -42,11 +42,13 @@
 // RECOMPUTE-NOT: kiln_kernel_4
 // RECOMPUTE-NOT: (dqSums[e])
 
-// With --attention-query-gradient=stored (head dimensions up to 64) a
-// kernel stores the deltas (clearing no sums), the key/value kernel stores
-// dS^T in blocks of 64 keys by 64 queries after them, one for each pair of
-// tiles the causal mask leaves (3 of 4 per head at 128 rows), and a query
-// kernel multiplies them by K. At 128 the query kernel recomputes dS.
+// With --attention-query-gradient=stored a kernel stores the deltas
+// (clearing no sums), the key/value kernel stores dS^T in blocks of 64
+// keys by 64 queries after them, one for each pair of tiles the causal
+// mask leaves (3 of 4 per head at 128 rows), and a query kernel multiplies
+// them by K. At head dimension 128 the key/value kernel's query tiles are
+// 32 rows, half a block's columns, and the query kernel streams half a
+// block's key rows at a time, as its key tiles of 32.
 // RUN: kiln-compile %s --forward --target=cuda --print-cuda \
 // RUN:   --attention-query-gradient=stored | FileCheck %s --check-prefix=STORED
 // STORED:     __launch_bounds__(128) kiln_kernel_0(
@@ -54,17 +56,23 @@
 // STORED:       for (idx e = first * 64 + threadIdx.x; false && e < end; e += blockDim.x)
 // STORED:     __launch_bounds__(128, 3) kiln_kernel_1(
 // STORED:       return (u16 *)(deltaScratch + 256) + (bh * 3 + tile) * (64 * 64);
-// STORED:       u16 *block = true ? scoreBlock(bh, q0, k0) : nullptr;
+// STORED:       const idx span = true ? 64 : 64;
+// STORED:       u16 *block = true ? scoreBlock(bh, q0 / 64 * 64, k0) + q0 % 64 : nullptr;
 // STORED:       _Pragma("unroll") for (int f = 0; true && f < 4; ++f)
 // STORED:     __launch_bounds__(128) kiln_kernel_2(
-// STORED:       const u16 *block = scoreBlock(bh, q0, k0);
+// STORED:       const u16 *block = scoreBlock(bh, q0, k0 / 64 * 64) + k0 % 64 * 64;
+// STORED:       for (int e = threadIdx.x; e < 64 * 64 / 8; e += blockDim.x)
 // STORED:       transposedA(Ss[buffer], 64 + 8, warp, kk, a);
 // STORED:       storeRows(dq + dqAt(bh, 0), dqStep, row, 128, acc,
 // STORED:     __launch_bounds__(128) kiln_kernel_3(
-// STORED:       storeRows(dq + dqAt(bh, 0), dqStep, row[m], 48, acc[m],
+// STORED:       deltaScratch[row] = d;
 // STORED:     __launch_bounds__(128) kiln_kernel_4(
-// STORED:       u16 *block = false ? scoreBlock(bh, q0, k0) : nullptr;
-// STORED-NOT: kiln_kernel_5
+// STORED:       const idx span = true ? 64 : 32;
+// STORED:       u16 *block = true ? scoreBlock(bh, q0 / 64 * 64, k0) + q0 % 64 : nullptr;
+// STORED:     __launch_bounds__(128) kiln_kernel_5(
+// STORED:       for (int e = threadIdx.x; e < 32 * 64 / 8; e += blockDim.x)
+// STORED:       storeRows(dq + dqAt(bh, 0), dqStep, row, 48, acc,
+// STORED-NOT: kiln_kernel_6
 
 // The stored dS (2 heads x 3 blocks of 8 KiB) and the deltas (1 KiB) are a
 // buffer of the memory plan, live while the gradient runs.
@@ -83,7 +91,7 @@
 // RUN: kiln-compile %s --forward --target=cuda --arch=sm_80,sm_90 -o %t.stored.kiln \
 // RUN:   --attention-query-gradient=stored | FileCheck %s --check-prefix=WROTE-STORED
 // WROTE-RECOMPUTE: 4 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 4 distinct kernels
-// WROTE-STORED: 5 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 5 distinct kernels
+// WROTE-STORED: 6 kernel launches (and 0 where cuBLASLt cannot sum a bias gradient) of 6 distinct kernels
 // RUN: grep -c "atomic-query-gradient" %t.kiln
 // RUN: not grep -c "atomic-query-gradient" %t.recompute.kiln
 // RUN: grep -c "stored-query-gradient" %t.stored.kiln
