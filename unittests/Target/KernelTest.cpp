@@ -1899,6 +1899,33 @@ func.func @main(%q: tensor<1x2x40x256xbf16>, %k: tensor<1x1x40x256xbf16>, %v: te
 }
 )",
      false, false, 0x1p-7},
+    // Rows that attend to no key (a boolean mask false for all of rows 8
+    // to 15 and 70 to 79, random elsewhere): their log-sum-exp is -inf,
+    // their output 0, and their probabilities in the gradient kernels 0
+    // (exp2 of a masked score, -inf, less +inf, where -inf less -inf would
+    // be NaN). The gradient from an exact forward pass, at the bounds
+    // above.
+    {"TensorCoreAttentionEmptyRows", R"(
+func.func @main(%q: tensor<1x2x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tensor<1x2x80x32xbf16>,
+                %g: tensor<1x2x80x32xbf16>, %b: tensor<80x80xi1>)
+    -> (tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>) {
+  %rows = kiln.constant dense<[[true],[true],[true],[true],[true],[true],[true],[true],[false],[false],[false],[false],[false],[false],[false],[false],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[true],[false],[false],[false],[false],[false],[false],[false],[false],[false],[false]]> : tensor<80x1xi1>
+  %m = kiln.and %b, %rows : (tensor<80x80xi1>, tensor<80x1xi1>) -> tensor<80x80xi1>
+  %q32 = kiln.cast %q : tensor<1x2x80x32xbf16> to tensor<1x2x80x32xf32>
+  %k32 = kiln.cast %k : tensor<1x2x80x32xbf16> to tensor<1x2x80x32xf32>
+  %v32 = kiln.cast %v : tensor<1x2x80x32xbf16> to tensor<1x2x80x32xf32>
+  %o, %l = kiln.attention %q32, %k32, %v32 mask %m {scale = 0.3 : f64}
+      : (tensor<1x2x80x32xf32>, tensor<1x2x80x32xf32>, tensor<1x2x80x32xf32>, tensor<80x80xi1>)
+      -> (tensor<1x2x80x32xf32>, tensor<1x2x80xf32>)
+  %o16 = kiln.cast %o : tensor<1x2x80x32xf32> to tensor<1x2x80x32xbf16>
+  %dq, %dk, %dv = kiln.attention_grad %q, %k, %v mask %m output %o16, %l, %g {scale = 0.3 : f64}
+      : (tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<80x80xi1>,
+         tensor<1x2x80x32xbf16>, tensor<1x2x80xf32>, tensor<1x2x80x32xbf16>)
+      -> (tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>)
+  return %dq, %dk, %dv : tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>, tensor<1x2x80x32xbf16>
+}
+)",
+     false, false, 0x1p-7},
     // Wide heads over several tiles, where the key/value gradient streams
     // query tiles of 32 rows (head dimension 128) and 16 (256) but stores
     // dS^T in blocks of 64 by 64: in a band 50 back and 30 ahead, the
