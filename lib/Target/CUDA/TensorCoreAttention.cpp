@@ -165,6 +165,21 @@ std::pair<std::string, std::string> storer(const char *name, Value value) {
                     storedExact(elementTypeOf(value), "x") + "; }"};
 }
 
+/// The substitution of `name`, a lambda storing two neighbouring f32
+/// results as `value`'s 16-bit elements in one 32-bit word, the first in
+/// the low half: one cvt instruction, the same bits as two of storer's
+/// (a NaN aside, which the GPU makes its canonical one); nullptr for
+/// other element types, which storeRows stores one by one.
+std::pair<std::string, std::string> pairStorer(const char *name,
+                                               Value value) {
+  Type type = elementTypeOf(value);
+  if (!type.isBF16() && !type.isF16())
+    return {name, "nullptr"};
+  return {name, std::string("[](float lo, float hi) { return ") +
+                    (type.isBF16() ? "pack_bf16" : "pack_f16") +
+                    "(lo, hi); }"};
+}
+
 /// The substitutions both passes share, if `op` is one the tensor-core
 /// kernels compute: 16-bit operands of one type, equal head dimensions of
 /// a multiple of 16 up to 256, an f32 log-sum-exp.
@@ -232,6 +247,7 @@ std::optional<Values> tensorCoreValues(OpTy op, const TargetOptions &options,
       {"LOADO",
        "[](" + storageType(ot) + " x) { return " + loaded(ot, "x") + "; }"},
       storer("STOREO", op.getOutput()),
+      pairStorer("PAIRO", op.getOutput()),
       {"PACK", qt.isBF16() ? "pack_bf16" : "pack_f16"},
       {"FROM16", qt.isBF16() ? "bf16_to_f32" : "f16_to_f32"},
       {"MMA", qt.isBF16() ? "mma_bf16" : "mma_f16"},
@@ -412,6 +428,9 @@ tensorCoreAttentionGradient(AttentionGradOp op, const TargetOptions &options,
   values->push_back(storer("STOREDQ", op.getQueryGrad()));
   values->push_back(storer("STOREDK", op.getKeyGrad()));
   values->push_back(storer("STOREDV", op.getValueGrad()));
+  values->push_back(pairStorer("PAIRDQ", op.getQueryGrad()));
+  values->push_back(pairStorer("PAIRDK", op.getKeyGrad()));
+  values->push_back(pairStorer("PAIRDV", op.getValueGrad()));
   KernelPlan query;
   query.operands = {op.getQuery(), op.getKey(), op.getValue()};
   if (Value mask = op.getMask())
