@@ -170,14 +170,12 @@ std::pair<std::string, std::string> storer(const char *name, Value value) {
 /// the low half: one cvt instruction, the same bits as two of storer's
 /// (a NaN aside, which the GPU makes its canonical one); nullptr for
 /// other element types, which storeRows stores one by one.
-std::pair<std::string, std::string> pairStorer(const char *name,
-                                               Value value) {
+std::pair<std::string, std::string> pairStorer(const char *name, Value value) {
   Type type = elementTypeOf(value);
   if (!type.isBF16() && !type.isF16())
     return {name, "nullptr"};
   return {name, std::string("[](float lo, float hi) { return ") +
-                    (type.isBF16() ? "pack_bf16" : "pack_f16") +
-                    "(lo, hi); }"};
+                    (type.isBF16() ? "pack_bf16" : "pack_f16") + "(lo, hi); }"};
 }
 
 /// The substitutions both passes share, if `op` is one the tensor-core
