@@ -1929,12 +1929,13 @@ func.func @main(%q: tensor<1x2x80x32xbf16>, %k: tensor<1x2x80x32xbf16>, %v: tens
     // Wide heads over several tiles, where the key/value gradient streams
     // query tiles of 32 rows (head dimension 128) and 16 (256) but stores
     // dS^T in blocks of 64 by 64: in a band 50 back and 30 ahead, the
-    // second key tile's first attending query is row 34, the first tile's
-    // last row 93, so that the halves and quarters of blocks no row of
-    // which attends must still be written (zeros), or the stored query
-    // kernel reads the poisoned scratch; 150 rows, the last block part
-    // past the rows. Grouped heads, causal with 40 keys back, at 256. The
-    // gradient from an exact forward pass, at the bounds above.
+    // first rows attending to the second and third key tiles are 34 and
+    // 98, so that rows 0-31 and 64-95 of their blocks, where no row
+    // attends, must still be written (zeros), or the stored query kernel
+    // reads the poisoned scratch; 150 rows, the last block part past the
+    // rows. Grouped heads, causal with 40 keys back, at 256 (quarter
+    // blocks). The gradient from an exact forward pass, at the bounds
+    // above.
     {"TensorCoreAttentionWideHeadTiles", R"(
 func.func @main(%q: tensor<1x2x150x128xbf16>, %k: tensor<1x2x150x128xbf16>, %v: tensor<1x2x150x128xbf16>,
                 %g: tensor<1x2x150x128xbf16>, %q2: tensor<1x2x100x256xbf16>, %k2: tensor<1x1x100x256xbf16>,
