@@ -316,12 +316,12 @@ void PrecisionAssignment::geluReadsUnrounded(Value rounded, Value sum) {
 /// Stores products in the narrow type, as autocast stores a linear layer's
 /// output: rounded once from the f32 accumulation, after the epilogue that
 /// cuBLASLt applies as it stores (a bias along the rows, which is read
-/// narrow, as autocast reads it; backward, GELU's derivative). Readers that
-/// compute in f32 (softmax, norms, the residual stream, the loss) read the
-/// rounded value widened, except, with `geluEpilogue`, a tanh GELU of a
-/// biased product: cuBLASLt's GELU_AUX epilogue computes it from the f32 sum
-/// and stores both, rounded once each (autocast would round the sum
-/// first). Activations, their
+/// narrow, as autocast reads it; backward, the tanh GELU's derivative).
+/// Readers that compute in f32 (softmax, norms, the residual stream, the
+/// loss, the erf GELU's derivative) read the rounded value widened, except,
+/// with `geluEpilogue`, a tanh GELU of a biased product: cuBLASLt's
+/// GELU_AUX epilogue computes it from the f32 sum and stores both, rounded
+/// once each (autocast would round the sum first). Activations, their
 /// gradients and the logits halve; weight gradients stay f32, and so do
 /// products whose readers would need the widened copy stored.
 void PrecisionAssignment::storeProductsNarrow(func::FuncOp function,
@@ -348,6 +348,16 @@ void PrecisionAssignment::storeProductsNarrow(func::FuncOp function,
       if (geluEpilogue)
         geluReadsUnrounded(rounded, add.getResult());
     } else if (GeluGradOp gelu = geluGradScaling(op)) {
+      // The tanh derivative scales the f32 product, rounded once after
+      // (cuBLASLt's DGELU epilogue). The erf derivative, which no epilogue
+      // computes, reads the product stored in 16 bits, as autocast's GELU
+      // backward reads it; both gradients are rounded where computed, so
+      // that the products and the bias gradient after them read 16 bits.
+      if (gelu.getApproximation() == GeluApproximation::None &&
+          readableNarrowed(op.getResult())) {
+        op.removeAccumulateAttr();
+        narrowInPlace(op.getResult(), narrowElement);
+      }
       if (readableNarrowed(gelu.getResult()))
         roundWhereComputed(gelu.getResult());
     } else if (readableNarrowed(op.getResult())) {

@@ -54,7 +54,7 @@ static Operation *roundingCast(Value value) {
 static SmallVector<Operation *> dgeluEpilogue(MatmulOp product) {
   SmallVector<Operation *> epilogue = {product};
   GeluGradOp dgelu = geluGradScaling(product, &epilogue);
-  if (!dgelu)
+  if (!dgelu || dgelu.getApproximation() != GeluApproximation::Tanh)
     return {};
   if (Operation *widen = wideningCast(dgelu.getInput()))
     epilogue.push_back(widen);

@@ -28,10 +28,7 @@ GeluGradOp geluGradScaling(MatmulOp product,
   while (grad.hasOneUse()) {
     Operation *reader = *grad.user_begin();
     if (auto gelu = dyn_cast<GeluGradOp>(reader))
-      return gelu.getGrad() == grad &&
-                     gelu.getApproximation() == GeluApproximation::Tanh
-                 ? gelu
-                 : GeluGradOp();
+      return gelu.getGrad() == grad ? gelu : GeluGradOp();
     if (!isa<ReshapeOp>(reader))
       return {};
     if (views)

@@ -160,6 +160,39 @@ func.func @linear_epilogues(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor
 
 // -----
 
+// Tests the erf GELU's derivative, which no cuBLASLt epilogue computes: the
+// product it scales is stored in bf16 and read widened, as autocast's GELU
+// backward reads it, and the derivative's result is rounded to bf16 where
+// it is computed, so that the weight gradient's product and the bias
+// gradient read 16 bits, as after the tanh derivative (DGELU).
+// CHECK-LABEL: func @erf_gelu_gradient
+// CHECK: %[[PRE:.*]] = kiln.reshape %{{.*}} : tensor<4x8xbf16> to tensor<2x2x8xbf16>
+// CHECK: %[[G:.*]] = kiln.matmul {{.*}} {transpose_rhs} : {{.*}} -> tensor<4x8xbf16>
+// CHECK: %[[GR:.*]] = kiln.reshape %[[G]] : tensor<4x8xbf16> to tensor<2x2x8xbf16>
+// CHECK: %[[PW:.*]] = kiln.cast %[[PRE]] : tensor<2x2x8xbf16> to tensor<2x2x8xf32>
+// CHECK: %[[GW:.*]] = kiln.cast %[[GR]] : tensor<2x2x8xbf16> to tensor<2x2x8xf32>
+// CHECK: %[[DX:.*]] = kiln.gelu_grad %[[PW]], %[[GW]] approximation = none : tensor<2x2x8xf32>
+// CHECK: %[[DXB:.*]] = kiln.cast %[[DX]] : tensor<2x2x8xf32> to tensor<2x2x8xbf16>
+// CHECK: %[[FLAT:.*]] = kiln.reshape %[[DXB]] : tensor<2x2x8xbf16> to tensor<4x8xbf16>
+// CHECK: kiln.matmul %{{.*}}, %[[FLAT]] {accumulate = f32, transpose_lhs} : {{.*}} -> tensor<8x8xf32>
+// CHECK: %[[DXW:.*]] = kiln.cast %[[DXB]] : tensor<2x2x8xbf16> to tensor<2x2x8xf32>
+// CHECK: kiln.reduce_sum %[[DXW]]
+func.func @erf_gelu_gradient(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %dy: tensor<4x8xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<2x8xf32>, tensor<8x8xf32>) {
+  %h = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %sum = kiln.add %h, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %pre = kiln.reshape %sum : tensor<4x8xf32> to tensor<2x2x8xf32>
+  %g = kiln.matmul %dy, %w {transpose_rhs} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %gr = kiln.reshape %g : tensor<4x8xf32> to tensor<2x2x8xf32>
+  %dx = kiln.gelu_grad %pre, %gr approximation = none : tensor<2x2x8xf32>
+  %flat = kiln.reshape %dx : tensor<2x2x8xf32> to tensor<4x8xf32>
+  %dw = kiln.matmul %x, %flat {transpose_lhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %w1:2 = kiln.sgd %w, %dw, %w, %lr, %t {momentum = 0.0, dampening = 0.0, weight_decay = 0.0} : tensor<8x8xf32>, tensor<f32>, tensor<i64>
+  %dxs = kiln.reduce_sum %dx {axes = array<i64: 0>} : (tensor<2x2x8xf32>) -> tensor<2x8xf32>
+  return %dxs, %w1#0 : tensor<2x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
 // Tests that a norm's gradient reads a product's gradient stored in bf16 as
 // stored (its kernel widens it), while a product that an embedding's
 // gradient scatters stays f32: that kernel reads its operands from memory,

@@ -618,6 +618,43 @@ TEST(RoundingTest, LossGradientsOfManyLogitsRoundAsTheInterpreterDoes) {
   }
 }
 
+/// `draws` values of N(0, spread), then the 33538 bf16 values of [-16, 16]:
+/// the inputs of the erf GELU's rounded kernels.
+Tensor geluInputs(int64_t draws, double spread, uint64_t seed) {
+  Tensor x(DType::F32, {draws + 33538});
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<double> normal(0.0, spread);
+  for (int64_t e = 0; e < draws; ++e)
+    x.setFromDouble(e, normal(generator));
+  int64_t e = draws;
+  for (uint32_t bits = 0; bits < 0x10000u && e < x.getNumElements(); ++bits) {
+    float value;
+    uint32_t wide = bits << 16;
+    std::memcpy(&value, &wide, sizeof value);
+    if (std::fabs(value) <= 16.0f)
+      x.floats()[e++] = value;
+  }
+  EXPECT_EQ(e, x.getNumElements());
+  return x;
+}
+
+/// A function of `type` values by `op` of f32 operands `operands` (kiln.gelu
+/// or kiln.gelu_grad, approximation none), its f32 result cast to `type`.
+std::string erfGeluRoundedTo(const std::string &type, int64_t count,
+                             const std::string &op, int operands) {
+  std::string f32 = "tensor<" + std::to_string(count) + "xf32>",
+              narrow = "tensor<" + std::to_string(count) + "x" + type + ">";
+  std::string arguments = "%x: " + f32, names = "%x";
+  if (operands == 2) {
+    arguments += ", %g: " + f32;
+    names += ", %g";
+  }
+  return "func.func @main(" + arguments + ") -> " + narrow +
+         " {\n  %d = " + op + " " + names + " approximation = none : " + f32 +
+         "\n  %c = kiln.cast %d : " + f32 + " to " + narrow +
+         "\n  return %c : " + narrow + "\n}\n";
+}
+
 // An f32 erf GELU rounded on to 16 bits, as between two 16-bit GEMMs, is
 // computed in f32 and kept only where its error bound cannot move the
 // rounding (rounded_gelu_erf): the interpreter's rounding through f32, bit
@@ -629,31 +666,42 @@ TEST(RoundingTest, GeluBeforeA16BitGemmRoundsAsTheInterpreterDoes) {
   for (const char *type : {"bf16", "f16"}) {
     mlir::MLIRContext context;
     registerKilnDialects(context);
-    std::string t = "tensor<1082114x" + std::string(type) + ">";
-    std::string source =
-        "func.func @main(%x: tensor<1082114xf32>) -> " + t +
-        " {\n  %g = kiln.gelu %x approximation = none : tensor<1082114xf32>\n"
-        "  %c = kiln.cast %g : tensor<1082114xf32> to " + t +
-        "\n  return %c : " + t + "\n}\n";
-    auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+    Tensor x = geluInputs(1 << 20, 3.0, 9);
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(
+        erfGeluRoundedTo(type, x.getNumElements(), "kiln.gelu", 1), &context);
     ASSERT_TRUE(module);
-    auto function = *module->getOps<mlir::func::FuncOp>().begin();
-    Tensor x(DType::F32, {1082114});
-    std::mt19937_64 generator(9);
-    std::normal_distribution<double> normal(0.0, 3.0);
-    for (int64_t e = 0; e < (1 << 20); ++e)
-      x.setFromDouble(e, normal(generator));
-    // The 33538 bf16 values of [-16, 16] after them.
-    int64_t e = 1 << 20;
-    for (uint32_t bits = 0; bits < 0x10000u && e < x.getNumElements(); ++bits) {
-      float value;
-      uint32_t wide = bits << 16;
-      std::memcpy(&value, &wide, sizeof value);
-      if (std::fabs(value) <= 16.0f)
-        x.floats()[e++] = value;
+    expectBitForBit(*module->getOps<mlir::func::FuncOp>().begin(), {x},
+                    "rounded_gelu_erf<");
+  }
+}
+
+// Backward, the erf GELU's derivative scaling a 16-bit gradient, rounded
+// to 16 bits where it is computed (the gradient of a GELU between two
+// 16-bit GEMMs, which the next products and the bias gradient read), is
+// computed in f32 too (rounded_gelu_erf_grad): bit for bit, for 2^19
+// values of spread 3 and every bf16 value from -16 to 16, against
+// gradients of spread 1 (16-bit values, and f32 ones), across the
+// derivative's root near -0.75, where its terms cancel, and below -5,
+// where the interpreter's value is the double formula's.
+TEST(RoundingTest, GeluGradientBetween16BitGemmsRoundsAsTheInterpreterDoes) {
+  for (const char *type : {"bf16", "f16"}) {
+    mlir::MLIRContext context;
+    registerKilnDialects(context);
+    Tensor x = geluInputs(1 << 19, 3.0, 23);
+    Tensor g(DType::F32, x.getShape());
+    std::mt19937_64 generator(29);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (int64_t e = 0; e < g.getNumElements(); ++e) {
+      double value = normal(generator);
+      g.setFromDouble(e,
+                      e % 2 ? value : roundToElementType(DType::BF16, value));
     }
-    ASSERT_EQ(e, x.getNumElements());
-    expectBitForBit(function, {x}, "rounded_gelu_erf<");
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(
+        erfGeluRoundedTo(type, x.getNumElements(), "kiln.gelu_grad", 2),
+        &context);
+    ASSERT_TRUE(module);
+    expectBitForBit(*module->getOps<mlir::func::FuncOp>().begin(), {x, g},
+                    "rounded_gelu_erf_grad<");
   }
 }
 

@@ -20,8 +20,9 @@ namespace kiln {
 /// set to the add's bias operand.
 AddOp rowBiasAdd(MatmulOp product, mlir::OpOperand *&bias);
 
-/// The tanh GELU derivative that scales `product` (backward, maybe behind
-/// reshapes that only it reads), or null; `views` gets the reshapes.
+/// The GELU derivative (either approximation) that scales `product`
+/// (backward, maybe behind reshapes that only it reads), or null; `views`
+/// gets the reshapes.
 GeluGradOp geluGradScaling(MatmulOp product,
                            llvm::SmallVectorImpl<mlir::Operation *> *views =
                                nullptr);

@@ -223,22 +223,34 @@ FailureOr<std::string> emitElementwise(KernelWriter &writer, Value value,
             return failure();
           return writer.alias(value, nested, *x);
         }
-        // An f32 erf GELU that only this cast to 16 bits reads (a GELU
-        // between two 16-bit GEMMs): in f32 where that rounds alike
-        // (rounded_gelu_erf), not in double.
-        auto g = c.getInput().getDefiningOp<GeluOp>();
-        if (g && g.getApproximation() == GeluApproximation::None &&
-            elementTypeOf(g).isF32() && g->hasOneUse() &&
-            (e.type.isBF16() || e.type.isF16())) {
-          FailureOr<std::string> x = writer.at(
-              g.getInput(), broadcastIndex(g.getInput(), shapeOf(g), "i"),
-              nested);
-          if (failed(x))
-            return failure();
-          std::string format = e.type.isBF16() ? "Bf16" : "F16";
+        // An f32 erf GELU, or its derivative scaling a gradient, that only
+        // this cast to 16 bits reads (a GELU between two 16-bit GEMMs, and
+        // backward its gradient): in f32 where that rounds alike
+        // (rounded_gelu_erf, rounded_gelu_erf_grad), not in double.
+        Operation *erfGelu = c.getInput().getDefiningOp();
+        auto gelu = dyn_cast_or_null<GeluOp>(erfGelu);
+        auto geluGrad = dyn_cast_or_null<GeluGradOp>(erfGelu);
+        if (((gelu && gelu.getApproximation() == GeluApproximation::None) ||
+             (geluGrad &&
+              geluGrad.getApproximation() == GeluApproximation::None)) &&
+            elementTypeOf(erfGelu->getResult(0)).isF32() &&
+            erfGelu->hasOneUse() && (e.type.isBF16() || e.type.isF16())) {
+          std::string arguments;
+          for (Value operand : erfGelu->getOperands()) {
+            FailureOr<std::string> x = writer.at(
+                operand,
+                broadcastIndex(operand, shapeOf(erfGelu->getResult(0)), "i"),
+                nested);
+            if (failed(x))
+              return failure();
+            arguments += (arguments.empty() ? "" : ", ") + *x;
+          }
+          std::string call =
+              gelu ? "rounded_gelu_erf<" : "rounded_gelu_erf_grad<";
           return writer.define(value, nested,
-                               "    return rounded_gelu_erf<" + format +
-                                   ">(" + *x + ");\n");
+                               "    return " + call +
+                                   (e.type.isBF16() ? "Bf16" : "F16") + ">(" +
+                                   arguments + ");\n");
         }
         // A float narrowed to 16 bits: its bits rounded to nearest even, as
         // round_bf16 (round_f16) rounds the same value as a double, in a

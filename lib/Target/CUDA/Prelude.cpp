@@ -279,6 +279,49 @@ template <typename Format> KD double rounded_gelu_erf(double x) {
   return gelu_erf_in_double<Format>(x);
 }
 
+// Format::round(round_f32(gelu_erf_grad(x) * g)) for f32 x and g: the
+// interpreter's erf GELU derivative scaling a gradient, in f32, rounded on
+// to 16 bits (the gradient of a GELU between two 16-bit GEMMs), computed
+// in f32 wherever an error bound shows that rounds alike, as Phi + x phi
+// with Phi = erfc(-x / sqrt 2) / 2 and phi = exp(-x^2 / 2) / sqrt(2 pi).
+// The bound, of Phi relative: erfcf's 4 ulp and z's error, as
+// rounded_gelu_erf's; of x phi relative: expf's 2 ulp, x^2 within 2^-24
+// of itself, which moves exp(-x^2 / 2) by x^2 / 2 times that, the
+// constant's and the products' roundings; the sum's rounding, relative to
+// it (the terms cancel near x = -0.75, where the sum's bound is that of
+// its terms), then g's product's; each doubled. And absolute, for the
+// interpreter's own error where 1 + erf(x / sqrt 2) cancels (x below -5
+// or so): erf within an ulp, 2^-53 near -1, doubled twice; and the
+// interval's ends' roundings. Where the interval rounds to one 16-bit
+// value through f32, that is the interpreter's; elsewhere (one value in
+// some 430 for x of spread 1, in 150 of spread 3, most of those below
+// -7.5, where the interpreter's own error is up to a percent), for
+// |z| of 9 or more and |v| outside 2^-100 to 2^100 (zeros too: their
+// sign), a call computes it in double.
+template <typename Format>
+__device__ __noinline__ double gelu_erf_grad_in_double(double x, double g) {
+  return Format::round((double)(float)(gelu_erf_grad(x) * g));
+}
+template <typename Format>
+KD double rounded_gelu_erf_grad(double x, double g) {
+  const float xf = (float)x, z = xf * -0.70710677f;
+  if (fabsf(z) < 9.0f) {
+    const float half = xf * xf * 0.5f;
+    const float cdf = 0.5f * erfcf(z),
+                slope = xf * (expf(-half) * 0.39894228f);
+    const float d = cdf + slope, v = d * (float)g;
+    const float terms =
+        cdf * (0x1p-20f + (fabsf(z) + 1.0f) * fabsf(z) * 0x1p-21f) +
+        fabsf(slope) * (0x1p-20f + half * 0x1p-23f) + fabsf(d) * 0x1p-23f +
+        0x1p-51f;
+    const float bound = fabsf((float)g) * terms + fabsf(v) * 0x1p-21f;
+    const u16 low = Format::bits(v - bound), high = Format::bits(v + bound);
+    if (low == high && fabsf(v) > 0x1p-100f && fabsf(v) < 0x1p100f)
+      return (double)Format::value(low);
+  }
+  return gelu_erf_grad_in_double<Format>(x, g);
+}
+
 KD double kiln_max(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 KD double kiln_min(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 
