@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <string_view>
 
 namespace kiln::runtime {
 
@@ -14,6 +15,18 @@ static std::string typeName(artifact::ElementType type) {
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   return name;
+}
+
+/// GEMMs, attention (kiln's kernels, named by the op they run, or cuDNN's)
+/// and the other kernels.
+static ProfileRow::Kind kindOf(const artifact::Operation &operation) {
+  if (operation.gemm())
+    return ProfileRow::Kind::Gemm;
+  std::string_view origin =
+      operation.origin() ? operation.origin()->string_view() : "";
+  if (operation.attention() || origin.substr(0, 14) == "kiln.attention")
+    return ProfileRow::Kind::Attention;
+  return ProfileRow::Kind::Kernel;
 }
 
 /// What groups an operation with others: its kernel, its GEMM's shape,
@@ -54,6 +67,7 @@ std::vector<ProfileRow> profileRows(const artifact::Artifact &artifact,
     auto [it, added] = rowOf.try_emplace(what, rows.size());
     if (added) {
       rows.emplace_back();
+      rows.back().kind = kindOf(operation);
       rows.back().what = what;
       rows.back().origin = operation.origin() ? operation.origin()->str() : "";
     }
@@ -108,6 +122,27 @@ std::string formatProfile(const artifact::Artifact &artifact,
                    "(GEMM); the step's floor: %.3f ms\n",
                    profile.bytesPerSecond / 1e9, profile.flopsPerSecond / 1e12,
                    floor);
+  // Each kind's time and floor: how far the step could move if that kind
+  // alone ran at its floor.
+  std::string kinds;
+  for (auto [kind, name] : {std::pair(ProfileRow::Kind::Gemm, "GEMMs"),
+                            {ProfileRow::Kind::Attention, "attention"},
+                            {ProfileRow::Kind::Kernel, "other kernels"}}) {
+    double milliseconds = 0, kindFloor = 0;
+    for (const ProfileRow &row : rows)
+      if (row.kind == kind) {
+        milliseconds += row.milliseconds;
+        kindFloor += row.floorMilliseconds;
+      }
+    if (milliseconds <= 0)
+      continue;
+    kinds += format("%s%s %.3f ms (floor %.3f ms", kinds.empty() ? "" : "; ",
+                    name, milliseconds, kindFloor);
+    kinds += kindFloor > 0 ? format(", %.2fx)", milliseconds / kindFloor)
+                           : std::string(")");
+  }
+  if (!kinds.empty())
+    text += "by kind: " + kinds + "\n";
   text +=
       format("%7s %10s %8s %14s %10s %8s  %s\n", "share", "ms/step", "launches",
              "achieved", "floor ms", "x floor", "what (origin)");

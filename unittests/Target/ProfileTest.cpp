@@ -27,23 +27,27 @@ const artifact::Artifact &unpack(const artifact::ArtifactT &a,
   return *artifact::GetArtifact(builder.GetBufferPointer());
 }
 
-std::unique_ptr<artifact::OperationT> launch(unsigned kernel, int64_t bytes) {
+std::unique_ptr<artifact::OperationT>
+launch(unsigned kernel, int64_t bytes,
+       std::string origin = "kiln.fusion at loc(\"/ln\")") {
   auto operation = std::make_unique<artifact::OperationT>();
   operation->kernel = std::make_unique<artifact::KernelLaunchT>();
   operation->kernel->kernel = kernel;
-  operation->origin = "op" + std::to_string(kernel);
+  operation->origin = std::move(origin);
   operation->bytes = bytes;
   return operation;
 }
 
 // Two launches of one kernel become one row; a GEMM is named by its shape;
 // floors are the larger of bytes over bandwidth and operations over the
-// GEMM rate; rows come the most time first.
+// GEMM rate; rows come the most time first; GEMMs, attention and the other
+// kernels are summed apart.
 TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
   artifact::ArtifactT a;
   a.kernel_names = {"kiln_kernel_0", "kiln_kernel_1"};
   a.operations.push_back(launch(0, 4000000));
-  a.operations.push_back(launch(1, 1000000));
+  a.operations.push_back(
+      launch(1, 2000000, "kiln.attention at loc(\"/attn\")"));
   a.operations.push_back(launch(0, 2000000));
   auto gemm = std::make_unique<artifact::OperationT>();
   gemm->gemm = std::make_unique<artifact::GemmT>();
@@ -88,6 +92,12 @@ TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
   EXPECT_NE(report.find("ceilings measured: 2000 GB/s (copy), 500.0 TFLOP/s"),
             std::string::npos)
       << report;
+  // By kind: 1 us of attention's floor (2 MB), 3 of the other kernels'.
+  EXPECT_NE(report.find("by kind: GEMMs 0.010 ms (floor 0.006 ms, 1.73x); "
+                        "attention 0.002 ms (floor 0.001 ms, 2.00x); other "
+                        "kernels 0.007 ms (floor 0.003 ms, 2.33x)\n"),
+            std::string::npos)
+      << report;
   // The GEMM: 52.6% of 0.019 ms, 214.7 TFLOP/s, 1.73x its floor.
   EXPECT_NE(report.find("52.6%"), std::string::npos) << report;
   EXPECT_NE(report.find("214.7 TFLOP/s"), std::string::npos) << report;
@@ -101,8 +111,9 @@ TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
   EXPECT_NE(report.find("  10.5%      0.002        1  the other 1 rows"),
             std::string::npos)
       << report;
-  EXPECT_EQ(runtime::formatProfile(artifact, profile, /*top=*/3).find("other"),
-            std::string::npos);
+  EXPECT_EQ(
+      runtime::formatProfile(artifact, profile, /*top=*/3).find("the other"),
+      std::string::npos);
 
   // A launch the step skips (it sums a bias gradient its GEMM summed) has
   // no row and no share.
@@ -113,6 +124,10 @@ TEST(ProfileTest, GroupsByKernelAndComparesWithTheCeilings) {
   report = runtime::formatProfile(artifact, profile, /*top=*/2);
   EXPECT_NE(report.find("0.017 ms launched operation by operation (3 "
                         "operations)"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("by kind: GEMMs 0.010 ms (floor 0.006 ms, 1.73x); "
+                        "other kernels"),
             std::string::npos)
       << report;
 

@@ -40,6 +40,10 @@ struct StepProfile {
 /// One line of the report: operations that run one kernel, or GEMMs of
 /// one shape.
 struct ProfileRow {
+  /// What the row's operations are: the step's floor and its time by kind
+  /// say which of them a faster step must come from.
+  enum class Kind { Gemm, Attention, Kernel };
+  Kind kind = Kind::Kernel;
   std::string what;
   /// The kiln IR op of the first of them.
   std::string origin;
@@ -52,9 +56,10 @@ struct ProfileRow {
 std::vector<ProfileRow> profileRows(const artifact::Artifact &artifact,
                                     const StepProfile &profile);
 
-/// The report: a summary line, then the `top` first rows as a table (share
-/// of the operations' time, milliseconds per step, launches, achieved rate,
-/// floor, time over floor), and a line for the rows left out together.
+/// The report: a summary line, the time and floor of GEMMs, attention and
+/// other kernels, then the `top` first rows as a table (share of the
+/// operations' time, milliseconds per step, launches, achieved rate, floor,
+/// time over floor), and a line for the rows left out together.
 std::string formatProfile(const artifact::Artifact &artifact,
                           const StepProfile &profile, size_t top);
 
