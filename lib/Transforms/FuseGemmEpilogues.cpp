@@ -261,13 +261,27 @@ static bool rearrangesArgument(Value value) {
   return isa<BlockArgument>(value);
 }
 
+/// Whether `fusion` computes element by element but for sums over rows of
+/// what it computes: without them its kernel takes 16-byte pieces a thread,
+/// with them a block per tile of 32 columns, whose threads wait on memory
+/// row by row.
+static bool elementwiseButColumnSums(FusionOp fusion) {
+  return llvm::all_of(fusion.getBody().front(), [](Operation &op) {
+    return isElementwise(&op) || isa<ReshapeOp, ConstantOp, YieldOp>(op) ||
+           (isa<ReduceSumOp>(op) && op.hasOneUse() &&
+            isa<YieldOp>(*op.user_begin()));
+  });
+}
+
 /// Moves out of a fusion a bias gradient it computes beside what it yields:
 /// `product` reads, as the [k, n] `operand` it sums over k, a fusion's result
 /// (maybe reshaped) that the fusion only rearranges from an operand (BERT's
 /// query, key and value gradients put in token order) or assembles exactly
 /// from several (GPT-2's packed q/k/v gradient), both of which attention
 /// writes in place, so that the fusion's kernel would read it from memory
-/// only to sum it; and the fusion also yields the sum of that value (in any
+/// only to sum it; or that it computes element by element, and only sums
+/// besides (BERT's erf GELU gradient), so that its kernel, without the sum,
+/// is elementwise; and the fusion also yields the sum of that value (in any
 /// shape whose last dimension is n, or of the assembly before it is rounded
 /// back) over all but its last dimension, as stored or exactly widened. The
 /// same sum of the operand, before `product`, replaces it, for cuBLASLt to
@@ -286,7 +300,7 @@ static void peelOperandSum(MatmulOp product, Value operand) {
   // An assembly the result rounds back holds the result's values exactly.
   if (roundsExactAssembly(fusion, result))
     stored = stored.getDefiningOp<CastOp>().getInput();
-  else if (!rearrangesArgument(stored))
+  else if (!rearrangesArgument(stored) && !elementwiseButColumnSums(fusion))
     return;
   while (auto view = stored.getDefiningOp<ReshapeOp>())
     stored = view.getInput();

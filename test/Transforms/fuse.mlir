@@ -746,6 +746,33 @@ func.func @bias_gradient_out_of_a_fusion(%heads: tensor<2x3x4x2xbf16>, %x: tenso
 
 // -----
 
+// Tests a bias gradient of a gradient that a fusion computes element by
+// element (BERT's erf GELU gradient, rounded to bf16 for the next
+// products): the sum moves onto the weight gradient's operand, the stored
+// bf16 gradient, and joins that product's fusion (cuBLASLt's BGRADB), so
+// that the other fusion is elementwise: a kernel of 16-byte pieces rather
+// than a block per 32 columns whose threads wait on memory row by row.
+// CHECK-LABEL: func @bias_gradient_of_an_elementwise_gradient
+// CHECK: %[[G:.*]] = kiln.fusion %arg0, %arg1 : (tensor<8x6xbf16>, tensor<8x6xbf16>) -> tensor<8x6xbf16> {
+// CHECK-NOT: kiln.reduce_sum
+// CHECK: kiln.yield
+// CHECK: kiln.fusion %arg2, %[[G]] : (tensor<8x5xbf16>, tensor<8x6xbf16>) -> (tensor<5x6xf32>, tensor<6xf32>) {
+// CHECK: kiln.matmul {{.*}} {accumulate = f32, transpose_lhs}
+// CHECK-NEXT: kiln.cast
+// CHECK-NEXT: kiln.reduce_sum {{.*}} {axes = array<i64: 0>}
+func.func @bias_gradient_of_an_elementwise_gradient(%pre: tensor<8x6xbf16>, %dy: tensor<8x6xbf16>, %x: tensor<8x5xbf16>) -> (tensor<5x6xf32>, tensor<6xf32>) {
+  %pw = kiln.cast %pre : tensor<8x6xbf16> to tensor<8x6xf32>
+  %gw = kiln.cast %dy : tensor<8x6xbf16> to tensor<8x6xf32>
+  %d = kiln.gelu_grad %pw, %gw approximation = none : tensor<8x6xf32>
+  %d16 = kiln.cast %d : tensor<8x6xf32> to tensor<8x6xbf16>
+  %wide = kiln.cast %d16 : tensor<8x6xbf16> to tensor<8x6xf32>
+  %db = kiln.reduce_sum %wide {axes = array<i64: 0>} : (tensor<8x6xf32>) -> tensor<6xf32>
+  %dw = kiln.matmul %x, %d16 {accumulate = f32, transpose_lhs} : (tensor<8x5xbf16>, tensor<8x6xbf16>) -> tensor<5x6xf32>
+  return %dw, %db : tensor<5x6xf32>, tensor<6xf32>
+}
+
+// -----
+
 // Tests a bias gradient summed from an exact assembly (GPT-2's packed q/k/v
 // gradient: 16-bit parts widened, inserted into zeros at disjoint places,
 // added, rounded back): the assembly holds the rounded values exactly, so

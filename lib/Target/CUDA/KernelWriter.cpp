@@ -365,12 +365,13 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   // A column's terms from row `first` below `end`, a row per warp; in a
   // loop of its own where the kernel stores side results as it reads them.
   auto combineColumn = [&](const std::string &first, const std::string &end) {
-    std::string sideStores = storeSideResults(r);
-    if (sideStores.empty())
+    SideStores side = storeSideResults(r);
+    if (side.stores.empty())
       return combineAll(first, end, "blockDim.x / 32");
     return "      for (idx k = " + first + "; k < " + end +
-           "; k += blockDim.x / 32) {\n        acc = " + r.combiner +
-           "()(acc, (" + termType + ")(" + r.term + "));\n" + sideStores +
+           "; k += blockDim.x / 32) {\n" + side.values +
+           "        acc = " + r.combiner + "()(acc, (" + termType + ")(" +
+           (side.term.empty() ? r.term : side.term) + "));\n" + side.stores +
            "      }\n";
   };
   std::string loop;
@@ -487,7 +488,7 @@ std::string KernelWriter::reduction(Type resultType, bool nested,
   return name;
 }
 
-std::string KernelWriter::storeSideResults(const Reduction &r) {
+KernelWriter::SideStores KernelWriter::storeSideResults(const Reduction &r) {
   // Once, in the first column sum that reads as many elements as the side
   // results have (a thread past the last column repeats the last column's
   // stores, of the same values).
@@ -495,15 +496,26 @@ std::string KernelWriter::storeSideResults(const Reduction &r) {
       llvm::any_of(sideResults, [&](Value side) {
         return countOf(side) != r.extent * resultCount;
       }))
-    return "";
+    return {};
   sideStores = true;
-  std::string stores = "        const idx e = " + r.element + ";\n";
-  for (auto [n, side] : llvm::enumerate(sideResults))
-    stores +=
-        "        side_out" + std::to_string(n) + "[e] = " +
-        storedExact(elementTypeOf(side), names.lookup({side, false}) + "(e)") +
-        ";\n";
-  return stores;
+  SideStores side;
+  side.values = "        const idx e = " + r.element + ";\n";
+  for (auto [n, result] : llvm::enumerate(sideResults)) {
+    std::string held = "side" + std::to_string(n);
+    std::string value = names.lookup({result, false});
+    Type type = elementTypeOf(result);
+    side.values += "        const " + storageType(type) + " " + held + " = " +
+                   storedExact(type, value + "(e)") + ";\n";
+    side.stores +=
+        "        side_out" + std::to_string(n) + "[e] = " + held + ";\n";
+    // A sum of the side result itself (a bias gradient of the gradient the
+    // kernel stores) adds the value it stores, exactly, rather than
+    // computing it again: its rounded functions' calls keep the compiler
+    // from finding the two the same.
+    if (r.term == value + "(" + r.element + ")")
+      side.term = loaded(type, held);
+  }
+  return side;
 }
 
 FailureOr<std::string> KernelWriter::lambda(Value value, bool nested) {

@@ -301,9 +301,14 @@ private:
   /// and a number, or the one already defined with that text.
   std::string lambdaOf(const char *prefix, const std::string &type,
                        const std::string &body);
-  /// The stores of the side results in the loop of the column sum `r`, if
-  /// it is the one that stores them.
-  std::string storeSideResults(const Reduction &r);
+  /// The side results of the loop of the column sum `r`, if it is the one
+  /// that stores them: the code computing row k's values, and storing them;
+  /// `term`, the sum's term read from the value held where the sum is of a
+  /// side result. All empty otherwise.
+  struct SideStores {
+    std::string values, stores, term;
+  };
+  SideStores storeSideResults(const Reduction &r);
   std::string pointerTo(mlir::Value memory);
   /// The partials each block of a split kernel stores per sum: one per
   /// result of a block per columns, one per column of a row loop that adds
