@@ -525,8 +525,9 @@ TEST(RoundingTest, F32ArithmeticRoundsAsTheInterpreterDoes) {
 // The gradient of a cross-entropy (reduction none, labels of -100
 // ignored) over 16-bit logits x, labels y and output gradients g, by the
 // executor, must equal the interpreter's bit for bit.
-void expectLossGradientAsInterpreted(const Tensor &x, const Tensor &y,
-                                     const Tensor &g) {
+void expectLossGradientAsInterpreted(
+    const Tensor &x, const Tensor &y, const Tensor &g,
+    llvm::StringRef marker = "rounded_exp_term<") {
   mlir::MLIRContext context;
   registerKilnDialects(context);
   std::string t = "tensor<" + std::to_string(x.getShape()[0]) + "x" +
@@ -543,7 +544,7 @@ void expectLossGradientAsInterpreted(const Tensor &x, const Tensor &y,
   auto module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
   ASSERT_TRUE(module);
   expectBitForBit(*module->getOps<mlir::func::FuncOp>().begin(), {x, y, g},
-                  "rounded_exp_term<");
+                  marker);
 }
 
 // A 16-bit loss gradient is computed in f32 and kept only where its error
@@ -616,6 +617,23 @@ TEST(RoundingTest, LossGradientsOfManyLogitsRoundAsTheInterpreterDoes) {
     }
     expectLossGradientAsInterpreted(x, y, g);
   }
+}
+
+// Rows longer than L2 could hold for every block in flight (24 KB, as a
+// 100 KB row of GPT-2's logits): the gradient takes a row's pieces last
+// first, after its log-sum-exp read them first to last, and every logit,
+// the last piece's and the first's alike, is the interpreter's.
+TEST(RoundingTest, LossGradientsOfLongRowsRoundAsTheInterpreterDoes) {
+  Tensor x(DType::BF16, {24, 12000}), y(DType::I64, {24}), g(DType::F32, {24});
+  std::mt19937_64 generator(31);
+  std::normal_distribution<double> normal(0.0, 3.0);
+  for (int64_t e = 0; e < x.getNumElements(); ++e)
+    x.setFromDouble(e, normal(generator));
+  for (int64_t r = 0; r < 24; ++r) {
+    y.ints()[r] = generator() % 12000;
+    g.setFromDouble(r, normal(generator) / 64.0);
+  }
+  expectLossGradientAsInterpreted(x, y, g, "c -= blockDim.x");
 }
 
 /// `draws` values of N(0, spread), then the 33538 bf16 values of [-16, 16]:

@@ -356,6 +356,16 @@ KernelPlan KernelWriter::finish(ArrayRef<Value> results) {
           (vectorized ? "c >= (i0 + " + len + ") / " + v : "i >= i0 + " + len) +
           ")\n        break;\n" +
           (vectorized ? piece(add) : compute + add + store) + "    }\n";
+    else if (vectorized && !shared.empty() &&
+             chunkedRowBytes > kMaxPrefetchedRowBytes)
+      // A long row that the statistics just read front to back (a loss's
+      // over a vocabulary, of which the blocks in flight hold more than L2
+      // does): its pieces last first, those the statistics read last and
+      // L2 is the likeliest to hold still, where the other order would
+      // find each piece evicted by the rest of the row.
+      loop += "    for (idx c = (i0 + " + len + ") / " + v +
+              " - 1 - threadIdx.x; c >= i0 / " + v + "; c -= blockDim.x) {\n" +
+              piece(add) + "    }\n";
     else if (vectorized)
       loop += "    for (idx c = i0 / " + v + " + threadIdx.x; c < (i0 + " +
               len + ") / " + v + "; c += blockDim.x) {\n" + piece(add) +
