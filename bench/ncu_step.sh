@@ -3,8 +3,13 @@
 # launch's time, compute and memory throughput as percentages of the GPU's
 # peaks, achieved occupancy and registers, kiln's kernels and cuBLASLt's
 # alike; then the kernels that take the most time, with the op each of
-# kiln's runs for (bench/ncu_summary.py). The step runs without a CUDA
-# graph, so that ncu sees each launch, and ncu leaves the clocks alone
+# kiln's runs for (bench/ncu_summary.py). Then the six kiln kernels that
+# took the most time, each in a step of its own, two launches, in ncu's
+# sections that say why a kernel waits (warp states: what its warps stall
+# on; scheduler: how often an instruction issues; compute and memory
+# workloads: the pipes' and caches' use, L2 hit rate, shared memory bank
+# conflicts), to ncu-NAME-KERNEL.csv. The step runs without a
+# CUDA graph, so that ncu sees each launch, and ncu leaves the clocks alone
 # (METHOD.md beside the device tool's README).
 #
 #   bench/ncu_step.sh NAME MODEL.onnx BATCH SEQ VOCAB LABELS [options...]
@@ -34,3 +39,18 @@ metrics+=,launch__registers_per_thread
   --input "input_ids=$work/input_ids.npy" --input "labels=$work/labels.npy" \
   > "$work/run.txt"
 "$python" "$here/ncu_summary.py" "$out/ncu-$name.csv" "$out/kernels-$name.txt"
+# Each of the kernels that took the most time, two launches of it, in a
+# run of its own; these are diagnostics, so a run that fails leaves the
+# table above standing.
+for kernel in $("$python" "$here/ncu_summary.py" --top-kiln 6 "$out/ncu-$name.csv"); do
+  "${NCU:-ncu}" --clock-control none --kernel-name "$kernel" --launch-count 2 \
+    --section WarpStateStats --section SchedulerStats \
+    --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --csv --page raw --log-file "$out/ncu-$name-$kernel.csv" \
+    "$bin/kiln-run" "$work/model.kiln" --train --steps 1 --cuda-graph=false \
+    --input "input_ids=$work/input_ids.npy" \
+    --input "labels=$work/labels.npy" > "$work/run-$kernel.txt" ||
+    echo "ncu_step.sh: the details of $kernel failed" >&2
+  echo "== $kernel: $(grep -m1 " $kernel " "$out/kernels-$name.txt" | sed -E 's/.* [0-9]+x //')"
+  "$python" "$here/ncu_summary.py" --details "$out/ncu-$name-$kernel.csv"
+done

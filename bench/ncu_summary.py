@@ -6,6 +6,14 @@ registers, and for kiln's kernels the op each runs for (from
 `kiln-compile --report-kernels`). A markdown table on stdout.
 
     python3 bench/ncu_summary.py NCU.csv [KERNELS.txt] [ROWS]
+    python3 bench/ncu_summary.py --top-kiln N NCU.csv
+    python3 bench/ncu_summary.py --details DETAILS.csv
+
+The second form prints the names of the N kiln kernels that take the
+most time, one a line, for ncu runs that profile each alone in detail;
+the third, from such a run (ncu --csv --page raw, with sections), the
+metrics that say why a kernel waits (stall reasons, issue activity, pipe
+use, cache hit rates, bank conflicts), averaged over its launches.
 """
 import csv
 import re
@@ -35,17 +43,12 @@ def launches(path):
     """Each launch's kernel name, duration in ms and metrics, from the raw
     page: a header row, a row of units, then a row per launch (ncu's own
     messages, lines starting with ==, skipped)."""
-    with open(path, newline="") as f:
-        rows = [r for r in csv.reader(line for line in f if not line.startswith("=="))]
-    start = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
-    header, units = rows[start], rows[start + 1]
+    header, units, rows = raw_page(path)
     at = {name: i for i, name in enumerate(header)}
     scale = TO_MS.get(units[at[DURATION]].strip(), None)
     if scale is None:
         sys.exit(f"ncu_summary.py: unknown duration unit '{units[at[DURATION]]}'")
-    for r in rows[start + 2:]:
-        if len(r) != len(header):
-            continue
+    for r in rows:
         ms = number(r[at[DURATION]])
         if ms is None:
             continue
@@ -64,7 +67,47 @@ def origins(path):
     return found
 
 
+def top_kiln(ncu, count):
+    total = defaultdict(float)
+    for kernel, ms, _ in launches(ncu):
+        if kernel.startswith("kiln_kernel_"):
+            total[kernel] += ms
+    for kernel in sorted(total, key=total.get, reverse=True)[:count]:
+        print(kernel)
+
+
+# What says why a kernel waits, among the raw metrics of ncu's sections:
+# stall reasons per issued instruction, issue activity, pipe use, cache
+# hit rates, shared memory bank conflicts, throughputs.
+WHY = re.compile(r"stalled|issue_active|inst_issued|hit_rate|bank_conflict|"
+                 r"pipe_.*active|throughput")
+
+
+def raw_page(path):
+    """The raw page's header (metric names), units and a row per launch."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.reader(line for line in f if not line.startswith("=="))]
+    start = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+    if start is None:
+        sys.exit(f"ncu_summary.py: no launches in {path}")
+    header = rows[start]
+    return header, rows[start + 1], [r for r in rows[start + 2:] if len(r) == len(header)]
+
+
+def details(path):
+    header, units, rows = raw_page(path)
+    print("| metric | unit | mean over launches |\n|---|---|---|")
+    for i, name in enumerate(header):
+        values = [v for v in (number(r[i]) for r in rows) if v is not None]
+        if WHY.search(name) and values:
+            print(f"| {name} | {units[i]} | {sum(values) / len(values):.4g} |")
+
+
 def main():
+    if sys.argv[1] == "--top-kiln":
+        return top_kiln(sys.argv[3], int(sys.argv[2]))
+    if sys.argv[1] == "--details":
+        return details(sys.argv[2])
     ncu = sys.argv[1]
     ops = origins(sys.argv[2]) if len(sys.argv) > 2 else {}
     rows = int(sys.argv[3]) if len(sys.argv) > 3 else 15
