@@ -24,7 +24,7 @@ static ProfileRow::Kind kindOf(const artifact::Operation &operation) {
     return ProfileRow::Kind::Gemm;
   std::string_view origin =
       operation.origin() ? operation.origin()->string_view() : "";
-  if (operation.attention() || origin.substr(0, 14) == "kiln.attention")
+  if (operation.attention() || origin.rfind("kiln.attention", 0) == 0)
     return ProfileRow::Kind::Attention;
   return ProfileRow::Kind::Kernel;
 }
