@@ -1342,6 +1342,27 @@ const KernelCase kCases[] = {
         return %a, %b, %c, %d, %e, %f : tensor<f32>, tensor<4x3xf32>, tensor<4x6x3xf32>, tensor<f32>,
             tensor<4x6x3xf32>, tensor<4x6x3xf32>
       })"},
+    // A loss and its gradient over rows of 9000 bf16 logits (18 KB, longer
+    // than a row the kernel prefetches), which a product computes: the
+    // gradient is written over the logits, row by row, and takes each row's
+    // pieces last first after its log-sum-exp read them first to last.
+    {"LongRowLossWithGradientInPlace", R"(
+      func.func @main(%h: tensor<3x16xbf16>, %w: tensor<16x9000xbf16>,
+                      %y: tensor<3xi64> {test.range = 9000 : i64}, %s: tensor<f32>)
+          -> (tensor<f32>, tensor<3x9000xbf16>) {
+        %l = kiln.matmul %h, %w : (tensor<3x16xbf16>, tensor<16x9000xbf16>) -> tensor<3x9000xbf16>
+        %a:2 = kiln.fusion %l, %y, %s : (tensor<3x9000xbf16>, tensor<3xi64>, tensor<f32>)
+            -> (tensor<f32>, tensor<3x9000xbf16>) {
+        ^bb0(%lx: tensor<3x9000xbf16>, %ly: tensor<3xi64>, %ls: tensor<f32>):
+          %wide = kiln.cast %lx : tensor<3x9000xbf16> to tensor<3x9000xf32>
+          %loss = kiln.cross_entropy %wide, %ly reduction = mean {ignore_index = -100 : i64}
+              : (tensor<3x9000xf32>, tensor<3xi64>) -> tensor<f32>
+          %grad = kiln.cross_entropy_grad %lx, %ly, %ls reduction = mean {ignore_index = -100 : i64}
+              : (tensor<3x9000xbf16>, tensor<3xi64>, tensor<f32>) -> tensor<3x9000xbf16>
+          kiln.yield %loss, %grad : tensor<f32>, tensor<3x9000xbf16>
+        }
+        return %a#0, %a#1 : tensor<f32>, tensor<3x9000xbf16>
+      })"},
     // Logits at the ends of the range, which the one-pass log-sum-exp must
     // treat as max + log(sum exp(x - max)) does: -inf logits (a masked
     // class) add nothing, a row of them all or one with +inf is NaN. A loss
