@@ -1343,14 +1343,15 @@ const KernelCase kCases[] = {
             tensor<4x6x3xf32>, tensor<4x6x3xf32>
       })"},
     // A loss and its gradient over rows of 9000 bf16 logits (18 KB, longer
-    // than a row the kernel prefetches), which a product computes: the
-    // gradient is written over the logits, row by row, and takes each row's
-    // pieces last first after its log-sum-exp read them first to last.
+    // than a row the kernel prefetches), which a product computes (of one
+    // term, exact on a GPU's f32 accumulation too): the gradient is written
+    // over the logits, row by row, and takes each row's pieces last first
+    // after its log-sum-exp read them first to last.
     {"LongRowLossWithGradientInPlace", R"(
-      func.func @main(%h: tensor<3x16xbf16>, %w: tensor<16x9000xbf16>,
+      func.func @main(%h: tensor<3x1xbf16>, %w: tensor<1x9000xbf16>,
                       %y: tensor<3xi64> {test.range = 9000 : i64}, %s: tensor<f32>)
           -> (tensor<f32>, tensor<3x9000xbf16>) {
-        %l = kiln.matmul %h, %w : (tensor<3x16xbf16>, tensor<16x9000xbf16>) -> tensor<3x9000xbf16>
+        %l = kiln.matmul %h, %w : (tensor<3x1xbf16>, tensor<1x9000xbf16>) -> tensor<3x9000xbf16>
         %a:2 = kiln.fusion %l, %y, %s : (tensor<3x9000xbf16>, tensor<3xi64>, tensor<f32>)
             -> (tensor<f32>, tensor<3x9000xbf16>) {
         ^bb0(%lx: tensor<3x9000xbf16>, %ly: tensor<3xi64>, %ls: tensor<f32>):
