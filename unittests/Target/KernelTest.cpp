@@ -547,6 +547,23 @@ void expectLossGradientAsInterpreted(
                   marker);
 }
 
+/// Logits of N(0, spread) in `rows` rows of `classes`, random labels and
+/// output gradients of N(0, spread) / `shrink`, against the interpreter.
+void expectRandomLossGradients(DType type, int64_t rows, int64_t classes,
+                               double spread, double shrink, uint64_t seed,
+                               llvm::StringRef marker = "rounded_exp_term<") {
+  Tensor x(type, {rows, classes}), y(DType::I64, {rows}), g(DType::F32, {rows});
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<double> normal(0.0, spread);
+  for (int64_t e = 0; e < x.getNumElements(); ++e)
+    x.setFromDouble(e, normal(generator));
+  for (int64_t r = 0; r < rows; ++r) {
+    y.ints()[r] = generator() % classes;
+    g.setFromDouble(r, normal(generator) / shrink);
+  }
+  expectLossGradientAsInterpreted(x, y, g, marker);
+}
+
 // A 16-bit loss gradient is computed in f32 and kept only where its error
 // bound cannot move the rounding (rounded_exp_term): the interpreter's
 // rounding, bit for bit, for random rows and for rows whose largest
@@ -605,18 +622,8 @@ TEST(RoundingTest, LossGradientsRoundAsTheInterpreterDoes) {
 // gradients are mostly below f16's range, which the bound must get right
 // too.)
 TEST(RoundingTest, LossGradientsOfManyLogitsRoundAsTheInterpreterDoes) {
-  for (DType type : {DType::BF16, DType::F16}) {
-    Tensor x(type, {256, 4096}), y(DType::I64, {256}), g(DType::F32, {256});
-    std::mt19937_64 generator(7);
-    std::normal_distribution<double> normal(0.0, 12.0);
-    for (int64_t e = 0; e < x.getNumElements(); ++e)
-      x.setFromDouble(e, normal(generator));
-    for (int64_t r = 0; r < 256; ++r) {
-      y.ints()[r] = generator() % 4096;
-      g.setFromDouble(r, normal(generator) / 16384.0);
-    }
-    expectLossGradientAsInterpreted(x, y, g);
-  }
+  for (DType type : {DType::BF16, DType::F16})
+    expectRandomLossGradients(type, 256, 4096, 12.0, 16384.0, 7);
 }
 
 // Rows longer than L2 could hold for every block in flight (24 KB, as a
@@ -624,16 +631,8 @@ TEST(RoundingTest, LossGradientsOfManyLogitsRoundAsTheInterpreterDoes) {
 // first, after its log-sum-exp read them first to last, and every logit,
 // the last piece's and the first's alike, is the interpreter's.
 TEST(RoundingTest, LossGradientsOfLongRowsRoundAsTheInterpreterDoes) {
-  Tensor x(DType::BF16, {24, 12000}), y(DType::I64, {24}), g(DType::F32, {24});
-  std::mt19937_64 generator(31);
-  std::normal_distribution<double> normal(0.0, 3.0);
-  for (int64_t e = 0; e < x.getNumElements(); ++e)
-    x.setFromDouble(e, normal(generator));
-  for (int64_t r = 0; r < 24; ++r) {
-    y.ints()[r] = generator() % 12000;
-    g.setFromDouble(r, normal(generator) / 64.0);
-  }
-  expectLossGradientAsInterpreted(x, y, g, "c -= blockDim.x");
+  expectRandomLossGradients(DType::BF16, 24, 12000, 3.0, 64.0, 31,
+                            "c -= blockDim.x");
 }
 
 /// `draws` values of N(0, spread), then the 33538 bf16 values of [-16, 16]:
