@@ -136,7 +136,9 @@ struct F16 {
 // 2^-21 of |v|. Where the interval it spans rounds to one value (bits
 // alike: both zeros' signs too), that is the exact result's rounding;
 // elsewhere, or outside the range where the f32 values are normal (|a|
-// and |v| from 2^-100 to 2^100), in double: about one logit in 600, by a
+// and |v| from 2^-100 to 2^100; a's tested as the float it rounds to, a
+// bound's rounding being the bound, where a test of the double took three
+// double instructions a logit), in double: about one logit in 600, by a
 // call, so that the double exp's registers do not weigh on the loop.
 template <typename Format>
 __device__ __noinline__ double exp_term_in_double(double a, double x,
@@ -146,10 +148,10 @@ __device__ __noinline__ double exp_term_in_double(double a, double x,
 template <typename Format>
 KD double rounded_exp_term(double a, double x, double lse, bool label) {
   const float hi = (float)lse, lo = (float)(lse - (double)hi);
-  const float d = ((float)x - hi) - lo;
-  if (d > -80.0f && d < 80.0f && fabs(a) > 0x1p-100 && fabs(a) < 0x1p100) {
-    const float e = expf(d), scale = (float)a,
-                v = scale * (e - (label ? 1.0f : 0.0f));
+  const float d = ((float)x - hi) - lo, scale = (float)a;
+  if (d > -80.0f && d < 80.0f && fabsf(scale) > 0x1p-100f &&
+      fabsf(scale) < 0x1p100f) {
+    const float e = expf(d), v = scale * (e - (label ? 1.0f : 0.0f));
     const float bound = fabsf(scale) * e *
                             (0x1p-21f + (fabsf(d) + fabsf(lo)) * 0x1p-22f) +
                         fabsf(v) * 0x1p-21f;
