@@ -165,9 +165,7 @@ static bool isNormalizedRow(Value value) {
   return false;
 }
 
-/// Whether `op` reduces every dimension but the last (a bias gradient): a
-/// block-per-row kernel adds it up over the rows it computes.
-static bool sumsColumns(Operation *op) {
+bool sumsColumns(Operation *op) {
   if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op))
     return false;
   auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();

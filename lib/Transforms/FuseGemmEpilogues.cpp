@@ -266,15 +266,9 @@ static bool rearrangesArgument(Value value) {
 /// with them a block per tile of 32 columns, whose threads wait on memory
 /// row by row.
 static bool elementwiseButColumnSums(FusionOp fusion) {
-  auto columnSum = [](Operation &op) {
-    auto sum = dyn_cast<ReduceSumOp>(op);
-    int64_t rank = sum ? sum.getInput().getType().getRank() : 0;
-    return sum && rank >= 2 && !sum.getKeepDims() &&
-           llvm::equal(sum.getAxes(), llvm::seq<int64_t>(0, rank - 1));
-  };
-  return llvm::all_of(fusion.getBody().front(), [&](Operation &op) {
+  return llvm::all_of(fusion.getBody().front(), [](Operation &op) {
     return isElementwise(&op) || isa<ReshapeOp, ConstantOp, YieldOp>(op) ||
-           columnSum(op);
+           (isa<ReduceSumOp>(op) && sumsColumns(&op));
   });
 }
 

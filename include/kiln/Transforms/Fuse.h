@@ -17,6 +17,10 @@ namespace kiln {
 /// arithmetic, comparisons, where.
 bool isElementwise(mlir::Operation *op);
 
+/// Whether `op` reduces every dimension but the last (a bias gradient): a
+/// block-per-row kernel adds it up over the rows it computes.
+bool sumsColumns(mlir::Operation *op);
+
 /// Reductions that end a fusion: the elementwise chain producing their
 /// first operand is computed in the reduction's kernel and never stored
 /// (the cast of 16-bit logits before the loss, the residual add before a
