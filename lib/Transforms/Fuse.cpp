@@ -39,14 +39,35 @@ bool isElementwise(Operation *op) {
              FakeQuantizeOp>(op);
 }
 
-/// Data movement that a kernel computes as index arithmetic on its input:
+/// Data movement that a kernel computes as index arithmetic on its inputs:
 /// fused with what produces or reads it, the moved tensor is never stored
 /// (GPT-2's split of the fused q/k/v product into heads: slice, reshape,
 /// transpose and cast in one kernel; backward, the heads' gradients moved
-/// back into one tensor). Broadcasts stay out: fused, they would recompute
-/// their input once per copy.
+/// back into one tensor; the rotary embedding's rotate_half, a concatenation
+/// of a query's halves swapped, in the kernel that multiplies it by the
+/// sines). A broadcast joins only its readers (startsGroupOnly).
 static bool isIndexMap(Operation *op) {
-  return isa<ReshapeOp, TransposeOp, SliceOp, InsertSliceOp>(op);
+  return isa<ReshapeOp, TransposeOp, SliceOp, InsertSliceOp, ConcatOp,
+             BroadcastOp>(op);
+}
+
+/// Whether `op` joins no producer's group but may start one that its
+/// readers join: a broadcast, which fused with what computes its input
+/// would recompute that once per copy, reads its stored input instead (a
+/// reduction's gradient spread over the reduced axis, in the kernel that
+/// reads the spread).
+static bool startsGroupOnly(Operation *op) { return isa<BroadcastOp>(op); }
+
+/// The concatenation of parameters (merged projections' weights) that
+/// `value` is and only its copy reads, if it is one.
+static ConcatOp parametersSideBySide(Value value) {
+  auto concat = value.getDefiningOp<ConcatOp>();
+  if (!concat || !value.hasOneUse() ||
+      !llvm::all_of(concat.getInputs(), [](Value input) {
+        return input.getDefiningOp<ParameterOp>();
+      }))
+    return {};
+  return concat;
 }
 
 bool usesFollow(ArrayRef<Operation *> group,
@@ -286,18 +307,6 @@ int fuseScalarReductions(func::FuncOp function) {
   return runs.size();
 }
 
-/// The concatenation of parameters (merged projections' weights) that
-/// `value` is and only its copy reads, if it is one.
-static ConcatOp parametersSideBySide(Value value) {
-  auto concat = value.getDefiningOp<ConcatOp>();
-  if (!concat || !value.hasOneUse() ||
-      !llvm::all_of(concat.getInputs(), [](Value input) {
-        return input.getDefiningOp<ParameterOp>();
-      }))
-    return {};
-  return concat;
-}
-
 bool fuseParameterCopies(func::FuncOp function) {
   Block &body = function.getBody().front();
   // The first copy of each parameter (or parameters concatenated) in each
@@ -488,15 +497,23 @@ int fuseElementwise(func::FuncOp function) {
     if (auto slice = dyn_cast<SliceOp>(op);
         slice && slicesContiguousBlock(slice, function))
       continue;
+    // The parameter copies' fusion (fuseParameterCopies) takes the
+    // parameters' concatenation with its copy.
+    if (isa<ConcatOp>(op) && parametersSideBySide(op.getResult(0)))
+      continue;
     // The groups of this op's producers (for a reduction, of its reduced
     // input only), each joined if uses stay dominated.
     // A group that ends in a reduction takes no reader of the reduction,
     // but still ops that read its other values (the cast of a gradient
     // whose bias gradient the group sums): its values are then computed in
     // each kernel that needs them instead of being stored.
+    OperandRange joinable = op.getOperands();
+    if (reduction)
+      joinable = joinable.take_front();
+    else if (startsGroupOnly(&op))
+      joinable = joinable.take_front(0);
     SmallVector<unsigned> candidates;
-    for (Value operand : reduction ? op.getOperands().take_front()
-                                   : op.getOperands())
+    for (Value operand : joinable)
       if (std::optional<unsigned> group = groupProducing(operand))
         if (!reduces(operand.getDefiningOp()) ||
             joinsNormalizedRow(&op, operand))

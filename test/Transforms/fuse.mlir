@@ -837,3 +837,75 @@ func.func @merged_bias_gradients(%d: tensor<16x192xf32>, %x: tensor<16x64xbf16>)
   %t3 = kiln.add %t2, %p2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
   return %w, %t3 : tensor<192x64xf32>, tensor<f32>
 }
+
+// -----
+
+// Tests that a concatenation is index arithmetic like a slice: the rotary
+// embedding's rotate_half (the halves of the last axis swapped, the first
+// negated) is computed in the kernel that multiplies it by the sines, and
+// never stored.
+// CHECK-LABEL: func @rotary_embedding
+// CHECK: %[[R:.*]] = kiln.fusion %arg0, %arg1, %arg2 : (tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32> {
+// CHECK: kiln.slice
+// CHECK: kiln.slice
+// CHECK: kiln.neg
+// CHECK: kiln.concat
+// CHECK: kiln.mul
+// CHECK: kiln.mul
+// CHECK: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: return %[[R]]
+func.func @rotary_embedding(%x: tensor<2x3x8xf32>, %cos: tensor<3x8xf32>, %sin: tensor<3x8xf32>) -> tensor<2x3x8xf32> {
+  %x1 = kiln.slice %x {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>}
+      : tensor<2x3x8xf32> to tensor<2x3x4xf32>
+  %x2 = kiln.slice %x {start = array<i64: 0, 0, 4>, stride = array<i64: 1, 1, 1>}
+      : tensor<2x3x8xf32> to tensor<2x3x4xf32>
+  %n = kiln.neg %x2 : tensor<2x3x4xf32>
+  %r = kiln.concat %n, %x1 {axis = 2 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x8xf32>
+  %a = kiln.mul %x, %cos : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
+  %b = kiln.mul %r, %sin : (tensor<2x3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
+  %y = kiln.add %a, %b : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  return %y : tensor<2x3x8xf32>
+}
+
+// -----
+
+// Tests that the concatenation of merged projections' weights and its copy
+// stay out of elementwise fusion: the parameter copies' fusion takes both
+// (fuse-parameter-copies.mlir).
+// CHECK-LABEL: func @stacked_weights_copy
+// CHECK-NOT: kiln.fusion
+// CHECK: %[[S:.*]] = kiln.concat
+// CHECK-NEXT: kiln.cast %[[S]]
+func.func @stacked_weights_copy(%x: tensor<8x8xbf16>) -> tensor<8x8xbf16> {
+  %wq = kiln.parameter "q" : tensor<4x8xf32>
+  %wk = kiln.parameter "k" : tensor<4x8xf32>
+  %s = kiln.concat %wq, %wk {axis = 0 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %cs = kiln.cast %s : tensor<8x8xf32> to tensor<8x8xbf16>
+  %p = kiln.matmul %x, %cs {transpose_rhs} : (tensor<8x8xbf16>, tensor<8x8xbf16>) -> tensor<8x8xbf16>
+  return %p : tensor<8x8xbf16>
+}
+
+// -----
+
+// Tests that a broadcast joins the fusion of its readers, which read its
+// stored input at the broadcast index, but not the fusion computing that
+// input, which would then be computed once per copy (a mean's gradient
+// spread over a row, as decomposed RMS norms have it).
+// CHECK-LABEL: func @spread_gradient
+// CHECK: %[[G:.*]] = kiln.fusion %arg0, %arg2 : (tensor<2x3x1xf32>, tensor<2x3x1xf32>) -> tensor<2x3x1xf32> {
+// CHECK-NOT: kiln.broadcast
+// CHECK: kiln.yield
+// CHECK: %[[S:.*]] = kiln.fusion %[[G]], %arg1 : (tensor<2x3x1xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
+// CHECK: kiln.broadcast
+// CHECK: kiln.mul
+// CHECK: kiln.add
+// CHECK: return %[[S]]
+func.func @spread_gradient(%g: tensor<2x3x1xf32>, %x: tensor<2x3x8xf32>, %r: tensor<2x3x1xf32>) -> tensor<2x3x8xf32> {
+  %d = kiln.div %g, %r : (tensor<2x3x1xf32>, tensor<2x3x1xf32>) -> tensor<2x3x1xf32>
+  %n = kiln.neg %d : tensor<2x3x1xf32>
+  %b = kiln.broadcast %n : tensor<2x3x1xf32> to tensor<2x3x8xf32>
+  %m = kiln.mul %b, %x : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  %y = kiln.add %m, %x : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  return %y : tensor<2x3x8xf32>
+}

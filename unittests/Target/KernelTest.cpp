@@ -1014,6 +1014,38 @@ const KernelCase kCases[] = {
         return %t, %s, %c, %l, %b : tensor<4x2x3xf32>, tensor<2x3x2xf32>, tensor<2x5x4xf32>,
                                     tensor<2x3x4xf32>, tensor<3x2x3x4xf32>
       })"},
+    // A concatenation and a broadcast in a fusion (the rotary embedding's
+    // rotate_half and the product with the sines; a row's value spread over
+    // the row), over bf16 rows of 20 elements: the kernel's 16-byte pieces
+    // of 8 straddle both the halves and the rows, so that the concatenation
+    // reads its second operand's elements from other pieces than the one
+    // the loop loaded.
+    {"FusedConcatenationAndBroadcast", R"(
+      func.func @main(%x: tensor<2x3x20xbf16>, %cos: tensor<3x20xf32>, %sin: tensor<3x20xf32>,
+                      %w: tensor<2x3x1xf32>) -> tensor<2x3x20xbf16> {
+        %y = kiln.fusion %x, %cos, %sin, %w
+            : (tensor<2x3x20xbf16>, tensor<3x20xf32>, tensor<3x20xf32>, tensor<2x3x1xf32>)
+            -> tensor<2x3x20xbf16> {
+        ^bb0(%a: tensor<2x3x20xbf16>, %c: tensor<3x20xf32>, %s: tensor<3x20xf32>,
+             %v: tensor<2x3x1xf32>):
+          %a32 = kiln.cast %a : tensor<2x3x20xbf16> to tensor<2x3x20xf32>
+          %x1 = kiln.slice %a32 {start = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>}
+              : tensor<2x3x20xf32> to tensor<2x3x10xf32>
+          %x2 = kiln.slice %a32 {start = array<i64: 0, 0, 10>, stride = array<i64: 1, 1, 1>}
+              : tensor<2x3x20xf32> to tensor<2x3x10xf32>
+          %n = kiln.neg %x2 : tensor<2x3x10xf32>
+          %r = kiln.concat %n, %x1 {axis = 2 : i64}
+              : (tensor<2x3x10xf32>, tensor<2x3x10xf32>) -> tensor<2x3x20xf32>
+          %p = kiln.mul %a32, %c : (tensor<2x3x20xf32>, tensor<3x20xf32>) -> tensor<2x3x20xf32>
+          %q = kiln.mul %r, %s : (tensor<2x3x20xf32>, tensor<3x20xf32>) -> tensor<2x3x20xf32>
+          %e = kiln.add %p, %q : (tensor<2x3x20xf32>, tensor<2x3x20xf32>) -> tensor<2x3x20xf32>
+          %vb = kiln.broadcast %v : tensor<2x3x1xf32> to tensor<2x3x20xf32>
+          %ev = kiln.mul %e, %vb : (tensor<2x3x20xf32>, tensor<2x3x20xf32>) -> tensor<2x3x20xf32>
+          %ec = kiln.cast %ev : tensor<2x3x20xf32> to tensor<2x3x20xbf16>
+          kiln.yield %ec : tensor<2x3x20xbf16>
+        }
+        return %y : tensor<2x3x20xbf16>
+      })"},
     {"Pad", R"(
       func.func @main(%x: tensor<3x4xf32>)
           -> (tensor<6x5xf32>, tensor<6x5xf32>, tensor<6x5xf32>, tensor<6x5xf32>) {
