@@ -1,12 +1,12 @@
 //===- Pipeline.cpp - the training pipeline -------------------------------===//
 //
-// The order of kiln's passes. GELU recognition, the attention rewrite,
-// merging projections (which sees what attention reads in place) and
-// tensor-core padding run on the imported forward function, so that
-// autodiff differentiates kiln.gelu and kiln.attention with their own
-// gradients and gives the padding zero gradients; the step adds the
-// optimizer; precision assignment follows so that backward GEMMs obey the
-// same policy; fusion then takes in the casts precision added; the memory
+// The order of kiln's passes. GELU and RMS norm recognition, the attention
+// rewrite, merging projections (which sees what attention reads in place)
+// and tensor-core padding run on the imported forward function, so that
+// autodiff differentiates kiln.gelu, kiln.rms_norm and kiln.attention with
+// their own gradients and gives the padding zero gradients; the step adds
+// the optimizer; precision assignment follows so that backward GEMMs obey
+// the same policy; fusion then takes in the casts precision added; the memory
 // plan comes last, on the final ops.
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +26,9 @@ void buildTrainingPipeline(OpPassManager &manager,
                            const TrainingPipelineConfig &config) {
   manager.addNestedPass<func::FuncOp>(createKilnRecognizeGelu(
       KilnRecognizeGeluOptions{config.autodiff.train, config.autodiff.freeze}));
+  manager.addNestedPass<func::FuncOp>(
+      createKilnRecognizeRmsNorm(KilnRecognizeRmsNormOptions{
+          config.autodiff.train, config.autodiff.freeze}));
   if (config.rewriteAttention)
     manager.addNestedPass<func::FuncOp>(createKilnRewriteAttention(
         KilnRewriteAttentionOptions{config.autodiff.train,
@@ -137,8 +140,8 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
 void registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "kiln-training-pipeline",
-      "GELU recognition, attention rewrite, tensor-core padding, autodiff, "
-      "training step, "
+      "GELU and RMS norm recognition, attention rewrite, tensor-core "
+      "padding, autodiff, training step, "
       "precision, fusion, recomputation and memory plan",
       [](OpPassManager &manager, const TrainingPipelineOptions &options) {
         // A name that does not parse: run only the pass that reports it.

@@ -2,7 +2,8 @@
 //
 // Runs each function of the lit tests of the pattern-matching passes
 // (test/Transforms/rewrite-attention.mlir, recognize-gelu.mlir,
-// merge-projections.mlir: matched forms and deliberately unmatched ones)
+// recognize-rms-norm.mlir, merge-projections.mlir: matched forms and
+// deliberately unmatched ones)
 // before and after the rewrite on random inputs. The rewritten function
 // must agree within 1e-6 relative (error norm over norm): the fused ops
 // round once where the spelled-out ones rounded at every step, ~1e-7 per
@@ -17,6 +18,7 @@
 #include "kiln/Tools/ModelLoading.h"
 #include "kiln/Transforms/MergeProjections.h"
 #include "kiln/Transforms/RecognizeGelu.h"
+#include "kiln/Transforms/RecognizeRmsNorm.h"
 #include "kiln/Transforms/RewriteAttention.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -55,6 +57,7 @@ std::vector<PatternCase> testFunctions() {
   for (auto [file, rewrite, tolerance] :
        {LitFile{"rewrite-attention", rewriteAttention, 1e-6},
         LitFile{"recognize-gelu", recognizeGelu, 1e-6},
+        LitFile{"recognize-rms-norm", recognizeRmsNorm, 1e-6},
         LitFile{"merge-projections", mergeProjections, 0.0}}) {
     auto buffer = llvm::MemoryBuffer::getFile(
         std::string(KILN_SOURCE_DIR "/test/Transforms/") + file + ".mlir");
@@ -134,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(LitFunctions, PatternRewriteTest,
                          });
 
 TEST(PatternRewriteTest, FindsTheLitFiles) {
-  EXPECT_GE(testFunctions().size(), 14u);
+  EXPECT_GE(testFunctions().size(), 18u);
 }
 
 } // namespace

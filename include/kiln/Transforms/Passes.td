@@ -1,7 +1,7 @@
 //===- Passes.td - kiln passes -----------------------------*- tablegen -*-===//
 //
-// Ordering (lib/Transforms/Pipeline.cpp): GELU recognition, the attention
-// rewrite, merging projections and tensor-core padding run on the imported
+// Ordering (lib/Transforms/Pipeline.cpp): GELU and RMS norm recognition,
+// the attention rewrite, merging projections and tensor-core padding run on the imported
 // forward function; kiln-autodiff then adds its gradient function and the
 // training step the optimizer update; kiln-assign-precision runs on the
 // step, so that backward GEMMs follow the policy too; fusion, recomputation
@@ -52,6 +52,27 @@ def KilnRecognizeGelu : Pass<"kiln-recognize-gelu", "mlir::func::FuncOp"> {
     (lib/Transforms/RecognizeGelu.cpp). kiln.gelu computes the formula in
     fp64 and rounds once, so results change by at most the rounding of the
     ops it replaces; its gradient needs only x.
+  }];
+  let options = [
+    Option<"train", "train", "std::string", "\"\"",
+           "The parameters autodiff will train (its option)">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "The parameters autodiff will freeze (its option)">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+def KilnRecognizeRmsNorm : Pass<"kiln-recognize-rms-norm", "mlir::func::FuncOp"> {
+  let summary = "Replace RMS norms spelled out op by op with kiln.rms_norm";
+  let description = [{
+    Recognizes `x * (1 / sqrt(mean(x^2) + eps)) * scale` (Llama, T5, Gemma
+    below opset 23), the reciprocal also as kiln.reciprocal or a division
+    of x, x^2 also as x * x, the mean over trailing axes kept, the scale
+    optional and any tensor of the normalized dimensions, with constants
+    or untrained scalar parameters as literals and every intermediate used
+    once (lib/Transforms/RecognizeRmsNorm.cpp). kiln.rms_norm computes in
+    fp64 and rounds once, so results change by at most the rounding of the
+    ops it replaces; its gradient is one op too.
   }];
   let options = [
     Option<"train", "train", "std::string", "\"\"",

@@ -54,10 +54,10 @@ struct TrainingPipelineConfig {
   int64_t maxRecomputedProducts = -1;
 };
 
-/// GELU recognition -> attention rewrite -> [merged projections] ->
-/// tensor-core padding -> autodiff
-/// -> training step -> precision -> [fusion] -> [recompute] -> [parameter
-/// copies] -> memory plan.
+/// GELU recognition -> RMS norm recognition -> attention rewrite ->
+/// [merged projections] -> tensor-core padding -> autodiff -> training step
+/// -> precision -> [fusion] -> [recompute] -> [parameter copies] -> memory
+/// plan.
 void buildTrainingPipeline(mlir::OpPassManager &manager,
                            const TrainingPipelineConfig &config);
 
