@@ -1,11 +1,11 @@
 //===- Passes.td - kiln passes -----------------------------*- tablegen -*-===//
 //
 // Ordering (lib/Transforms/Pipeline.cpp): GELU and RMS norm recognition,
-// the attention rewrite, merging projections and tensor-core padding run on the imported
-// forward function; kiln-autodiff then adds its gradient function and the
-// training step the optimizer update; kiln-assign-precision runs on the
-// step, so that backward GEMMs follow the policy too; fusion, recomputation
-// and the memory plan come last.
+// the attention rewrite, merging projections and tensor-core padding run on
+// the imported forward function; kiln-autodiff then adds its gradient
+// function and the training step the optimizer update;
+// kiln-assign-precision runs on the step, so that backward GEMMs follow the
+// policy too; fusion, recomputation and the memory plan come last.
 //
 //===----------------------------------------------------------------------===//
 
