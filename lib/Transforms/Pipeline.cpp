@@ -1,9 +1,9 @@
 //===- Pipeline.cpp - the training pipeline -------------------------------===//
 //
-// The order of kiln's passes. GELU and RMS norm recognition, the attention
+// The order of kiln's passes. GELU and norm recognition, the attention
 // rewrite, merging projections (which sees what attention reads in place)
 // and tensor-core padding run on the imported forward function, so that
-// autodiff differentiates kiln.gelu, kiln.rms_norm and kiln.attention with
+// autodiff differentiates kiln.gelu, the norms and kiln.attention with
 // their own gradients and gives the padding zero gradients; the step adds
 // the optimizer; precision assignment follows so that backward GEMMs obey
 // the same policy; fusion then takes in the casts precision added; the memory
@@ -27,7 +27,7 @@ void buildTrainingPipeline(OpPassManager &manager,
   manager.addNestedPass<func::FuncOp>(createKilnRecognizeGelu(
       KilnRecognizeGeluOptions{config.autodiff.train, config.autodiff.freeze}));
   manager.addNestedPass<func::FuncOp>(
-      createKilnRecognizeRmsNorm(KilnRecognizeRmsNormOptions{
+      createKilnRecognizeNorms(KilnRecognizeNormsOptions{
           config.autodiff.train, config.autodiff.freeze}));
   if (config.rewriteAttention)
     manager.addNestedPass<func::FuncOp>(createKilnRewriteAttention(

@@ -2,7 +2,7 @@
 //
 // Runs each function of the lit tests of the pattern-matching passes
 // (test/Transforms/rewrite-attention.mlir, recognize-gelu.mlir,
-// recognize-rms-norm.mlir, merge-projections.mlir: matched forms and
+// recognize-norms.mlir, merge-projections.mlir: matched forms and
 // deliberately unmatched ones)
 // before and after the rewrite on random inputs. The rewritten function
 // must agree within 1e-6 relative (error norm over norm): the fused ops
@@ -18,7 +18,7 @@
 #include "kiln/Tools/ModelLoading.h"
 #include "kiln/Transforms/MergeProjections.h"
 #include "kiln/Transforms/RecognizeGelu.h"
-#include "kiln/Transforms/RecognizeRmsNorm.h"
+#include "kiln/Transforms/RecognizeNorms.h"
 #include "kiln/Transforms/RewriteAttention.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -57,7 +57,7 @@ std::vector<PatternCase> testFunctions() {
   for (auto [file, rewrite, tolerance] :
        {LitFile{"rewrite-attention", rewriteAttention, 1e-6},
         LitFile{"recognize-gelu", recognizeGelu, 1e-6},
-        LitFile{"recognize-rms-norm", recognizeRmsNorm, 1e-6},
+        LitFile{"recognize-norms", recognizeNorms, 1e-6},
         LitFile{"merge-projections", mergeProjections, 0.0}}) {
     auto buffer = llvm::MemoryBuffer::getFile(
         std::string(KILN_SOURCE_DIR "/test/Transforms/") + file + ".mlir");

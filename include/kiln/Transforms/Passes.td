@@ -1,6 +1,6 @@
 //===- Passes.td - kiln passes -----------------------------*- tablegen -*-===//
 //
-// Ordering (lib/Transforms/Pipeline.cpp): GELU and RMS norm recognition,
+// Ordering (lib/Transforms/Pipeline.cpp): GELU and norm recognition,
 // the attention rewrite, merging projections and tensor-core padding run on
 // the imported forward function; kiln-autodiff then adds its gradient
 // function and the training step the optimizer update;
@@ -62,17 +62,20 @@ def KilnRecognizeGelu : Pass<"kiln-recognize-gelu", "mlir::func::FuncOp"> {
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
-def KilnRecognizeRmsNorm : Pass<"kiln-recognize-rms-norm", "mlir::func::FuncOp"> {
-  let summary = "Replace RMS norms spelled out op by op with kiln.rms_norm";
+def KilnRecognizeNorms : Pass<"kiln-recognize-norms", "mlir::func::FuncOp"> {
+  let summary = "Replace RMS and layer norms spelled out op by op with one op";
   let description = [{
     Recognizes `x * (1 / sqrt(mean(x^2) + eps)) * scale` (Llama, T5, Gemma
-    below opset 23), the reciprocal also as kiln.reciprocal or a division
-    of x, x^2 also as x * x, the mean over trailing axes kept, the scale
-    optional and any tensor of the normalized dimensions, with constants
-    or untrained scalar parameters as literals and every intermediate used
-    once (lib/Transforms/RecognizeRmsNorm.cpp). kiln.rms_norm computes in
-    fp64 and rounds once, so results change by at most the rounding of the
-    ops it replaces; its gradient is one op too.
+    below opset 23) as kiln.rms_norm and `d / sqrt(mean(d^2) + eps) * scale
+    + bias` with `d = x - mean(x)` (layer norms below opset 17, older BERT
+    code) as kiln.layer_norm; the reciprocal also as kiln.reciprocal or a
+    division, a square also as a product with itself, `d` also computed
+    twice, the means over the same trailing axes, kept, the scale and bias
+    optional and any tensors of the normalized dimensions, with constants
+    or untrained scalar parameters as literals and no intermediate read
+    elsewhere (lib/Transforms/RecognizeNorms.cpp). The norms compute in
+    fp64 and round once, so results change by at most the rounding of the
+    ops they replace; their gradients are one op too.
   }];
   let options = [
     Option<"train", "train", "std::string", "\"\"",
