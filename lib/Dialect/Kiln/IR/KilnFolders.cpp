@@ -167,6 +167,44 @@ struct TransposedOperand : OpRewritePattern<MatmulOp> {
     return success();
   }
 };
+/// gather(x, c) along an axis, with constant indices c that step evenly
+/// through it (x[:, 0], a traced loop's x[:, t], a constant [2, 1, 0]) ->
+/// reshape(slice(x)): the same elements, an index map that fuses into the
+/// kernel reading it, whose gradient is an insert_slice where a gather's is
+/// a scatter. Indices out of range stay a gather, an error at run time.
+struct GatherAtConstantIndices : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    DenseIntElementsAttr indices;
+    if (!matchPattern(op.getIndices(), m_Constant(&indices)))
+      return rewriter.notifyMatchFailure(op, "indices are not constant");
+    auto dataType = cast<RankedTensorType>(op.getData().getType());
+    int64_t axis = op.getAxis(), extent = dataType.getDimSize(axis);
+    SmallVector<int64_t> positions;
+    for (const APInt &index : indices.getValues<APInt>()) {
+      int64_t position = index.getSExtValue();
+      position += position < 0 ? extent : 0;
+      if (position < 0 || position >= extent)
+        return rewriter.notifyMatchFailure(op, "an index is out of range");
+      positions.push_back(position);
+    }
+    int64_t step = positions.size() > 1 ? positions[1] - positions[0] : 1;
+    for (size_t i = 1; i < positions.size(); ++i)
+      if (step == 0 || positions[i] - positions[i - 1] != step)
+        return rewriter.notifyMatchFailure(op, "indices do not step evenly");
+    SmallVector<int64_t> start(dataType.getRank(), 0);
+    SmallVector<int64_t> stride(dataType.getRank(), 1);
+    SmallVector<int64_t> shape(dataType.getShape());
+    start[axis] = positions.front();
+    stride[axis] = step;
+    shape[axis] = positions.size();
+    Value slice = rewriter.create<SliceOp>(op.getLoc(), dataType.clone(shape),
+                                           op.getData(), start, stride);
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), slice);
+    return success();
+  }
+};
 } // namespace
 
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
@@ -177,6 +215,11 @@ void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                            MLIRContext *context) {
   patterns.add<TransposedOperand>(context);
+}
+
+void GatherOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                           MLIRContext *context) {
+  patterns.add<GatherAtConstantIndices>(context);
 }
 
 OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {

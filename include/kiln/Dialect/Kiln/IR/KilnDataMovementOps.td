@@ -147,6 +147,7 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure, InferTypeOpAdaptor]> {
                        I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_GatherElementsOp : Kiln_Op<"gather_elements",
