@@ -159,12 +159,13 @@ func.func @involutions(%x: tensor<4xf32>, %p: tensor<4xi1>) -> (tensor<4xf32>, t
 
 // Tests that gathers at constant indices stepping evenly become slices: a
 // scalar index counted from the end, a descending run, a 2-D index tensor
-// (the reshape restores its dimensions); repeated indices and an index out
-// of range stay gathers.
+// (the reshape restores its dimensions); repeated indices, an index out
+// of range and no indices stay gathers.
 // CHECK-LABEL: func @gathers_at_constant_indices
 // CHECK-SAME: (%[[X:.*]]: tensor<2x5x4xf32>)
 // CHECK-DAG: %[[ONES:.*]] = kiln.constant dense<1> : tensor<2xi64>
 // CHECK-DAG: %[[FIVE:.*]] = kiln.constant dense<5> : tensor<i64>
+// CHECK-DAG: %[[NONE:.*]] = kiln.constant dense<> : tensor<0xi64>
 // CHECK: %[[LAST:.*]] = kiln.slice %[[X]] {start = array<i64: 0, 4, 0>, stride = array<i64: 1, 1, 1>} : tensor<2x5x4xf32> to tensor<2x1x4xf32>
 // CHECK-NEXT: %[[A:.*]] = kiln.reshape %[[LAST]] : tensor<2x1x4xf32> to tensor<2x4xf32>
 // CHECK-NEXT: %[[B:.*]] = kiln.slice %[[X]] {start = array<i64: 0, 4, 0>, stride = array<i64: 1, -2, 1>} : tensor<2x5x4xf32> to tensor<2x3x4xf32>
@@ -172,9 +173,11 @@ func.func @involutions(%x: tensor<4xf32>, %p: tensor<4xi1>) -> (tensor<4xf32>, t
 // CHECK-NEXT: %[[C:.*]] = kiln.reshape %[[PAIR]] : tensor<2x2x4xf32> to tensor<2x1x2x4xf32>
 // CHECK-NEXT: %[[D:.*]] = kiln.gather %[[X]], %[[FIVE]]
 // CHECK-NEXT: %[[E:.*]] = kiln.gather %[[X]], %[[ONES]]
-// CHECK-NEXT: return %[[A]], %[[B]], %[[C]], %[[D]], %[[E]]
+// CHECK-NEXT: %[[F:.*]] = kiln.gather %[[X]], %[[NONE]]
+// CHECK-NEXT: return %[[A]], %[[B]], %[[C]], %[[D]], %[[E]], %[[F]]
 func.func @gathers_at_constant_indices(%x: tensor<2x5x4xf32>)
-    -> (tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<2x1x2x4xf32>, tensor<2x4xf32>, tensor<2x2x4xf32>) {
+    -> (tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<2x1x2x4xf32>, tensor<2x4xf32>, tensor<2x2x4xf32>,
+        tensor<2x0x4xf32>) {
   %last = kiln.constant dense<-1> : tensor<i64>
   %a = kiln.gather %x, %last {axis = 1 : i64} : (tensor<2x5x4xf32>, tensor<i64>) -> tensor<2x4xf32>
   %down = kiln.constant dense<[4, 2, 0]> : tensor<3xi64>
@@ -185,5 +188,8 @@ func.func @gathers_at_constant_indices(%x: tensor<2x5x4xf32>)
   %d = kiln.gather %x, %five {axis = 1 : i64} : (tensor<2x5x4xf32>, tensor<i64>) -> tensor<2x4xf32>
   %ones = kiln.constant dense<1> : tensor<2xi64>
   %e = kiln.gather %x, %ones {axis = 1 : i64} : (tensor<2x5x4xf32>, tensor<2xi64>) -> tensor<2x2x4xf32>
-  return %a, %b, %c, %d, %e : tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<2x1x2x4xf32>, tensor<2x4xf32>, tensor<2x2x4xf32>
+  %none = kiln.constant dense<> : tensor<0xi64>
+  %f = kiln.gather %x, %none {axis = 1 : i64} : (tensor<2x5x4xf32>, tensor<0xi64>) -> tensor<2x0x4xf32>
+  return %a, %b, %c, %d, %e, %f : tensor<2x4xf32>, tensor<2x3x4xf32>, tensor<2x1x2x4xf32>, tensor<2x4xf32>,
+      tensor<2x2x4xf32>, tensor<2x0x4xf32>
 }

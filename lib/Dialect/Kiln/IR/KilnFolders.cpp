@@ -189,6 +189,8 @@ struct GatherAtConstantIndices : OpRewritePattern<GatherOp> {
         return rewriter.notifyMatchFailure(op, "an index is out of range");
       positions.push_back(position);
     }
+    if (positions.empty())
+      return rewriter.notifyMatchFailure(op, "no indices");
     int64_t step = positions.size() > 1 ? positions[1] - positions[0] : 1;
     for (size_t i = 1; i < positions.size(); ++i)
       if (step == 0 || positions[i] - positions[i - 1] != step)
