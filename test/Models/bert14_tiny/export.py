@@ -2,8 +2,8 @@
 LayerNormalization, as older exports are: the exporter writes each
 nn.LayerNorm out as mean, difference, pow, mean, add, sqrt, division,
 weight and bias. The embedding and output norms are the hand-written
-LayerNorm of the original PyTorch BERT code (`(x - u)` computed twice,
-the weight in front). Otherwise BERT for sequence classification: word,
+LayerNorm of the original PyTorch BERT code (the weight in front; its
+`(x - u)`, written twice, the tracer keeps once). Otherwise BERT for sequence classification: word,
 position and token type embeddings, post-LN layers over the extended
 padding mask, erf GELU, the tanh pooler over the first token and
 cross-entropy over its classes. PyTorch's TorchScript ONNX exporter, in
@@ -11,7 +11,8 @@ training mode (../export_with_reference.py).
 
 Run with Debian's python3-torch (1.13) in this folder; it writes model.onnx,
 the inputs, and PyTorch's loss, logits and gradients (reference.npz), which
-test/Models/bert14-tiny.test compares kiln with (../compare_with_pytorch.py).
+test/Models/bert14-tiny.test compares kiln with (../compare_with_pytorch.py),
+and the same model at opset 17 (model_opset17.onnx).
 Weights are random (seed 0).
 """
 import sys
