@@ -140,7 +140,7 @@ struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
 void registerTrainingPipeline() {
   PassPipelineRegistration<TrainingPipelineOptions>(
       "kiln-training-pipeline",
-      "GELU and RMS norm recognition, attention rewrite, tensor-core "
+      "GELU and norm recognition, attention rewrite, tensor-core "
       "padding, autodiff, training step, "
       "precision, fusion, recomputation and memory plan",
       [](OpPassManager &manager, const TrainingPipelineOptions &options) {

@@ -54,7 +54,7 @@ struct TrainingPipelineConfig {
   int64_t maxRecomputedProducts = -1;
 };
 
-/// GELU recognition -> RMS norm recognition -> attention rewrite ->
+/// GELU recognition -> norm recognition -> attention rewrite ->
 /// [merged projections] -> tensor-core padding -> autodiff -> training step
 /// -> precision -> [fusion] -> [recompute] -> [parameter copies] -> memory
 /// plan.
