@@ -188,6 +188,7 @@ FailureOr<func::FuncOp> buildGradientFunction(func::FuncOp forward,
     return failure();
   remarkOnBuffers(function, options);
   warnAboutUntiedCopies(*selected);
+  warnAboutMergedParameters(*selected);
   SmallVector<Value> parameterValues;
   for (ParameterOp op : *selected)
     parameterValues.push_back(op.getResult());

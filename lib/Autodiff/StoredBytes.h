@@ -6,6 +6,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <cstring>
+
 namespace kiln {
 
 /// The stored bytes of `attr`, or empty where it is splat or not in memory.
@@ -17,6 +19,14 @@ inline llvm::ArrayRef<char> storedBytes(mlir::ElementsAttr attr) {
   auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(attr);
   return dense && !dense.isSplat() ? dense.getRawData()
                                    : llvm::ArrayRef<char>();
+}
+
+/// Whether `bytes`, elements `width` bytes wide, hold one value repeated.
+inline bool holdsOneValue(llvm::ArrayRef<char> bytes, size_t width) {
+  for (size_t i = width; i < bytes.size(); i += width)
+    if (std::memcmp(&bytes[i], bytes.data(), width))
+      return false;
+  return true;
 }
 
 } // namespace kiln

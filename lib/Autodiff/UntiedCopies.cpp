@@ -47,13 +47,6 @@ static uint64_t hashOf(ArrayRef<char> bytes) {
       reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
 }
 
-static bool isConstant(const Candidate &c) {
-  for (size_t i = c.width; i < c.bytes.size(); i += c.width)
-    if (std::memcmp(&c.bytes[i], c.bytes.data(), c.width))
-      return false;
-  return true;
-}
-
 void warnAboutUntiedCopies(ArrayRef<ParameterOp> parameters) {
   std::vector<Candidate> candidates;
   llvm::StringSet<> seen;
@@ -68,7 +61,7 @@ void warnAboutUntiedCopies(ArrayRef<ParameterOp> parameters) {
     if (c.bytes.empty() || valueType.getNumElements() < 2)
       continue;
     c.width = c.bytes.size() / valueType.getNumElements();
-    if (!isConstant(c))
+    if (!holdsOneValue(c.bytes, c.width))
       candidates.push_back(c);
   }
   llvm::DenseMap<uint64_t, SmallVector<size_t>> byHash;

@@ -34,6 +34,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 using namespace kiln;
 
@@ -94,12 +95,26 @@ double relativeError(const Tensor &actual, const Tensor &expected,
 }
 
 /// A fixture's model, its reference batch and, once differentiated, its
-/// gradient function.
+/// gradient function and the warnings differentiating it gave.
 struct FixtureModel {
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp forward, gradient;
   llvm::SmallVector<Tensor> inputs;
+  std::vector<std::string> warnings;
+};
+
+/// Collects the warnings of `context` while it lives, and reports every
+/// error as a test failure.
+struct RecordWarnings : mlir::ScopedDiagnosticHandler {
+  RecordWarnings(mlir::MLIRContext &context, std::vector<std::string> &warnings)
+      : ScopedDiagnosticHandler(&context, [&warnings](mlir::Diagnostic &d) {
+          if (d.getSeverity() == mlir::DiagnosticSeverity::Warning)
+            warnings.push_back(d.str());
+          else if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+            ADD_FAILURE() << d.str();
+          return mlir::success();
+        }) {}
 };
 
 /// Imports `directory + file` and reads the reference batch; any error fails
@@ -115,10 +130,11 @@ void loadFixture(const std::string &directory, const std::string &file,
 
 /// Loads a fixture, recognizes its GELU, rewrites its attention and
 /// differentiates its forward function, as the training pipeline does.
+/// Errors fail the test; warnings are kept in `model.warnings`.
 void differentiate(const std::string &directory, const std::string &file,
                    FixtureModel &model) {
   ASSERT_NO_FATAL_FAILURE(loadFixture(directory, file, model));
-  FailOnDiagnostics failures(model.context);
+  RecordWarnings warnings(model.context, model.warnings);
   ASSERT_TRUE(mlir::succeeded(recognizeGelu(model.forward, {})));
   ASSERT_TRUE(mlir::succeeded(rewriteAttention(model.forward, {})));
   mlir::FailureOr<mlir::func::FuncOp> gradient =
@@ -303,6 +319,15 @@ TEST_P(FixtureGradients, MatchPyTorchAutograd) {
       << "every parameter PyTorch trains gets a gradient";
 }
 
+/// How many ops of `function` read each parameter, by name.
+llvm::StringMap<int> readsByName(mlir::func::FuncOp function) {
+  llvm::StringMap<int> reads;
+  function.walk([&](ParameterOp op) {
+    reads[op.getName()] += std::distance(op->use_begin(), op->use_end());
+  });
+  return reads;
+}
+
 // The dynamo exports fold the position embedding into a constant and merge
 // initializers of equal value (all zero biases, all unit norm weights) into
 // one, so only their initializers that still stand for one PyTorch
@@ -315,11 +340,7 @@ TEST_P(FixtureGradients, DynamoGradientsMatchWhereUnambiguous) {
   ASSERT_NO_FATAL_FAILURE(differentiate(directory, "model.dynamo.onnx", model));
   FailOnDiagnostics failures(model.context);
   mlir::func::FuncOp gradient = model.gradient;
-  llvm::StringMap<int> uses;
-  model.forward.walk([&](ParameterOp op) {
-    for (mlir::OpOperand &use : op->getUses())
-      (void)use, ++uses[op.getName()];
-  });
+  llvm::StringMap<int> uses = readsByName(model.forward);
   mlir::FailureOr<llvm::SmallVector<Tensor>> results =
       interpret(gradient, model.inputs);
   ASSERT_TRUE(mlir::succeeded(results));
@@ -335,6 +356,32 @@ TEST_P(FixtureGradients, DynamoGradientsMatchWhereUnambiguous) {
     ++compared;
   }
   EXPECT_GE(compared, 4) << "too few unambiguous parameters to compare";
+}
+
+// The dynamo exporter merged the fixtures' fresh norm weights and zero
+// biases, each set into one initializer that many ops read. Autodiff warns
+// about exactly those: the parameters more ops read than read the PyTorch
+// parameter of that name in the TorchScript export (one initializer per
+// parameter; GPT-2's tied output projection has no name of its own there),
+// and about nothing in the TorchScript exports.
+TEST_P(FixtureGradients, WarnsAboutExactlyTheMergedParameters) {
+  std::string directory = "hf/" + GetParam() + "/";
+  FixtureModel torchscript, dynamo;
+  ASSERT_NO_FATAL_FAILURE(differentiate(directory, "model.onnx", torchscript));
+  ASSERT_NO_FATAL_FAILURE(
+      differentiate(directory, "model.dynamo.onnx", dynamo));
+  EXPECT_EQ(torchscript.warnings, std::vector<std::string>());
+  llvm::StringMap<int> apart = readsByName(torchscript.forward);
+  std::set<std::string> merged, warned;
+  for (const auto &[name, reads] : readsByName(dynamo.forward))
+    if (reads > 1 && apart.contains(name) && reads > apart.lookup(name))
+      merged.insert(name.str());
+  for (llvm::StringRef warning : dynamo.warnings) {
+    auto [before, named] = warning.split("parameter '");
+    warned.insert(named.split('\'').first.str());
+  }
+  EXPECT_FALSE(merged.empty());
+  EXPECT_EQ(warned, merged);
 }
 
 // With GEMMs in bf16 (fp32 accumulation, results stored in bf16 as autocast

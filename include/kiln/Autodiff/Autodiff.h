@@ -61,6 +61,12 @@ void remarkOnBuffers(mlir::func::FuncOp function,
 /// weight that PyTorch ties and the exporter wrote twice (UntiedCopies.cpp).
 void warnAboutUntiedCopies(llvm::ArrayRef<ParameterOp> parameters);
 
+/// Warns on each trained parameter that holds one value in all its elements
+/// and that more ops read than any parameter of varied values: most likely
+/// norm weights or zero biases that PyTorch trains apart and the exporter
+/// merged into one initializer (MergedParameters.cpp).
+void warnAboutMergedParameters(llvm::ArrayRef<ParameterOp> parameters);
+
 /// Adds `@<forward>_grad` next to `forward`: the same arguments, the forward
 /// results, then one gradient per trainable parameter, in order of first
 /// use, each with a `kiln.gradient_of` attribute naming its parameter. Uses
