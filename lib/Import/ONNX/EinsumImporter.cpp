@@ -205,7 +205,8 @@ static std::string expandEllipsis(StringRef term, StringRef ellipsis,
 
 static LogicalResult importEinsum(NodeContext &node) {
   FailureOr<std::string> equationAttr = node.stringAttr("equation", std::nullopt);
-  if (failed(equationAttr) || failed(node.requireInputs(1)))
+  if (failed(equationAttr) ||
+      failed(node.requireInputs(std::max(node.node.input_size(), 1))))
     return failure();
   std::string equation;
   for (char c : *equationAttr)

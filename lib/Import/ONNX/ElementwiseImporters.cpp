@@ -47,7 +47,7 @@ static LogicalResult importBitShift(NodeContext &node) {
 
 /// Max, Min, Sum: any number of inputs, folded pairwise.
 template <typename OpTy> static FailureOr<Value> foldVariadic(NodeContext &node) {
-  if (failed(node.requireInputs(1)))
+  if (failed(node.requireInputs(std::max(node.node.input_size(), 1))))
     return failure();
   Value acc = node.input(0);
   for (int i = 1; i < node.node.input_size(); ++i) {

@@ -84,6 +84,8 @@ std::optional<Tensor> NodeContext::constantValue(Value value) {
 }
 
 FailureOr<Tensor> NodeContext::constantInput(unsigned i, StringRef what) {
+  if (!hasInput(i))
+    return error(what) << " (input " << i << ") is missing";
   std::optional<Tensor> value = constantValue(input(i));
   if (!value)
     return error(what) << " (input '" << node.input(i)
@@ -356,6 +358,15 @@ SmallVector<Value> NodeContext::foldIfConstant(Operation *op) {
   if (!canEvaluate(op->getName()) || isa<ConstantOp, ParameterOp>(op) ||
       randomOffset(op))
     return results;
+  // Sizes first: a splat constant as large as a huge input would be
+  // materialized to fold it.
+  auto tooLarge = [](Type type) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tensor && tensor.getNumElements() > kFoldLimit;
+  };
+  if (llvm::any_of(op->getResultTypes(), tooLarge) ||
+      llvm::any_of(op->getOperandTypes(), tooLarge))
+    return results;
   SmallVector<Tensor> operands;
   for (Value operand : op->getOperands()) {
     std::optional<Tensor> value = constantValue(operand);
@@ -363,9 +374,6 @@ SmallVector<Value> NodeContext::foldIfConstant(Operation *op) {
       return results;
     operands.push_back(std::move(*value));
   }
-  for (Type type : op->getResultTypes())
-    if (cast<RankedTensorType>(type).getNumElements() > kFoldLimit)
-      return results;
   SmallVector<const Tensor *> pointers;
   for (const Tensor &operand : operands)
     pointers.push_back(&operand);

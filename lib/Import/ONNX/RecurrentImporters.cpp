@@ -407,8 +407,7 @@ LogicalResult Recurrence::readLengths() {
 }
 
 LogicalResult Recurrence::import() {
-  if (failed(node.requireInputs(3)) || failed(readAttributes()) ||
-      failed(checkShapes()))
+  if (failed(readAttributes()) || failed(checkShapes()))
     return failure();
   x = batchFirst ? ops.transpose(node.input(0), {1, 0, 2}) : node.input(0);
   if (!x || (node.hasInput(4) && failed(readLengths())))
@@ -443,16 +442,17 @@ LogicalResult Recurrence::import() {
   return success();
 }
 
+template <Cell cell> static LogicalResult importRecurrence(NodeContext &node) {
+  // Recurrence takes its element type from X.
+  if (failed(node.requireInputs(3)))
+    return failure();
+  return Recurrence(node, cell).import();
+}
+
 void registerRecurrentImporters(OpImporterTable &table) {
-  table.add("RNN", [](NodeContext &node) {
-    return Recurrence(node, Cell::RNN).import();
-  });
-  table.add("GRU", [](NodeContext &node) {
-    return Recurrence(node, Cell::GRU).import();
-  });
-  table.add("LSTM", [](NodeContext &node) {
-    return Recurrence(node, Cell::LSTM).import();
-  });
+  table.add("RNN", importRecurrence<Cell::RNN>);
+  table.add("GRU", importRecurrence<Cell::GRU>);
+  table.add("LSTM", importRecurrence<Cell::LSTM>);
 }
 
 } // namespace kiln

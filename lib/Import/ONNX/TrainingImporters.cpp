@@ -36,8 +36,8 @@ struct Update {
   Value sqrt(Value a) {
     return *node.create1<SqrtOp>({a}, {}, {a.getType()});
   }
-  /// T as a float scalar.
-  Value count(Value t) {
+  /// A scalar (R, or the update count T) in the parameters' type.
+  Value scalar(Value t) {
     return *node.create1<CastOp>(
         {t}, {}, {cast<RankedTensorType>(t.getType()).clone(f)});
   }
@@ -61,6 +61,8 @@ static FailureOr<int> tensorsPerGroup(NodeContext &node, int groups) {
   if (count <= 0 || count % groups != 0)
     return node.error("expects R, T and ") << groups
                                            << " groups of equally many tensors";
+  if (failed(node.requireInputs(node.node.input_size())))
+    return failure();
   if (node.inputRank(0) != 0 || node.inputRank(1) != 0)
     return node.error("R and T must be scalars");
   int n = count / groups;
@@ -69,8 +71,19 @@ static FailureOr<int> tensorsPerGroup(NodeContext &node, int groups) {
       if (node.inputType(2 + g * n + i) != node.inputType(2 + i))
         return node.error("tensor ") << i << " of group " << g
                                      << " does not have its parameter's type";
-  if (!isa<FloatType>(node.inputType(2).getElementType()))
+  Type parameters = node.inputType(2).getElementType();
+  if (!isa<FloatType>(parameters))
     return node.error("parameters must be floating-point");
+  // The parameters share one type (the schema's T3), in which the update
+  // computes (Update's `f`); R may be another float type.
+  for (int i = 3; i < 2 + n; ++i)
+    if (node.inputType(i).getElementType() != parameters)
+      return node.error("every parameter must have the first one's element "
+                        "type");
+  if (!isa<FloatType>(node.inputType(0).getElementType()))
+    return node.error("R must be a floating-point scalar");
+  if (!node.inputType(1).getElementType().isInteger(64))
+    return node.error("T must be an int64 scalar");
   return n;
 }
 
@@ -82,7 +95,7 @@ static LogicalResult importAdagrad(NodeContext &node) {
   if (failed(decay) || failed(epsilon) || failed(norm) || failed(n))
     return failure();
   Update u{node, node.inputType(2).getElementType()};
-  Value r = node.input(0), t = u.count(node.input(1));
+  Value r = u.scalar(node.input(0)), t = u.scalar(node.input(1));
   Value rate = u.div(r, u.add(u.c(1.0), u.mul(t, u.c(*decay))));
   for (int i = 0; i < *n; ++i) {
     Value x = node.input(2 + i), g = node.input(2 + *n + i);
@@ -108,7 +121,7 @@ static LogicalResult importMomentum(NodeContext &node) {
     return node.error("mode must be 'standard' or 'nesterov', got '")
            << *mode << "'";
   Update u{node, node.inputType(2).getElementType()};
-  Value r = node.input(0);
+  Value r = u.scalar(node.input(0));
   Value betaAdjusted = u.whenStarted(node.input(1), u.c(*beta), u.c(1.0));
   for (int i = 0; i < *n; ++i) {
     Value x = node.input(2 + i), g = node.input(2 + *n + i);
@@ -136,7 +149,7 @@ static LogicalResult importAdam(NodeContext &node) {
       failed(post) || failed(n))
     return failure();
   Update u{node, node.inputType(2).getElementType()};
-  Value r = node.input(0), t = u.count(node.input(1));
+  Value r = u.scalar(node.input(0)), t = u.scalar(node.input(1));
   // R * sqrt(1 - beta^T) / (1 - alpha^T) once T > 0.
   Value alphaT = u.op<PowOp>(u.c(*alpha), t), betaT = u.op<PowOp>(u.c(*beta), t);
   Value adjusted = u.div(u.mul(r, u.sqrt(u.sub(u.c(1.0), betaT))),

@@ -359,7 +359,54 @@ def sequence_to_add():
     return model(nodes, [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])])
 
 
+def empty_input(op, inputs, shapes, initializers=(), opset=17, domain="",
+                **attributes):
+    """A node of `op` whose inputs named "" are left out where the
+    schema requires them; `shapes` declares the graph inputs."""
+    node = helper.make_node(op, inputs, ["y"], name="n", domain=domain,
+                            **attributes)
+    domains = [(domain, 1)] if domain else []
+    return model([node], [tensor(n, t, s) for n, t, s in shapes],
+                 [tensor("y", F, None)], initializers, opset, domains)
+
+
+def recurrent_without_x():
+    w = numpy_helper.from_array(np.ones((1, 8, 3), np.float32), "w")
+    r = numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r")
+    return empty_input("LSTM", ["", "w", "r"], [], [w, r], hidden_size=2)
+
+
+def adagrad_double_rate():
+    """Adagrad with R in double and its tensors in float, as its schema
+    allows (R is T1, the tensors T3)."""
+    shapes = [("r", TensorProto.DOUBLE, []), ("t", I64, []), ("x", F, [3]),
+              ("g", F, [3]), ("h", F, [3])]
+    return empty_input("Adagrad", ["r", "t", "x", "g", "h"], shapes,
+                       domain="ai.onnx.preview.training")
+
+
+def huge_pool_input():
+    """An average pool of an input with 2^40 columns: nothing of that size
+    is built at import."""
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="pool",
+                            kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    return model([node], [tensor("x", F, [1, 1, 4, 2**40])],
+                 [tensor("y", F, None)])
+
+
 BUILDERS = {
+    "sum_empty_input": lambda: empty_input(
+        "Sum", ["a", "", "a"], [("a", F, [2])]),
+    "einsum_empty_input": lambda: empty_input(
+        "Einsum", ["a", ""], [("a", F, [2])], equation="i,i->"),
+    "window_empty_size": lambda: empty_input("HannWindow", [""], []),
+    "adam_empty_input": lambda: empty_input(
+        "Adam", ["r", "t", "x", "", "v", "h"],
+        [("r", F, []), ("t", I64, []), ("x", F, [3]), ("v", F, [3]),
+         ("h", F, [3])], domain="ai.onnx.preview.training"),
+    "recurrent_without_x": recurrent_without_x,
+    "adagrad_double_rate": adagrad_double_rate,
+    "huge_pool_input": huge_pool_input,
     "batch_norm_saved_statistics": batch_norm_saved_statistics,
     "top_k": top_k,
     "attention_softcap": lambda: attention([], ["y"], softcap=30.0),
