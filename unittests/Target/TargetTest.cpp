@@ -555,6 +555,18 @@ TEST_P(ModelTargetTest, SoftcapStepMatchesInterpreter) {
               GetParam(), 2e-6, import);
 }
 
+// Layer norms without weight or bias, and of each head's queries and keys
+// (head dimension 8) before a rotary embedding of half of each head; the
+// tied output projection's logits scaled.
+TEST_P(ModelTargetTest, HeadNormsStepMatchesInterpreter) {
+  ImportOptions import;
+  import.dimensions["batch"] = 2;
+  compareStep(source("test/Models/olmo_tiny/model.onnx"),
+              {source("test/Models/olmo_tiny/input_ids.npy"),
+               source("test/Models/olmo_tiny/labels.npy")},
+              GetParam(), 2e-6, import);
+}
+
 // GPTBigCode's multi-query attention from its row layout: queries split
 // from the rows of the 3-D products and moved heads first, one key and
 // value head for four query heads, a padding mask moved heads first, the
