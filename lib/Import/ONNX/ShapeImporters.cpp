@@ -312,9 +312,9 @@ static LogicalResult importSpaceDepth(NodeContext &node, bool toSpace) {
           h = type.getDimSize(2), w = type.getDimSize(3);
   SmallVector<int64_t> split, permutation, result;
   if (toSpace) {
-    if (c % (b * b) != 0)
+    if (b > c || c % (b * b) != 0)
       return node.error("channels (")
-             << c << ") are not a multiple of blocksize^2 (" << b * b << ")";
+             << c << ") are not a multiple of the square of blocksize " << b;
     if (*mode == "DCR") {
       split = {n, b, b, c / (b * b), h, w};
       permutation = {0, 3, 4, 1, 5, 2};

@@ -2,6 +2,8 @@
 
 #include "Windows.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 
 namespace kiln {
@@ -53,12 +55,26 @@ FailureOr<WindowShape> windowShape(NodeContext &node, RankedTensorType input,
   shape.kernel.assign(kernel.begin(), kernel.end());
   shape.strides = attributes->strides;
   shape.dilations = attributes->dilations;
+  // windows() takes one slice per kernel position: no real kernel comes
+  // near this many, and a mistaken one would build ops for hours.
+  constexpr int64_t kMaxPositions = 1 << 16;
+  int64_t positions = 1;
   for (size_t d = 0; d < spatial; ++d) {
     int64_t size = input.getDimSize(d + 2), stride = shape.strides[d];
     if (kernel[d] < 1)
       return node.error("kernel sizes must be positive");
-    int64_t extent = shape.dilations[d] * (kernel[d] - 1) + 1;
-    int64_t begin = pads[d], end = pads[spatial + d];
+    if (llvm::MulOverflow(positions, kernel[d], positions) ||
+        positions > kMaxPositions)
+      return node.error("the kernel has more than ")
+             << kMaxPositions << " positions, the most kiln imports";
+    int64_t extent, begin = pads[d], end = pads[spatial + d], padded;
+    if (llvm::MulOverflow(shape.dilations[d], kernel[d] - 1, extent) ||
+        llvm::AddOverflow(begin, end, padded) ||
+        llvm::AddOverflow(padded, size, padded) || extent == INT64_MAX)
+      return node.error("the kernel's extent or the padded input's size "
+                        "along spatial dimension ")
+             << d << " overflows 64 bits";
+    ++extent;
     if (autoPad == "VALID") {
       begin = end = 0;
     } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
@@ -70,7 +86,7 @@ FailureOr<WindowShape> windowShape(NodeContext &node, RankedTensorType input,
       begin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
       end = total - begin;
     }
-    int64_t padded = size + begin + end;
+    padded = size + begin + end;
     if (padded < extent)
       return node.error("the kernel (extent ")
              << extent << ") is larger than the padded input (" << padded

@@ -394,7 +394,20 @@ def huge_pool_input():
                  [tensor("y", F, None)])
 
 
+def window_node(op, **attributes):
+    """One window op (pooling) of a 1x1x4x4 input."""
+    node = helper.make_node(op, ["x"], ["y"], name="n", **attributes)
+    return model([node], [tensor("x", F, [1, 1, 4, 4])], [tensor("y", F, None)])
+
+
 BUILDERS = {
+    "depth_to_space_huge_block": lambda: window_node(
+        "DepthToSpace", blocksize=2**40),
+    "pool_huge_kernel": lambda: window_node(
+        "MaxPool", kernel_shape=[2**31, 2], auto_pad="SAME_LOWER"),
+    "pool_overflowing_dilation": lambda: window_node(
+        "MaxPool", kernel_shape=[3, 3], dilations=[2**62, 1],
+        auto_pad="SAME_UPPER"),
     "sum_empty_input": lambda: empty_input(
         "Sum", ["a", "", "a"], [("a", F, [2])]),
     "einsum_empty_input": lambda: empty_input(
