@@ -8,6 +8,7 @@
 #include "Evaluators.h"
 
 #include "kiln/Dialect/Kiln/IR/Kiln.h"
+#include "kiln/Support/Shapes.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -75,8 +76,10 @@ static LogicalResult checkResultSizes(Operation *op) {
   uint64_t bytes = 0;
   for (Type type : op->getResultTypes()) {
     auto tensor = cast<RankedTensorType>(type);
-    bytes += static_cast<uint64_t>(tensor.getNumElements()) *
-             (isa<FloatType>(tensor.getElementType()) ? 4 : 8);
+    std::optional<int64_t> count = elementCount(tensor.getShape());
+    uint64_t width = isa<FloatType>(tensor.getElementType()) ? 4 : 8;
+    bytes = count ? llvm::SaturatingMultiplyAdd(uint64_t(*count), width, bytes)
+                  : UINT64_MAX;
   }
   if (bytes > physicalMemory())
     return op->emitOpError() << "needs " << (bytes >> 20)

@@ -16,6 +16,7 @@
 #include "kiln/Autodiff/TrainingStep.h"
 
 #include "kiln/Interpreter/TensorAttr.h"
+#include "kiln/Support/Shapes.h"
 #include "kiln/TensorIO/TensorFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -221,6 +222,10 @@ ModelImporter::inputType(const onnx::ValueInfoProto &input) {
     return error("input '") << input.name() << "' dimension " << i
                             << " has no size and no name";
   }
+  if (exceedsMaxElements(shape))
+    return error("input '")
+           << input.name() << "' of shape " << formatShape(shape)
+           << " has more than 2^44 elements";
   return RankedTensorType::get(shape, mlirElementType(*dtype, context));
 }
 
@@ -245,6 +250,10 @@ LogicalResult ModelImporter::importInitializers() {
              << onnxDataTypeName(initializer.data_type());
     SmallVector<int64_t> shape(initializer.dims().begin(),
                                initializer.dims().end());
+    if (exceedsMaxElements(shape))
+      return error("initializer '")
+             << name << "' of shape " << formatShape(shape)
+             << " has a negative size or more than 2^44 elements";
     auto type = RankedTensorType::get(shape, mlirElementType(*dtype, context));
     Location loc = NameLoc::get(builder.getStringAttr(name));
     if (!protoHasValues(initializer) && product(shape) > 0) {
@@ -333,12 +342,20 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
                : importScan(nodeContext, nodeOpset, depth);
   if (failed(importer(nodeContext)))
     return failure();
-  for (int i = 0; i < node.output_size(); ++i)
-    if (!node.output(i).empty() && !graph.values.count(node.output(i)) &&
-        !graph.sequences.count(node.output(i)))
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty() || graph.sequences.count(node.output(i)))
+      continue;
+    Value output = graph.values.lookup(node.output(i));
+    if (!output)
       return nodeContext.error("output ")
              << i << " ('" << node.output(i)
              << "') is not supported by kiln's import of this op";
+    auto type = dyn_cast<RankedTensorType>(output.getType());
+    if (type && exceedsMaxElements(type.getShape()))
+      return nodeContext.error("output ")
+             << i << " ('" << node.output(i) << "') of shape "
+             << formatShape(type.getShape()) << " has more than 2^44 elements";
+  }
   return success();
 }
 

@@ -9,6 +9,7 @@
 
 #include "kiln/Interpreter/Interpreter.h"
 #include "kiln/Interpreter/TensorAttr.h"
+#include "kiln/Support/Shapes.h"
 #include "kiln/TensorIO/TensorFiles.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -362,7 +363,10 @@ SmallVector<Value> NodeContext::foldIfConstant(Operation *op) {
   // materialized to fold it.
   auto tooLarge = [](Type type) {
     auto tensor = dyn_cast<RankedTensorType>(type);
-    return tensor && tensor.getNumElements() > kFoldLimit;
+    if (!tensor)
+      return false;
+    std::optional<int64_t> count = elementCount(tensor.getShape());
+    return !count || *count > kFoldLimit;
   };
   if (llvm::any_of(op->getResultTypes(), tooLarge) ||
       llvm::any_of(op->getOperandTypes(), tooLarge))

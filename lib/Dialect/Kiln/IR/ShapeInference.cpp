@@ -7,19 +7,12 @@
 
 #include "kiln/Dialect/Kiln/IR/ShapeInference.h"
 
+#include "kiln/Support/Shapes.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 
 namespace kiln {
-
-static std::string formatShape(ArrayRef<int64_t> shape) {
-  std::string text = "[";
-  llvm::raw_string_ostream os(text);
-  llvm::interleave(shape, os, ", ");
-  os << "]";
-  return text;
-}
 
 FailureOr<SmallVector<int64_t>>
 broadcastShapes(std::optional<Location> location,

@@ -400,7 +400,28 @@ def window_node(op, **attributes):
     return model([node], [tensor("x", F, [1, 1, 4, 4])], [tensor("y", F, None)])
 
 
+def filled(shape):
+    """ConstantOfShape of a constant shape, plus the input."""
+    nodes = [const("shape", shape),
+             helper.make_node("ConstantOfShape", ["shape"], ["c"], name="fill"),
+             helper.make_node("Add", ["c", "x"], ["y"], name="add")]
+    return model(nodes, [tensor("x", F, [1])], [tensor("y", F, None)])
+
+
+def huge_declared_parameter():
+    """A graph-only initializer (no values) of 2^60 elements."""
+    w = TensorProto(name="w", data_type=F, dims=[2**30, 2**30])
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    return model([node], [tensor("x", F, [1])], [tensor("y", F, None)], [w])
+
+
 BUILDERS = {
+    "fill_overflowing": lambda: filled([2**40, 2**40]),
+    "fill_beyond_memory": lambda: filled([2**42]),
+    "huge_declared_parameter": huge_declared_parameter,
+    "huge_input": lambda: model(
+        [helper.make_node("Relu", ["x"], ["y"], name="act")],
+        [tensor("x", F, [2**40, 2**20])], [tensor("y", F, None)]),
     "depth_to_space_huge_block": lambda: window_node(
         "DepthToSpace", blocksize=2**40),
     "pool_huge_kernel": lambda: window_node(
