@@ -70,6 +70,16 @@ LogicalResult NodeContext::requireInputs(unsigned count) {
   return success();
 }
 
+LogicalResult NodeContext::requireTableSize(ArrayRef<int64_t> shape,
+                                            StringRef what) {
+  std::optional<int64_t> count = elementCount(shape);
+  if (!count || *count > (int64_t(1) << 28))
+    return error(what) << " of shape " << formatShape(shape)
+                       << " would have more than 2^28 elements, the most "
+                          "kiln computes at import";
+  return success();
+}
+
 std::optional<Tensor> NodeContext::constantValue(Value value) {
   auto it = graph.constants.find(value);
   if (it != graph.constants.end())

@@ -136,6 +136,10 @@ public:
   int64_t inputRank(unsigned i) const { return inputType(i).getRank(); }
   /// Checks that inputs [0, count) are given.
   mlir::LogicalResult requireInputs(unsigned count);
+  /// Checks that a table the importer computes (a window, a DFT matrix) of
+  /// `shape` has at most 2^28 elements; `what` names it in the error.
+  mlir::LogicalResult requireTableSize(llvm::ArrayRef<int64_t> shape,
+                                       llvm::StringRef what);
   /// The value of input `i`, which must be a constant after folding (shapes,
   /// axes, pads...); `what` names it in the error.
   mlir::FailureOr<Tensor> constantInput(unsigned i, llvm::StringRef what);

@@ -12,6 +12,8 @@
 
 #include "NodeContext.h"
 
+#include "kiln/Support/Shapes.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -264,13 +266,24 @@ static LogicalResult importResize(NodeContext &node) {
       }
     }
   }
+  // Each output coordinate's taps become a table at import: a size beyond
+  // these is a mistake, and its tables would not fit in memory.
+  constexpr int64_t kMaxAxisOutputs = int64_t(1) << 26;
+  SmallVector<int64_t> resized(type.getShape());
+  for (size_t i = 0; i < count; ++i) {
+    if (outputs[i] < 1 || factors[i] <= 0 || outputs[i] > kMaxAxisOutputs)
+      return node.error("axis ")
+             << axes[i] << " would be resized to " << outputs[i]
+             << " elements (from 1 to 2^26 are supported)";
+    resized[axes[i]] = outputs[i];
+  }
+  if (exceedsMaxElements(resized))
+    return node.error("the result of shape ")
+           << formatShape(resized) << " would have more than 2^44 elements";
   Value result = node.input(0);
   SmallVector<int64_t> shape(type.getShape());
   Value outside;
   for (size_t i = 0; i < count; ++i) {
-    if (outputs[i] < 1 || factors[i] <= 0)
-      return node.error("axis ") << axes[i] << " would be resized to "
-                                 << outputs[i] << " elements";
     std::pair<double, double> bounds =
         crops ? std::make_pair((*roi)[i], (*roi)[count + i])
               : std::make_pair(0.0, 1.0);

@@ -46,10 +46,12 @@ static LogicalResult importWindow(NodeContext &node,
   FailureOr<Type> element = outputType(node);
   if (failed(size) || failed(periodic) || failed(element))
     return failure();
-  if (*size < 1)
+  if (!(*size >= 1 && *size <= double(INT64_MAX / 2)))
     return node.error("the window size must be positive, got ") << *size;
   std::optional<DType> dtype = dtypeOf(*element);
   auto length = static_cast<int64_t>(*size);
+  if (failed(node.requireTableSize({length}, "the window")))
+    return failure();
   double period = *periodic ? length : length - 1;
   Tensor window(*dtype, {length});
   for (int64_t n = 0; n < length; ++n) {
@@ -78,11 +80,14 @@ static LogicalResult importMelWeightMatrix(NodeContext &node) {
   if (failed(melBins) || failed(dftLength) || failed(sampleRate) ||
       failed(lower) || failed(upper) || failed(element))
     return failure();
-  auto bands = static_cast<int64_t>(*melBins);
-  auto length = static_cast<int64_t>(*dftLength);
-  if (bands < 1 || length < 1 || *sampleRate <= 0)
+  auto inRange = [](double x) { return x >= 1 && x <= double(INT64_MAX / 2); };
+  if (!inRange(*melBins) || !inRange(*dftLength) || !(*sampleRate > 0))
     return node.error("needs positive num_mel_bins, dft_length and "
                       "sample_rate");
+  auto bands = static_cast<int64_t>(*melBins);
+  auto length = static_cast<int64_t>(*dftLength);
+  if (failed(node.requireTableSize({length / 2 + 1, bands}, "the matrix")))
+    return failure();
   auto mel = [](double hertz) { return 2595 * std::log10(1 + hertz / 700); };
   double low = mel(*lower), step = (mel(*upper) - low) / (bands + 2);
   int64_t spectrum = length / 2 + 1;
@@ -134,6 +139,8 @@ static Spectrum transform(NodeContext &node, OpChain &ops,
   if (!signal.real)
     return {};
   int64_t k = onesided ? n / 2 + 1 : n;
+  if (failed(node.requireTableSize({n, k}, "the DFT's matrix")))
+    return {};
   Type element = getElementTypeOrSelf(signal.real);
   std::optional<DType> dtype = dtypeOf(element);
   Tensor cosines(*dtype, {n, k}), sines(*dtype, {n, k});
@@ -317,6 +324,8 @@ static LogicalResult importSTFT(NodeContext &node) {
   if (*onesided && signal->imaginary)
     return node.error("onesided needs a real signal");
   int64_t frames = (length - frameLength) / hop + 1;
+  if (failed(node.requireTableSize({frames, frameLength}, "the frames")))
+    return failure();
   SmallVector<int64_t> offsets;
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t j = 0; j < frameLength; ++j)

@@ -415,7 +415,23 @@ def huge_declared_parameter():
     return model([node], [tensor("x", F, [1])], [tensor("y", F, None)], [w])
 
 
+def huge_window():
+    """A Hann window of 2^40 samples, a table kiln would compute at import."""
+    nodes = [const("size", 2**40),
+             helper.make_node("HannWindow", ["size"], ["y"], name="window")]
+    return model(nodes, [], [tensor("y", F, None)])
+
+
+def huge_resize():
+    nodes = [const("sizes", [1, 1, 4, 2**62]),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"],
+                              name="up", mode="nearest")]
+    return model(nodes, [tensor("x", F, [1, 1, 4, 4])], [tensor("y", F, None)])
+
+
 BUILDERS = {
+    "huge_window": huge_window,
+    "huge_resize": huge_resize,
     "fill_overflowing": lambda: filled([2**40, 2**40]),
     "fill_beyond_memory": lambda: filled([2**42]),
     "huge_declared_parameter": huge_declared_parameter,
