@@ -909,3 +909,32 @@ func.func @spread_gradient(%g: tensor<2x3x1xf32>, %x: tensor<2x3x8xf32>, %r: ten
   %y = kiln.add %m, %x : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
   return %y : tensor<2x3x8xf32>
 }
+
+// -----
+
+// Tests that a join which would have a kernel compute one op more than 128
+// times per element is refused: each square reads its operand twice, so
+// the n-th value back from the end of a chain of squares is computed 2^n
+// times. Eight squares fuse (the first computed 128 times); the ninth
+// starts a second fusion, which reads the eighth's result stored.
+// CHECK-LABEL: func @repeated_squares
+// CHECK: %[[F:.*]] = kiln.fusion %arg0
+// CHECK-COUNT-8: kiln.mul
+// CHECK: kiln.yield
+// CHECK: %[[G:.*]] = kiln.fusion %[[F]]
+// CHECK-COUNT-2: kiln.mul
+// CHECK: kiln.yield
+// CHECK: return %[[G]]
+func.func @repeated_squares(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a1 = kiln.mul %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a2 = kiln.mul %a1, %a1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a3 = kiln.mul %a2, %a2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a4 = kiln.mul %a3, %a3 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a5 = kiln.mul %a4, %a4 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a6 = kiln.mul %a5, %a5 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a7 = kiln.mul %a6, %a6 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a8 = kiln.mul %a7, %a7 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a9 = kiln.mul %a8, %a8 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a10 = kiln.mul %a9, %a9 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %a10 : tensor<4xf32>
+}
