@@ -1,5 +1,4 @@
-//===- Shapes.h - element counts without overflow, shapes as text -*- C++
-//-*-===//
+//===- Shapes.h - element counts and shapes as text ------------*- C++ -*-===//
 //
 // A shape's element count, computed without overflow. The importer refuses
 // tensors beyond kMaxElements, so that every size kiln computes from a
