@@ -359,10 +359,10 @@ def sequence_to_add():
     return model(nodes, [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])])
 
 
-def empty_input(op, inputs, shapes, initializers=(), opset=17, domain="",
-                **attributes):
-    """A node of `op` whose inputs named "" are left out where the
-    schema requires them; `shapes` declares the graph inputs."""
+def one_node(op, inputs, shapes, initializers=(), opset=17, domain="",
+             **attributes):
+    """One node of `op` reading `inputs` (those named "" left out);
+    `shapes` declares the graph inputs."""
     node = helper.make_node(op, inputs, ["y"], name="n", domain=domain,
                             **attributes)
     domains = [(domain, 1)] if domain else []
@@ -373,7 +373,7 @@ def empty_input(op, inputs, shapes, initializers=(), opset=17, domain="",
 def recurrent_without_x():
     w = numpy_helper.from_array(np.ones((1, 8, 3), np.float32), "w")
     r = numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r")
-    return empty_input("LSTM", ["", "w", "r"], [], [w, r], hidden_size=2)
+    return one_node("LSTM", ["", "w", "r"], [], [w, r], hidden_size=2)
 
 
 def adagrad_double_rate():
@@ -381,7 +381,7 @@ def adagrad_double_rate():
     allows (R is T1, the tensors T3)."""
     shapes = [("r", TensorProto.DOUBLE, []), ("t", I64, []), ("x", F, [3]),
               ("g", F, [3]), ("h", F, [3])]
-    return empty_input("Adagrad", ["r", "t", "x", "g", "h"], shapes,
+    return one_node("Adagrad", ["r", "t", "x", "g", "h"], shapes,
                        domain="ai.onnx.preview.training")
 
 
@@ -395,7 +395,7 @@ def huge_pool_input():
 
 
 def window_node(op, **attributes):
-    """One window op (pooling) of a 1x1x4x4 input."""
+    """One op of a 1x1x4x4 input (a pool, DepthToSpace)."""
     node = helper.make_node(op, ["x"], ["y"], name="n", **attributes)
     return model([node], [tensor("x", F, [1, 1, 4, 4])], [tensor("y", F, None)])
 
@@ -445,12 +445,12 @@ BUILDERS = {
     "pool_overflowing_dilation": lambda: window_node(
         "MaxPool", kernel_shape=[3, 3], dilations=[2**62, 1],
         auto_pad="SAME_UPPER"),
-    "sum_empty_input": lambda: empty_input(
+    "sum_empty_input": lambda: one_node(
         "Sum", ["a", "", "a"], [("a", F, [2])]),
-    "einsum_empty_input": lambda: empty_input(
+    "einsum_empty_input": lambda: one_node(
         "Einsum", ["a", ""], [("a", F, [2])], equation="i,i->"),
-    "window_empty_size": lambda: empty_input("HannWindow", [""], []),
-    "adam_empty_input": lambda: empty_input(
+    "window_empty_size": lambda: one_node("HannWindow", [""], []),
+    "adam_empty_input": lambda: one_node(
         "Adam", ["r", "t", "x", "", "v", "h"],
         [("r", F, []), ("t", I64, []), ("x", F, [3]), ("v", F, [3]),
          ("h", F, [3])], domain="ai.onnx.preview.training"),
